@@ -1,0 +1,19 @@
+# trident_target_defaults(TARGET): warnings (our own code only), -Werror and sanitizers.
+set(TRIDENT_WARNING_FLAGS
+    -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
+    -Woverloaded-virtual -Wimplicit-fallthrough -Wformat=2)
+
+if(TRIDENT_SANITIZE)
+  string(REPLACE ";" "," _trident_san "${TRIDENT_SANITIZE}")
+  add_compile_options(-fsanitize=${_trident_san} -fno-omit-frame-pointer
+                      -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${_trident_san})
+  message(STATUS "Trident: sanitizers ${_trident_san}")
+endif()
+
+function(trident_target_defaults target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${TRIDENT_WARNING_FLAGS}>)
+  if(TRIDENT_WERROR)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+endfunction()

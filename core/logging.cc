@@ -1,0 +1,64 @@
+#include "core/logging.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+namespace trident {
+namespace {
+
+std::optional<int> RankFromEnvironment() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  }
+  return std::nullopt;
+}
+
+std::string_view LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "?";
+}
+
+}  // namespace
+
+LogContext LogContext::FromEnvironment() {
+  LogContext context;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) context.host = host;
+  context.rank = RankFromEnvironment();
+  return context;
+}
+
+std::string LogContext::Prefix() const {
+  std::string prefix = host.empty() ? "?" : host;
+  if (rank) prefix += " rank " + std::to_string(*rank);
+  if (coords) {
+    prefix += " (dp " + std::to_string(coords->dp) + ", pp " + std::to_string(coords->pp) +
+              ", tp " + std::to_string(coords->tp) + ")";
+  }
+  return prefix;
+}
+
+Logger::Logger(LogContext context, LogLevel min_level)
+    : context_(std::move(context)), min_level_(min_level) {}
+
+void Logger::Log(LogLevel level, std::string_view message) {
+  if (level < min_level_) return;
+  std::string line = "[" + context_.Prefix() + "] " + std::string(LevelName(level)) + ": ";
+  line.append(message);
+  line += '\n';
+  std::lock_guard<std::mutex> lock(mu_);
+  std::cerr << line << std::flush;
+}
+
+}  // namespace trident

@@ -1,0 +1,190 @@
+#include "core/plan.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/document.h"
+#include "core/yaml_io.h"
+
+namespace trident {
+
+const NameTable<ScheduleKind>& ScheduleKindNames() {
+  static const NameTable<ScheduleKind> kNames = {
+      {"naive", ScheduleKind::kNaive}, {"gpipe", ScheduleKind::kGpipe},
+      {"1f1b", ScheduleKind::k1F1B},   {"interleaved_1f1b", ScheduleKind::kInterleaved1F1B},
+      {"zb_h1", ScheduleKind::kZbH1},  {"pipedream", ScheduleKind::kPipeDream}};
+  return kNames;
+}
+
+std::vector<int> Plan::PositionReplicas() const {
+  std::vector<int> replicas;
+  for (int p = 0; p < mesh.pp; ++p) replicas.push_back(stages[p].replicas);
+  return replicas;
+}
+
+RankMap Plan::MakeRankMap() const {
+  StatusOr<RankMap> map = RankMap::Create(mesh.tp, PositionReplicas());
+  TRIDENT_CHECK(map.ok()) << map.status().ToString();
+  return *map;
+}
+
+namespace {
+
+std::string Str(int64_t value) { return std::to_string(value); }
+
+FieldCheck CheckMesh(const Plan& p) {
+  if (p.mesh.dp < 1) return FieldError{"mesh.dp", "must be >= 1", ""};
+  if (p.mesh.pp < 1) return FieldError{"mesh.pp", "must be >= 1", ""};
+  if (p.mesh.tp < 1) return FieldError{"mesh.tp", "must be >= 1", ""};
+  if (std::string problem = p.model.TensorParallelProblem(p.mesh.tp); !problem.empty()) {
+    return FieldError{"mesh.tp", problem, "choose a tp that divides the model's heads"};
+  }
+  if (p.devices_per_node < 1) return FieldError{"devices_per_node", "must be >= 1", ""};
+  if (p.devices_per_node % p.mesh.tp != 0) {
+    return FieldError{"mesh.tp",
+                      "tp " + Str(p.mesh.tp) + " does not divide " + Str(p.devices_per_node) +
+                          " devices per node, so a tp group would span nodes",
+                      "use a tp that divides devices_per_node"};
+  }
+  if (p.virtual_stages < 1) return FieldError{"virtual_stages", "must be >= 1", ""};
+  return std::nullopt;
+}
+
+FieldCheck CheckStageLayers(const Plan& p) {
+  size_t want = static_cast<size_t>(p.mesh.pp) * p.virtual_stages;
+  if (p.stages.size() != want) {
+    return FieldError{
+        "stages",
+        "has " + Str(p.stages.size()) + " stages but mesh.pp · virtual_stages = " + Str(want),
+        "list one stage per pipeline position and virtual stage"};
+  }
+  int next = 0;
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const PlanStage& s = p.stages[i];
+    std::string path = IndexKeyPath("stages", i);
+    if (s.first_layer != next) {
+      return FieldError{
+          JoinKeyPath(path, "first_layer"),
+          "expected " + Str(next) + " (stages are contiguous), got " + Str(s.first_layer), ""};
+    }
+    if (s.num_layers < 1) {
+      return FieldError{JoinKeyPath(path, "num_layers"), "a stage needs at least one layer", ""};
+    }
+    next += s.num_layers;
+  }
+  if (next != p.model.NumLayers()) {
+    return FieldError{
+        "stages", "cover " + Str(next) + " layers but the model has " + Str(p.model.NumLayers()),
+        "the last stage must end at the model's last layer"};
+  }
+  return std::nullopt;
+}
+
+FieldCheck CheckReplicas(const Plan& p) {
+  int max_replicas = 0;
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const PlanStage& s = p.stages[i];
+    std::string path = JoinKeyPath(IndexKeyPath("stages", i), "replicas");
+    if (s.replicas < 1) return FieldError{path, "must be >= 1", ""};
+    if (s.replicas != p.stages[i % p.mesh.pp].replicas) {
+      return FieldError{path, "virtual stages of one pipeline position must share replicas", ""};
+    }
+    if (p.num_micro_batches % s.replicas != 0) {
+      return FieldError{path,
+                        Str(s.replicas) + " replicas do not divide " + Str(p.num_micro_batches) +
+                            " micro-batches",
+                        "pick num_micro_batches as a multiple of every stage's replicas"};
+    }
+    max_replicas = std::max(max_replicas, s.replicas);
+  }
+  if (p.mesh.dp != max_replicas) {
+    return FieldError{
+        "mesh.dp",
+        "must equal the largest stage replication " + Str(max_replicas) + ", got " + Str(p.mesh.dp),
+        ""};
+  }
+  int64_t devices = 0;
+  for (int r : p.PositionReplicas()) devices += int64_t{r} * p.mesh.tp;
+  if (devices != p.devices) {
+    return FieldError{"devices",
+                      "the mesh uses tp · Σ replicas = " + Str(devices) +
+                          " devices but devices is " + Str(p.devices),
+                      "with uniform replication devices = tp · pp · dp"};
+  }
+  return std::nullopt;
+}
+
+FieldCheck CheckBatch(const Plan& p) {
+  if (p.micro_batch_size < 1) return FieldError{"micro_batch_size", "must be >= 1", ""};
+  if (p.num_micro_batches < 1) return FieldError{"num_micro_batches", "must be >= 1", ""};
+  if (p.global_batch != int64_t{p.micro_batch_size} * p.num_micro_batches) {
+    return FieldError{"global_batch",
+                      Str(p.global_batch) + " != micro_batch_size " + Str(p.micro_batch_size) +
+                          " × num_micro_batches " + Str(p.num_micro_batches),
+                      "num_micro_batches counts the micro-batches of all replicas together"};
+  }
+  if (p.seq_len < 1 || p.seq_len > p.model.max_seq_len) {
+    return FieldError{"seq_len",
+                      "must be in [1, " + Str(p.model.max_seq_len) + "], got " + Str(p.seq_len),
+                      "the model's max_seq_len bounds it"};
+  }
+  return std::nullopt;
+}
+
+FieldCheck CheckSchedule(const Plan& p) {
+  bool interleaved = p.schedule == ScheduleKind::kInterleaved1F1B;
+  if (interleaved && p.virtual_stages < 2) {
+    return FieldError{"virtual_stages", "interleaved_1f1b needs virtual_stages >= 2",
+                      "set virtual_stages: 2 or use schedule: 1f1b"};
+  }
+  if (!interleaved && p.virtual_stages != 1) {
+    return FieldError{"virtual_stages", "only interleaved_1f1b runs virtual stages",
+                      "set virtual_stages: 1 or schedule: interleaved_1f1b"};
+  }
+  int per_replica = p.num_micro_batches / p.mesh.dp;
+  if (interleaved && per_replica % p.mesh.pp != 0) {
+    return FieldError{"num_micro_batches",
+                      "interleaved_1f1b needs the micro-batches per replica (" + Str(per_replica) +
+                          ") to be a multiple of pp " + Str(p.mesh.pp),
+                      ""};
+  }
+  if (p.schedule == ScheduleKind::kNaive && per_replica != 1) {
+    return FieldError{"schedule", "naive model parallelism runs one micro-batch per replica",
+                      "set num_micro_batches to mesh.dp or use gpipe / 1f1b"};
+  }
+  return std::nullopt;
+}
+
+FieldCheck CheckPrediction(const Plan& p) {
+  const PlanPrediction& q = p.predicted;
+  if (q.step_time_ms < 0 || q.tokens_per_s < 0 || q.peak_memory_bytes < 0) {
+    return FieldError{"predicted", "predictions must not be negative", ""};
+  }
+  if (q.bubble_fraction < 0 || q.bubble_fraction > 1) {
+    return FieldError{"predicted.bubble_fraction", "must be in [0, 1]", ""};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+FieldCheck Plan::Check() const {
+  if (FieldCheck error = model.Check()) {
+    error->key_path = JoinKeyPath("model", error->key_path);
+    return error;
+  }
+  if (devices < 1) return FieldError{"devices", "must be >= 1", ""};
+  for (const auto& check :
+       {CheckMesh, CheckStageLayers, CheckBatch, CheckReplicas, CheckSchedule, CheckPrediction}) {
+    if (FieldCheck error = check(*this)) return error;
+  }
+  return std::nullopt;
+}
+
+std::string Plan::ToString() const {
+  return model.name + " on " + Str(devices) + " devices: dp " + Str(mesh.dp) + " × pp " +
+         Str(mesh.pp) + " × tp " + Str(mesh.tp) + ", " + NameOf(ScheduleKindNames(), schedule) +
+         ", micro-batch " + Str(micro_batch_size) + " × " + Str(num_micro_batches) + ", seq " +
+         Str(seq_len);
+}
+}  // namespace trident

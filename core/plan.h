@@ -1,0 +1,94 @@
+// Plan: the contract between the planner, the launcher and the runtime — how one model is
+// split over a mesh of devices, how it is scheduled, and what the planner predicts.
+//
+// Batch arithmetic: `num_micro_batches` counts every micro-batch of one step across all
+// replicas, so global_batch = micro_batch_size · num_micro_batches. Micro-batch j of a stage
+// with r replicas runs on replica j mod r; with uniform replication dp, each replica's
+// pipeline sees num_micro_batches / dp micro-batches.
+//
+// Stages: pp · virtual_stages contiguous layer ranges in model order. With virtual stages
+// (interleaved 1F1B) pipeline position p runs stages p, p + pp, p + 2·pp, ...
+// Replication: a stage's `replicas` (PipeDream-style) may differ between positions; mesh.dp
+// is the largest of them and devices = tp · Σ over positions of their replication.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/field_error.h"
+#include "core/mesh.h"
+#include "core/model_spec.h"
+#include "core/names.h"
+#include "core/rank_map.h"
+#include "core/recompute.h"
+#include "core/status.h"
+
+namespace trident {
+
+enum class ScheduleKind { kNaive, kGpipe, k1F1B, kInterleaved1F1B, kZbH1, kPipeDream };
+const NameTable<ScheduleKind>& ScheduleKindNames();
+
+struct PlanStage {
+  int first_layer = 0;
+  int num_layers = 1;
+  int replicas = 1;
+  RecomputeMode recompute = RecomputeMode::kNone;
+  double predicted_time_ms = 0;        // forward + backward of one micro-batch
+  int64_t predicted_memory_bytes = 0;  // peak per rank of this stage
+  bool operator==(const PlanStage&) const = default;
+};
+
+struct PlanPrediction {
+  double step_time_ms = 0;
+  double tokens_per_s = 0;
+  double bubble_fraction = 0;
+  int64_t peak_memory_bytes = 0;  // the largest over all ranks
+  bool operator==(const PlanPrediction&) const = default;
+};
+
+struct Provenance {
+  std::string planner_version;
+  std::string profile_digest;  // "" for hand-written plans
+  std::string cluster_digest;
+  bool operator==(const Provenance&) const = default;
+};
+
+struct Plan {
+  static constexpr int kFormatVersion = 1;
+
+  ModelSpec model;  // embedded, so a rank needs only the plan and the data
+  std::string cluster;
+  int devices = 1;
+  int devices_per_node = 1;
+  Mesh mesh;
+  int virtual_stages = 1;
+  int micro_batch_size = 1;
+  int num_micro_batches = 1;
+  int64_t global_batch = 1;
+  int64_t seq_len = 1;
+  DType dtype = DType::kFp32;
+  ScheduleKind schedule = ScheduleKind::k1F1B;
+  bool zero1 = false;
+  std::vector<PlanStage> stages;
+  PlanPrediction predicted;
+  Provenance provenance;
+
+  bool operator==(const Plan&) const = default;
+
+  // Replication of each pipeline position. REQUIRES: Check() passed.
+  std::vector<int> PositionReplicas() const;
+  // REQUIRES: Check() passed.
+  RankMap MakeRankMap() const;
+
+  FieldCheck Check() const;
+  Status Validate() const { return ToStatus(Check()); }
+  std::string ToString() const;
+};
+
+StatusOr<Plan> ParsePlan(std::string_view text, const std::string& file);
+StatusOr<Plan> LoadPlan(const std::string& path);
+std::string PlanToYaml(const Plan& plan);
+
+}  // namespace trident

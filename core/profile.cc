@@ -1,0 +1,231 @@
+#include "core/profile.h"
+
+#include "core/document.h"
+#include "core/yaml_io.h"
+
+namespace trident {
+
+const NameTable<ProfileSource>& ProfileSourceNames() {
+  static const NameTable<ProfileSource> kNames = {{"measured", ProfileSource::kMeasured},
+                                                  {"analytic", ProfileSource::kAnalytic}};
+  return kNames;
+}
+
+const ProfileEntry* Profile::Find(int index, int micro_batch, int tp) const {
+  for (const LayerProfile& layer : layers) {
+    if (index < layer.first_layer || index >= layer.first_layer + layer.num_layers) continue;
+    for (const ProfileEntry& entry : layer.entries) {
+      if (entry.micro_batch == micro_batch && entry.tp == tp) return &entry;
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+
+FieldCheck CheckEntry(const ProfileEntry& e, const std::string& path) {
+  if (e.micro_batch < 1) return FieldError{JoinKeyPath(path, "micro_batch"), "must be >= 1", ""};
+  if (e.tp < 1) return FieldError{JoinKeyPath(path, "tp"), "must be >= 1", ""};
+  const std::pair<const char*, double> times[] = {
+      {"fwd_ms", e.fwd_ms},
+      {"bwd_input_ms", e.bwd_input_ms},
+      {"bwd_weight_ms", e.bwd_weight_ms},
+      {"recompute_selective_ms", e.recompute_selective_ms},
+      {"recompute_full_ms", e.recompute_full_ms},
+      {"spread_pct", e.spread_pct}};
+  for (const auto& [key, value] : times) {
+    if (value < 0) return FieldError{JoinKeyPath(path, key), "must not be negative", ""};
+  }
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"param_bytes", e.param_bytes},
+      {"grad_bytes", e.grad_bytes},
+      {"optimizer_bytes", e.optimizer_bytes},
+      {"output_bytes", e.output_bytes},
+      {"stashed_bytes.none", e.stashed_none_bytes},
+      {"stashed_bytes.selective", e.stashed_selective_bytes},
+      {"stashed_bytes.full", e.stashed_full_bytes},
+      {"workspace_bytes", e.workspace_bytes}};
+  for (const auto& [key, value] : sizes) {
+    if (value < 0) return FieldError{JoinKeyPath(path, key), "must not be negative", ""};
+  }
+  return std::nullopt;
+}
+
+FieldCheck CheckLayer(const LayerProfile& layer, int expected_first, size_t i) {
+  std::string path = IndexKeyPath("layers", i);
+  if (layer.first_layer != expected_first) {
+    return FieldError{JoinKeyPath(path, "first_layer"),
+                      "expected " + std::to_string(expected_first) +
+                          " (layers must be listed in "
+                          "order, each index once), got " +
+                          std::to_string(layer.first_layer),
+                      ""};
+  }
+  if (layer.num_layers < 1) return FieldError{JoinKeyPath(path, "num_layers"), "must be >= 1", ""};
+  if (layer.entries.empty()) {
+    return FieldError{JoinKeyPath(path, "entries"), "needs at least one entry", ""};
+  }
+  for (size_t j = 0; j < layer.entries.size(); ++j) {
+    std::string entry_path = IndexKeyPath(JoinKeyPath(path, "entries"), j);
+    if (FieldCheck error = CheckEntry(layer.entries[j], entry_path)) return error;
+    for (size_t k = 0; k < j; ++k) {
+      if (layer.entries[k].micro_batch == layer.entries[j].micro_batch &&
+          layer.entries[k].tp == layer.entries[j].tp) {
+        return FieldError{entry_path, "duplicate entry for this micro_batch and tp",
+                          "keep one entry per (micro_batch, tp)"};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+FieldCheck Profile::Check() const {
+  if (model.empty()) return FieldError{"model", "must name the profiled model", ""};
+  if (num_layers < 1) return FieldError{"num_layers", "must be >= 1", ""};
+  if (seq_len < 1) return FieldError{"seq_len", "must be >= 1", ""};
+  if (threads < 1) return FieldError{"threads", "must be >= 1", ""};
+  if (layers.empty()) return FieldError{"layers", "needs at least one layer", ""};
+  int next = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (FieldCheck error = CheckLayer(layers[i], next, i)) return error;
+    next += layers[i].num_layers;
+  }
+  if (next != num_layers) {
+    return FieldError{
+        "layers",
+        "cover " + std::to_string(next) + " layers but num_layers is " + std::to_string(num_layers),
+        "profile every layer of the model, or fix num_layers"};
+  }
+  return std::nullopt;
+}
+
+std::string Profile::ToString() const {
+  return model + " on " + device + " (" + NameOf(ProfileSourceNames(), method.source) + ", " +
+         DTypeName(dtype) + ", seq " + std::to_string(seq_len) + ", " +
+         std::to_string(layers.size()) + " distinct layers of " + std::to_string(num_layers) + ")";
+}
+
+namespace {
+
+Status ReadEntry(YamlMap& item, std::vector<ProfileEntry>* entries) {
+  ProfileEntry e;
+  TRIDENT_RETURN_IF_ERROR(item.Get("micro_batch", &e.micro_batch));
+  TRIDENT_RETURN_IF_ERROR(item.Get("tp", &e.tp));
+  TRIDENT_RETURN_IF_ERROR(item.Get("fwd_ms", &e.fwd_ms));
+  TRIDENT_RETURN_IF_ERROR(item.Get("bwd_input_ms", &e.bwd_input_ms));
+  TRIDENT_RETURN_IF_ERROR(item.Get("bwd_weight_ms", &e.bwd_weight_ms));
+  TRIDENT_RETURN_IF_ERROR(item.Get("recompute_selective_ms", &e.recompute_selective_ms));
+  TRIDENT_RETURN_IF_ERROR(item.Get("recompute_full_ms", &e.recompute_full_ms));
+  TRIDENT_RETURN_IF_ERROR(item.GetOptional("spread_pct", &e.spread_pct));
+  TRIDENT_RETURN_IF_ERROR(item.Get("param_bytes", &e.param_bytes));
+  TRIDENT_RETURN_IF_ERROR(item.Get("grad_bytes", &e.grad_bytes));
+  TRIDENT_RETURN_IF_ERROR(item.Get("optimizer_bytes", &e.optimizer_bytes));
+  TRIDENT_RETURN_IF_ERROR(item.Get("output_bytes", &e.output_bytes));
+  TRIDENT_ASSIGN_OR_RETURN(YamlMap stashed, item.GetMap("stashed_bytes"));
+  TRIDENT_RETURN_IF_ERROR(stashed.Get("none", &e.stashed_none_bytes));
+  TRIDENT_RETURN_IF_ERROR(stashed.Get("selective", &e.stashed_selective_bytes));
+  TRIDENT_RETURN_IF_ERROR(stashed.Get("full", &e.stashed_full_bytes));
+  TRIDENT_RETURN_IF_ERROR(stashed.Finish());
+  TRIDENT_RETURN_IF_ERROR(item.Get("workspace_bytes", &e.workspace_bytes));
+  entries->push_back(e);
+  return Status::Ok();
+}
+
+Status ReadLayer(YamlMap& item, std::vector<LayerProfile>* layers) {
+  LayerProfile layer;
+  TRIDENT_RETURN_IF_ERROR(item.Get("first_layer", &layer.first_layer));
+  TRIDENT_RETURN_IF_ERROR(item.GetOptional("num_layers", &layer.num_layers));
+  TRIDENT_RETURN_IF_ERROR(item.GetEnum("kind", LayerKindNames(), &layer.kind));
+  TRIDENT_RETURN_IF_ERROR(item.ForEachMap(
+      "entries", [&layer](YamlMap& entry, int) { return ReadEntry(entry, &layer.entries); }));
+  layers->push_back(std::move(layer));
+  return Status::Ok();
+}
+
+Status ReadProfile(YamlMap& map, Profile* p) {
+  TRIDENT_RETURN_IF_ERROR(map.Get("model", &p->model));
+  TRIDENT_RETURN_IF_ERROR(map.Get("num_layers", &p->num_layers));
+  TRIDENT_RETURN_IF_ERROR(map.Get("seq_len", &p->seq_len));
+  TRIDENT_RETURN_IF_ERROR(map.GetEnum("dtype", DTypeNames(), &p->dtype));
+  TRIDENT_RETURN_IF_ERROR(map.GetEnum("device_kind", DeviceKindNames(), &p->device_kind));
+  TRIDENT_RETURN_IF_ERROR(map.Get("device", &p->device));
+  TRIDENT_RETURN_IF_ERROR(map.Get("threads", &p->threads));
+  TRIDENT_RETURN_IF_ERROR(map.Get("build", &p->build));
+  TRIDENT_RETURN_IF_ERROR(map.Get("date", &p->date));
+  TRIDENT_ASSIGN_OR_RETURN(YamlMap method, map.GetMap("method"));
+  TRIDENT_RETURN_IF_ERROR(method.GetEnum("source", ProfileSourceNames(), &p->method.source));
+  TRIDENT_RETURN_IF_ERROR(method.GetOptional("warmup", &p->method.warmup));
+  TRIDENT_RETURN_IF_ERROR(method.GetOptional("repeats", &p->method.repeats));
+  TRIDENT_RETURN_IF_ERROR(method.Finish());
+  return map.ForEachMap("layers", [p](YamlMap& item, int) { return ReadLayer(item, &p->layers); });
+}
+
+void WriteEntry(YamlWriter& out, const ProfileEntry& e) {
+  out.BeginMap()
+      .Field("micro_batch", e.micro_batch)
+      .Field("tp", e.tp)
+      .Field("fwd_ms", e.fwd_ms)
+      .Field("bwd_input_ms", e.bwd_input_ms)
+      .Field("bwd_weight_ms", e.bwd_weight_ms)
+      .Field("recompute_selective_ms", e.recompute_selective_ms)
+      .Field("recompute_full_ms", e.recompute_full_ms)
+      .Field("spread_pct", e.spread_pct)
+      .Field("param_bytes", e.param_bytes)
+      .Field("grad_bytes", e.grad_bytes)
+      .Field("optimizer_bytes", e.optimizer_bytes)
+      .Field("output_bytes", e.output_bytes);
+  out.Key("stashed_bytes").BeginMap(/*flow=*/true);
+  out.Field("none", e.stashed_none_bytes)
+      .Field("selective", e.stashed_selective_bytes)
+      .Field("full", e.stashed_full_bytes)
+      .EndMap();
+  out.Field("workspace_bytes", e.workspace_bytes).EndMap();
+}
+
+void WriteLayer(YamlWriter& out, const LayerProfile& layer) {
+  out.BeginMap()
+      .Field("first_layer", layer.first_layer)
+      .Field("num_layers", layer.num_layers)
+      .Field("kind", NameOf(LayerKindNames(), layer.kind));
+  out.Key("entries").BeginList();
+  for (const ProfileEntry& e : layer.entries) WriteEntry(out, e);
+  out.EndList().EndMap();
+}
+
+}  // namespace
+
+StatusOr<Profile> ParseProfile(std::string_view text, const std::string& file) {
+  return ParseDocument<Profile>(text, file, "profile", ReadProfile);
+}
+
+StatusOr<Profile> LoadProfile(const std::string& path) {
+  return LoadDocument<Profile>(path, "profile", ReadProfile);
+}
+
+std::string ProfileToYaml(const Profile& p) {
+  YamlWriter out;
+  out.BeginMap();
+  WriteDocumentHeader(out, "profile", Profile::kFormatVersion);
+  out.Field("model", p.model)
+      .Field("num_layers", p.num_layers)
+      .Field("seq_len", p.seq_len)
+      .Field("dtype", DTypeName(p.dtype))
+      .Field("device_kind", NameOf(DeviceKindNames(), p.device_kind))
+      .Field("device", p.device)
+      .Field("threads", p.threads)
+      .Field("build", p.build)
+      .Field("date", p.date);
+  out.Key("method").BeginMap();
+  out.Field("source", NameOf(ProfileSourceNames(), p.method.source))
+      .Field("warmup", p.method.warmup)
+      .Field("repeats", p.method.repeats)
+      .EndMap();
+  out.Key("layers").BeginList();
+  for (const LayerProfile& layer : p.layers) WriteLayer(out, layer);
+  out.EndList().EndMap();
+  return out.Text();
+}
+
+}  // namespace trident

@@ -1,0 +1,91 @@
+// Profile: what each layer costs on one device, per (micro-batch size, tp degree), either
+// measured by `trident profile` or computed analytically from a cluster description.
+//
+// Identical layers (the transformer blocks) share one entry: a LayerProfile covers the
+// layer indices [first_layer, first_layer + num_layers). The entries of all LayerProfiles
+// together cover every layer of the model exactly once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/dtype.h"
+#include "core/field_error.h"
+#include "core/model_spec.h"
+#include "core/names.h"
+#include "core/status.h"
+
+namespace trident {
+
+enum class ProfileSource { kMeasured, kAnalytic };
+const NameTable<ProfileSource>& ProfileSourceNames();
+
+// Costs of one layer for one micro-batch size and tp degree, as one rank of the tp group
+// sees them (tp collectives included in the times).
+struct ProfileEntry {
+  int micro_batch = 1;
+  int tp = 1;
+  double fwd_ms = 0;
+  double bwd_input_ms = 0;
+  double bwd_weight_ms = 0;
+  double recompute_selective_ms = 0;  // extra time before backward with selective recompute
+  double recompute_full_ms = 0;       // extra time before backward with full recompute
+  double spread_pct = 0;              // (p90 - p10) / median of the repeats, in percent
+  int64_t param_bytes = 0;
+  int64_t grad_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  int64_t output_bytes = 0;
+  int64_t stashed_none_bytes = 0;
+  int64_t stashed_selective_bytes = 0;
+  int64_t stashed_full_bytes = 0;
+  int64_t workspace_bytes = 0;
+  bool operator==(const ProfileEntry&) const = default;
+};
+
+struct LayerProfile {
+  int first_layer = 0;
+  int num_layers = 1;
+  LayerKind kind = LayerKind::kGptBlock;
+  std::vector<ProfileEntry> entries;
+  bool operator==(const LayerProfile&) const = default;
+};
+
+struct ProfileMethod {
+  ProfileSource source = ProfileSource::kMeasured;
+  int warmup = 0;
+  int repeats = 0;
+  bool operator==(const ProfileMethod&) const = default;
+};
+
+struct Profile {
+  static constexpr int kFormatVersion = 1;
+
+  std::string model;   // the model's name
+  int num_layers = 0;  // of the model, for the coverage check
+  int64_t seq_len = 0;
+  DType dtype = DType::kFp32;
+  DeviceKind device_kind = DeviceKind::kCpu;
+  std::string device;  // e.g. "AMD EPYC 7B13 (1 thread)" or "NVIDIA H100 80GB HBM3"
+  int threads = 1;
+  std::string build;  // Trident version and build type
+  std::string date;   // ISO 8601, UTC
+  ProfileMethod method;
+  std::vector<LayerProfile> layers;
+
+  bool operator==(const Profile&) const = default;
+
+  // The entry of layer `index` for (micro_batch, tp), or nullptr when not profiled.
+  const ProfileEntry* Find(int index, int micro_batch, int tp) const;
+
+  FieldCheck Check() const;
+  Status Validate() const { return ToStatus(Check()); }
+  std::string ToString() const;
+};
+
+StatusOr<Profile> ParseProfile(std::string_view text, const std::string& file);
+StatusOr<Profile> LoadProfile(const std::string& path);
+std::string ProfileToYaml(const Profile& profile);
+
+}  // namespace trident

@@ -1,0 +1,212 @@
+#include "core/yaml_io.h"
+
+#include <charconv>
+#include <system_error>
+
+#include "core/file_util.h"
+
+namespace trident {
+namespace {
+
+std::string Location(const std::string& file, const YAML::Mark& mark) {
+  if (mark.is_null()) return file;
+  return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+std::string Describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "nothing (null)";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Undefined:
+      return "nothing";
+  }
+  return "?";
+}
+
+// Splits "a.b[2].c" into steps "a", "b", 2, "c" and walks them as far as they exist.
+YAML::Node Locate(const YAML::Node& root, const std::string& key_path) {
+  YAML::Node current = root;
+  size_t pos = 0;
+  while (pos < key_path.size()) {
+    YAML::Node next;
+    if (key_path[pos] == '[') {
+      size_t close = key_path.find(']', pos);
+      if (close == std::string::npos || !current.IsSequence()) break;
+      size_t index = std::stoul(key_path.substr(pos + 1, close - pos - 1));
+      if (index >= current.size()) break;
+      next = current[index];
+      pos = close + 1;
+    } else {
+      if (key_path[pos] == '.') ++pos;
+      size_t end = key_path.find_first_of(".[", pos);
+      if (end == std::string::npos) end = key_path.size();
+      if (!current.IsMap()) break;
+      std::string key = key_path.substr(pos, end - pos);
+      if (!current[key]) break;
+      next = current[key];
+      pos = end;
+    }
+    current.reset(next);
+  }
+  return current;
+}
+
+}  // namespace
+
+StatusOr<YamlDoc> YamlDoc::Parse(std::string_view text, std::string file) {
+  try {
+    YAML::Node root = YAML::Load(std::string(text));
+    if (!root.IsMap()) {
+      return InvalidArgument(file + ": expected a YAML mapping at the top level, got " +
+                             Describe(root) +
+                             "; hint: a Trident file starts with 'format_version: 1'");
+    }
+    return YamlDoc(root, std::move(file));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(Location(file, e.mark) + ": YAML syntax error: " + e.msg);
+  }
+}
+
+StatusOr<YamlDoc> YamlDoc::Load(const std::string& path) {
+  TRIDENT_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return Parse(text, path);
+}
+
+Status YamlDoc::ErrorAt(const FieldError& error) const {
+  return ErrorAtNode(Locate(root_, error.key_path), error);
+}
+
+Status YamlDoc::ErrorAtNode(const YAML::Node& node, const FieldError& error) const {
+  return InvalidArgument(Location(file_, node.Mark()) + ": " + FormatFieldError(error));
+}
+
+StatusOr<YamlMap> YamlMap::Open(const YamlDoc& doc, const YAML::Node& node, std::string path) {
+  if (!node.IsMap()) {
+    return doc.ErrorAtNode(
+        node, {path, "expected a mapping (key: value lines), got " + Describe(node), ""});
+  }
+  return YamlMap(doc, node, std::move(path));
+}
+
+bool YamlMap::Has(std::string_view key) const { return static_cast<bool>(node_[std::string(key)]); }
+
+YAML::Node YamlMap::Lookup(std::string_view key) {
+  read_keys_.emplace(key);
+  return node_[std::string(key)];
+}
+
+std::string YamlMap::KeyPath(std::string_view key) const { return JoinKeyPath(path_, key); }
+
+Status YamlMap::Error(std::string_view key, std::string message, std::string hint) const {
+  YAML::Node value = node_[std::string(key)];
+  FieldError error{KeyPath(key), std::move(message), std::move(hint)};
+  return doc_->ErrorAtNode(value ? value : node_, error);
+}
+
+Status YamlMap::ScalarError(const YAML::Node& value, const std::string& key_path,
+                            std::string_view expected) const {
+  return doc_->ErrorAtNode(
+      value, {key_path, "expected " + std::string(expected) + ", got " + Describe(value), ""});
+}
+
+Status YamlMap::EnumError(std::string_view key, const std::string& got,
+                          const std::vector<std::string>& names) const {
+  return Error(key, "unknown value '" + got + "'", "use one of: " + JoinNames(names));
+}
+
+StatusOr<YamlMap> YamlMap::GetMap(std::string_view key) {
+  YAML::Node value = Lookup(key);
+  if (!value) return Error(key, "missing required section", "add '" + std::string(key) + ":'");
+  return Open(*doc_, value, KeyPath(key));
+}
+
+Status YamlMap::ForEachMap(std::string_view key, const std::function<Status(YamlMap&, int)>& fn) {
+  YAML::Node value = Lookup(key);
+  if (!value) return Error(key, "missing required list", "add '" + std::string(key) + ":'");
+  if (!value.IsSequence()) {
+    return doc_->ErrorAtNode(value, {KeyPath(key), "expected a list, got " + Describe(value), ""});
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    TRIDENT_ASSIGN_OR_RETURN(YamlMap item, Open(*doc_, value[i], IndexKeyPath(KeyPath(key), i)));
+    TRIDENT_RETURN_IF_ERROR(fn(item, static_cast<int>(i)));
+    TRIDENT_RETURN_IF_ERROR(item.Finish());
+  }
+  return Status::Ok();
+}
+
+Status YamlMap::Finish() const {
+  for (const auto& entry : node_) {
+    std::string key = entry.first.Scalar();
+    if (read_keys_.count(key)) continue;
+    std::vector<std::string> allowed(read_keys_.begin(), read_keys_.end());
+    return doc_->ErrorAtNode(
+        entry.first, {KeyPath(key), "unknown key", "allowed keys here: " + JoinNames(allowed)});
+  }
+  return Status::Ok();
+}
+
+std::string FormatDouble(double value) {
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (ec != std::errc()) return "nan";
+  return std::string(buffer, end);
+}
+
+YamlWriter::YamlWriter() {
+  out_.SetIndent(2);
+  out_.SetMapFormat(YAML::Block);
+  out_.SetSeqFormat(YAML::Block);
+}
+
+YamlWriter& YamlWriter::BeginMap(bool flow) {
+  if (flow) out_ << YAML::Flow;
+  out_ << YAML::BeginMap;
+  return *this;
+}
+YamlWriter& YamlWriter::EndMap() {
+  out_ << YAML::EndMap;
+  return *this;
+}
+YamlWriter& YamlWriter::BeginList(bool flow) {
+  if (flow) out_ << YAML::Flow;
+  out_ << YAML::BeginSeq;
+  return *this;
+}
+YamlWriter& YamlWriter::EndList() {
+  out_ << YAML::EndSeq;
+  return *this;
+}
+YamlWriter& YamlWriter::Key(std::string_view key) {
+  out_ << YAML::Key << std::string(key) << YAML::Value;
+  return *this;
+}
+YamlWriter& YamlWriter::Value(std::string_view value) {
+  out_ << std::string(value);
+  return *this;
+}
+YamlWriter& YamlWriter::Value(double value) {
+  out_ << FormatDouble(value);
+  return *this;
+}
+YamlWriter& YamlWriter::Value(int64_t value) {
+  out_ << value;
+  return *this;
+}
+YamlWriter& YamlWriter::Value(bool value) {
+  out_ << YAML::TrueFalseBool << value;
+  return *this;
+}
+YamlWriter& YamlWriter::Comment(std::string_view text) {
+  out_ << YAML::Comment(std::string(text));
+  return *this;
+}
+
+std::string YamlWriter::Text() const { return std::string(out_.c_str()) + "\n"; }
+
+}  // namespace trident
