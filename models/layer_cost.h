@@ -1,0 +1,76 @@
+// Analytic costs of one layer: FLOPs, parameters, activation and stash bytes, and the
+// tensor-parallel communication it issues, for one micro-batch on one rank of a tp group.
+//
+// Conventions (shared with the planner's cost model and checked against the profiler):
+//  - FLOPs count matrix multiplies only, 2 per multiply-add, with the full s×s attention
+//    matrix (no causal halving): the convention of the published GPT formula
+//    72·B·s·L·h²·(1 + s/(6h) + V/(12·L·h)). Norms, softmax and activations are memory-bound
+//    and are costed by bytes elsewhere.
+//  - Backward is split as the zero-bubble schedules need it: input-gradient (dX) and
+//    weight-gradient (dW). A linear layer's dX and dW each cost what its forward costs;
+//    the attention score and context products have no weights, so both land in dX.
+//  - Stashed bytes follow Korthikanti et al., "Reducing Activation Recomputation in Large
+//    Transformer Models" (2022), Table 2, generalised from 2-byte to any dtype and with the
+//    1-byte dropout masks present only when dropout > 0.
+//  - Tensor parallelism is Megatron's: column-parallel QKV / FC1 / gate-up, row-parallel
+//    projection / FC2 / down, heads split over the group, vocabulary-parallel embedding and
+//    LM head. Per-rank figures divide the sharded parts by tp and keep replicated parts whole.
+//    Vocabulary-parallel tables hold ceil(V/tp) rows per rank (Megatron pads the vocabulary);
+//    FLOPs use V/tp, so FLOPs summed over the tp group always equal the tp = 1 figure.
+//  - With tp = 1 there is no tp group: the all-reduce counts and payloads are 0.
+//  - Tied embeddings: the embedding owns and counts the shared matrix; the LM head of a tied
+//    model reports 0 params and total_params (its FLOPs are unchanged).
+//  - Recompute changes the blocks only (GPT, Llama, MLP); the embedding, final norm and LM
+//    head cost the same under every mode.
+//
+// Per-family derivations, with worked examples, are next to the code:
+// models/gpt_block_cost.cc (GPT and MLP blocks), models/llama_block_cost.cc and
+// models/vocab_layer_cost.cc (embedding, final norm, LM head).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/model_spec.h"
+#include "core/recompute.h"
+
+namespace trident {
+
+// The shape of one micro-batch on one rank.
+struct LayerShape {
+  int64_t micro_batch = 1;  // b: sequences per micro-batch
+  int64_t seq_len = 1;      // s: tokens per sequence
+  int tp = 1;               // t: tensor-parallel degree
+  DType dtype = DType::kFp32;
+  RecomputeMode recompute = RecomputeMode::kNone;
+};
+
+struct LayerCost {
+  double fwd_flops = 0;                // forward, this rank
+  double bwd_input_flops = 0;          // input gradient (B), this rank
+  double bwd_weight_flops = 0;         // weight gradient (W), this rank
+  double recompute_flops = 0;          // forward work redone before backward for `recompute`
+  int64_t params = 0;                  // parameters held by this rank
+  int64_t total_params = 0;            // parameters of the whole layer (all tp ranks, once)
+  int64_t param_bytes = 0;             // params · dtype bytes
+  int64_t output_bytes = 0;            // activation handed to the next layer, per micro-batch
+  int64_t stashed_bytes = 0;           // kept from forward to backward, for `recompute`
+  int64_t tp_fwd_allreduce_bytes = 0;  // payload of each forward all-reduce in the tp group
+  int tp_fwd_allreduces = 0;
+  int64_t tp_bwd_allreduce_bytes = 0;  // payload of each backward all-reduce in the tp group
+  int tp_bwd_allreduces = 0;
+
+  double TotalFlops() const {
+    return fwd_flops + bwd_input_flops + bwd_weight_flops + recompute_flops;
+  }
+  bool operator==(const LayerCost&) const = default;
+};
+
+// The cost of one layer of `kind` in `model` for `shape`.
+// REQUIRES: model.Validate() is ok; shape.tp divides the sharded dimensions (heads,
+// kv_heads, ffn_hidden) — callers check this with ModelSpec::TensorParallelProblem first; tp,
+// micro_batch and seq_len >= 1. A violation is a bug and aborts through TRIDENT_CHECK.
+LayerCost AnalyticLayerCost(const ModelSpec& model, LayerKind kind, const LayerShape& shape);
+
+}  // namespace trident

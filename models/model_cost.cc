@@ -1,0 +1,32 @@
+#include "models/model_cost.h"
+
+namespace trident {
+
+LayerCost AddLayerCosts(const LayerCost& a, const LayerCost& b) {
+  LayerCost sum;
+  sum.fwd_flops = a.fwd_flops + b.fwd_flops;
+  sum.bwd_input_flops = a.bwd_input_flops + b.bwd_input_flops;
+  sum.bwd_weight_flops = a.bwd_weight_flops + b.bwd_weight_flops;
+  sum.recompute_flops = a.recompute_flops + b.recompute_flops;
+  sum.params = a.params + b.params;
+  sum.total_params = a.total_params + b.total_params;
+  sum.param_bytes = a.param_bytes + b.param_bytes;
+  sum.output_bytes = a.output_bytes + b.output_bytes;
+  sum.stashed_bytes = a.stashed_bytes + b.stashed_bytes;
+  sum.tp_fwd_allreduce_bytes = a.tp_fwd_allreduce_bytes + b.tp_fwd_allreduce_bytes;
+  sum.tp_fwd_allreduces = a.tp_fwd_allreduces + b.tp_fwd_allreduces;
+  sum.tp_bwd_allreduce_bytes = a.tp_bwd_allreduce_bytes + b.tp_bwd_allreduce_bytes;
+  sum.tp_bwd_allreduces = a.tp_bwd_allreduces + b.tp_bwd_allreduces;
+  return sum;
+}
+
+ModelCost AnalyticModelCost(const ModelSpec& model, const LayerShape& shape) {
+  ModelCost cost;
+  for (LayerKind kind : model.ExpandLayers()) {
+    cost.layers.push_back(AnalyticLayerCost(model, kind, shape));
+    cost.total = AddLayerCosts(cost.total, cost.layers.back());
+  }
+  return cost;
+}
+
+}  // namespace trident

@@ -1,0 +1,83 @@
+// Costs of the layers around the blocks: embedding, final norm and LM head.
+// Symbols: b micro-batch, s sequence length, h hidden, V vocabulary, t tp degree, e bytes per
+// element, Vt = ceil(V/t) vocabulary rows per rank (VocabRowsPerRank).
+#include <cstdint>
+
+#include "models/layer_cost_internal.h"
+
+namespace trident {
+
+namespace {
+
+constexpr int64_t kTokenIdBytes = 4;  // int32 token ids
+constexpr int64_t kFp32Bytes = 4;     // the loss and cross-entropy statistics are fp32
+
+}  // namespace
+
+// Token (+ learned position) embedding, vocabulary-parallel.
+//   params   token table V·h, Vt·h per rank; position table max_seq_len·h when positions
+//            are learned, replicated. Owns the shared matrix of a tied model.
+//            gpt2-small: 50,257·768 + 1,024·768 = 39,383,808; t 4: 12,565·768 + 786,432.
+//   FLOPs    0: a gather forward, a scatter-add backward; no matmul.
+//   stash    the token ids, 4·b·s bytes, which the weight gradient scatter-adds by.
+//   tp       each rank looks up the ids in its row range (zeros elsewhere); 1 forward
+//            all-reduce of e·bsh sums them. The output gradient is already whole on every
+//            rank, so backward needs none.
+LayerCost EmbeddingCost(const ModelSpec& model, const LayerDims& d) {
+  LayerCost cost;
+  int64_t positions = model.positions == PositionKind::kLearned ? model.max_seq_len * d.h : 0;
+  SetLayerParams(d, VocabRowsPerRank(d.v, d.t) * d.h + positions, d.v * d.h + positions, &cost);
+  cost.stashed_bytes = kTokenIdBytes * d.tokens;
+  cost.output_bytes = d.e * d.tokens * d.h;
+  SetTpAllReduces(d, 1, cost.output_bytes, 0, 0, &cost);
+  return cost;
+}
+
+// Final LayerNorm (weight + bias, 2h) or RMSNorm (weight, h), replicated on every rank.
+// No matmul FLOPs; stashes its input e·bsh; hands on e·bsh; no tp collective.
+LayerCost FinalNormCost(const ModelSpec& model, const LayerDims& d) {
+  LayerCost cost;
+  int64_t params = model.norm == NormKind::kLayerNorm ? 2 * d.h : d.h;
+  SetLayerParams(d, params, params, &cost);
+  cost.stashed_bytes = d.e * d.tokens * d.h;
+  cost.output_bytes = cost.stashed_bytes;
+  return cost;
+}
+
+// Projection to the vocabulary (weight V×h, vocabulary-parallel) and mean cross-entropy.
+//   params   V·h, Vt·h per rank. A tied head owns nothing: the embedding holds and counts the
+//            shared matrix (0 params, total_params and param_bytes here). A pipeline stage
+//            that holds a tied head on another stage than the embedding keeps a copy of
+//            it; the memory model adds that copy, not this function.
+//   FLOPs    forward 2bshV/t, input gradient 2bshV/t, weight gradient 2bshV/t (tied or
+//            not: the shared matrix still gets this gradient). These use V/t, not the padded
+//            Vt, so FLOPs summed over the group equal the model's (padding is not useful
+//            work). Example gpt2-small, b 1, s 1024: 2·1024·768·50,257 = 79.0 GFLOP each.
+//   stash    the input e·bsh (weight gradient) and the logits e·b·s·Vt (softmax gradient).
+//   output   the loss, 4 bytes.
+//   tp       vocabulary-parallel cross-entropy all-reduces 3 fp32 statistics per token
+//            forward (max logit, sum of exponentials, target logit), each 4·b·s bytes; the
+//            input gradient is a sum over vocabulary shards, 1 backward all-reduce of e·bsh.
+//   recompute  no mode changes the head: recomputation covers the blocks, and the head's
+//            stash is its input and logits whatever the mode.
+LayerCost LmHeadCost(const ModelSpec& model, const LayerDims& d) {
+  LayerCost cost;
+  int64_t rows = VocabRowsPerRank(d.v, d.t);
+  if (model.tied_embeddings) {
+    SetLayerParams(d, 0, 0, &cost);
+  } else {
+    SetLayerParams(d, rows * d.h, d.v * d.h, &cost);
+  }
+  double flops = 2.0 * static_cast<double>(d.tokens) * static_cast<double>(d.h * d.v) /
+                 static_cast<double>(d.t);
+  cost.fwd_flops = flops;
+  cost.bwd_input_flops = flops;
+  cost.bwd_weight_flops = flops;
+  int64_t input_bytes = d.e * d.tokens * d.h;
+  cost.stashed_bytes = input_bytes + d.e * d.tokens * rows;
+  cost.output_bytes = kFp32Bytes;
+  SetTpAllReduces(d, 3, kFp32Bytes * d.tokens, 1, input_bytes, &cost);
+  return cost;
+}
+
+}  // namespace trident
