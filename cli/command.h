@@ -1,0 +1,13 @@
+// The `trident` subcommands. Each Add*Command registers one CLI11 subcommand whose callback
+// runs it and stores the process exit code in `*exit_code`: 0 ok, 1 failure. (Usage errors
+// exit 2 from main before any callback runs.)
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace trident {
+
+void AddModelCommand(CLI::App& app, int* exit_code);
+void AddValidateCommand(CLI::App& app, int* exit_code);
+
+}  // namespace trident

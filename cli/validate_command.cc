@@ -1,0 +1,51 @@
+// trident validate FILE... [--json]: strict check of any Trident file.
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "core/validate_file.h"
+
+namespace trident {
+namespace {
+
+struct ValidateOptions {
+  std::vector<std::string> files;
+  bool json = false;
+};
+
+int RunValidate(const ValidateOptions& options) {
+  nlohmann::json report = nlohmann::json::array();
+  int failures = 0;
+  for (const std::string& file : options.files) {
+    StatusOr<FileSummary> summary = ValidateFile(file);
+    if (summary.ok()) {
+      report.push_back(
+          {{"file", file}, {"ok", true}, {"kind", summary->kind}, {"summary", summary->summary}});
+      if (!options.json)
+        std::cout << file << ": ok: " << summary->kind << " " << summary->summary << "\n";
+    } else {
+      ++failures;
+      report.push_back({{"file", file}, {"ok", false}, {"error", summary.status().message()}});
+      if (!options.json) std::cerr << "error: " << summary.status().message() << "\n";
+    }
+  }
+  if (options.json) std::cout << report.dump(2) << "\n";
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void AddValidateCommand(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<ValidateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "validate",
+      "Check Trident files (model, cluster, profile, plan) strictly and summarize them");
+  cmd->add_option("files", options->files, "Files to check")->required()->check(CLI::ExistingFile);
+  cmd->add_flag("--json", options->json, "Print a JSON array with one result per file");
+  cmd->footer("Exit status: 0 when every file is valid, 1 when any is not, 2 on usage errors.");
+  cmd->callback([options, exit_code] { *exit_code = RunValidate(*options); });
+}
+
+}  // namespace trident
