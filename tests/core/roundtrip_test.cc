@@ -1,0 +1,65 @@
+// Every data-model type survives write -> read unchanged, and writing is stable.
+#include <gtest/gtest.h>
+
+#include "tests/core/test_values.h"
+
+namespace trident {
+namespace {
+
+TEST(RoundTrip, ModelSpec) {
+  ModelSpec model = testing::TinyGpt();
+  std::string text = ModelSpecToYaml(model);
+  StatusOr<ModelSpec> back = ParseModelSpec(text, "model.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
+  EXPECT_EQ(*back, model);
+  EXPECT_EQ(ModelSpecToYaml(*back), text);
+}
+
+TEST(RoundTrip, ClusterSpec) {
+  ClusterSpec cluster = testing::TwoNodes();
+  std::string text = ClusterSpecToYaml(cluster);
+  StatusOr<ClusterSpec> back = ParseClusterSpec(text, "cluster.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
+  EXPECT_EQ(*back, cluster);
+  EXPECT_EQ(ClusterSpecToYaml(*back), text);
+}
+
+TEST(RoundTrip, Profile) {
+  Profile profile = testing::TinyProfile();
+  std::string text = ProfileToYaml(profile);
+  StatusOr<Profile> back = ParseProfile(text, "profile.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
+  EXPECT_EQ(*back, profile);
+  EXPECT_EQ(ProfileToYaml(*back), text);
+}
+
+TEST(RoundTrip, Plan) {
+  Plan plan = testing::TinyPlan();
+  std::string text = PlanToYaml(plan);
+  StatusOr<Plan> back = ParsePlan(text, "plan.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
+  EXPECT_EQ(*back, plan);
+  EXPECT_EQ(PlanToYaml(*back), text);
+}
+
+TEST(RoundTrip, DoublesKeepEveryBit) {
+  ClusterSpec cluster = testing::TwoNodes();
+  cluster.device.memory_gib = 0.1 + 0.2;  // not exactly representable in short decimal
+  cluster.intra_node.latency_us = 1.0 / 3.0;
+  StatusOr<ClusterSpec> back = ParseClusterSpec(ClusterSpecToYaml(cluster), "c.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->device.memory_gib, cluster.device.memory_gib);
+  EXPECT_EQ(back->intra_node.latency_us, cluster.intra_node.latency_us);
+}
+
+TEST(Profile, FindCoversSharedBlocks) {
+  Profile profile = testing::TinyProfile();
+  ASSERT_NE(profile.Find(2, 1, 1), nullptr);
+  EXPECT_EQ(profile.Find(2, 1, 1), profile.Find(1, 1, 1));
+  EXPECT_NE(profile.Find(2, 2, 2), nullptr);
+  EXPECT_EQ(profile.Find(0, 2, 2), nullptr);
+  EXPECT_EQ(profile.Find(5, 1, 1), nullptr);
+}
+
+}  // namespace
+}  // namespace trident
