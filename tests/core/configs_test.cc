@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "core/file_util.h"
 #include "core/validate_file.h"
 
 namespace trident {
@@ -19,6 +20,27 @@ TEST(Configs, EveryFileLoads) {
     ++loaded;
   }
   EXPECT_GE(loaded, 11);  // 8 models and 3 clusters at least
+}
+
+// Every ```yaml example in core/README.md is a valid file of its kind.
+TEST(Configs, FormatExamplesInCoreReadmeAreValid) {
+  StatusOr<std::string> readme = ReadFile(TRIDENT_SOURCE_DIR "/core/README.md");
+  ASSERT_TRUE(readme.ok()) << readme.status().ToString();
+  fs::path dir = fs::path(TRIDENT_BINARY_DIR) / "readme_examples";
+  fs::create_directories(dir);
+  int examples = 0;
+  for (size_t at = readme->find("```yaml\n"); at != std::string::npos;
+       at = readme->find("```yaml\n", at + 1)) {
+    size_t begin = at + 8;
+    size_t end = readme->find("```", begin);
+    ASSERT_NE(end, std::string::npos);
+    std::string path = (dir / ("example" + std::to_string(examples++) + ".yaml")).string();
+    ASSERT_TRUE(WriteFileAtomic(path, readme->substr(begin, end - begin)).ok());
+    StatusOr<FileSummary> summary = ValidateFile(path);
+    EXPECT_TRUE(summary.ok()) << "core/README.md example " << examples << ": "
+                              << summary.status().ToString();
+  }
+  EXPECT_EQ(examples, 4);
 }
 
 }  // namespace
