@@ -33,6 +33,8 @@ int64_t ClusterSpec::DeviceMemoryBytes() const {
 
 namespace {
 
+constexpr double kMaxMemoryGib = 1 << 20;  // 1 PiB: far above any device, far below int64 bytes
+
 FieldCheck CheckLink(const LinkSpec& link, const std::string& path) {
   if (link.bw_gb_per_s <= 0.0) {
     return FieldError{JoinKeyPath(path, "bw_gb_per_s"), "must be positive (GB/s)", ""};
@@ -45,8 +47,11 @@ FieldCheck CheckLink(const LinkSpec& link, const std::string& path) {
 
 FieldCheck CheckDevice(const DeviceSpec& device) {
   if (device.name.empty()) return FieldError{"device.name", "must not be empty", ""};
-  if (device.memory_gib <= 0.0) {
-    return FieldError{"device.memory_gib", "must be positive (GiB per device)", ""};
+  if (device.memory_gib <= 0.0 || device.memory_gib > kMaxMemoryGib) {
+    return FieldError{"device.memory_gib",
+                      "must be in (0, " + FormatDouble(kMaxMemoryGib) + "] GiB per device, got " +
+                          FormatDouble(device.memory_gib),
+                      ""};
   }
   if (device.peak_tflops.empty()) {
     return FieldError{"device.peak_tflops", "needs at least one dtype",

@@ -95,9 +95,11 @@ FieldCheck CheckShapes(const ModelSpec& m) {
 FieldCheck CheckLayerGroup(const ModelSpec& m, size_t i) {
   const LayerGroup& group = m.layers[i];
   std::string path = IndexKeyPath("layers", i);
-  if (group.repeat < 1) {
+  if (group.repeat < 1 || group.repeat > ModelSpec::kMaxLayers) {
     return FieldError{JoinKeyPath(path, "repeat"),
-                      "must be at least 1, got " + std::to_string(group.repeat), ""};
+                      "must be at least 1 and at most " + std::to_string(ModelSpec::kMaxLayers) +
+                          ", got " + std::to_string(group.repeat),
+                      ""};
   }
   bool first = i == 0;
   bool last = i + 1 == m.layers.size();
@@ -122,8 +124,16 @@ FieldCheck CheckLayers(const ModelSpec& m) {
     return FieldError{"layers", "a model needs at least one layer",
                       "list layers such as {kind: embedding}, {kind: gpt_block, repeat: 2}"};
   }
+  int64_t total = 0;
   for (size_t i = 0; i < m.layers.size(); ++i) {
     if (FieldCheck error = CheckLayerGroup(m, i)) return error;
+    total += m.layers[i].repeat;
+    if (total > ModelSpec::kMaxLayers) {
+      return FieldError{JoinKeyPath(IndexKeyPath("layers", i), "repeat"),
+                        "makes " + std::to_string(total) + " layers, more than the " +
+                            std::to_string(ModelSpec::kMaxLayers) + " a model may have",
+                        ""};
+    }
   }
   bool has_embedding = m.layers.front().kind == LayerKind::kEmbedding;
   bool has_head = m.layers.back().kind == LayerKind::kLmHead;

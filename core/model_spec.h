@@ -53,6 +53,8 @@ struct LayerGroup {
 
 struct ModelSpec {
   static constexpr int kFormatVersion = 1;
+  // Bounds that keep every derived count inside int: no published model comes near them.
+  static constexpr int kMaxLayers = 100000;
 
   std::string name;
   int64_t vocab_size = 0;

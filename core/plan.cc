@@ -134,7 +134,7 @@ FieldCheck CheckBatch(const Plan& p) {
 FieldCheck CheckSchedule(const Plan& p) {
   bool interleaved = p.schedule == ScheduleKind::kInterleaved1F1B;
   if (interleaved && p.virtual_stages < 2) {
-    return FieldError{"virtual_stages", "interleaved_1f1b needs virtual_stages >= 2",
+    return FieldError{"schedule", "interleaved_1f1b needs virtual_stages >= 2",
                       "set virtual_stages: 2 or use schedule: 1f1b"};
   }
   if (!interleaved && p.virtual_stages != 1) {

@@ -1,6 +1,7 @@
 #include "core/yaml_io.h"
 
 #include <charconv>
+#include <cstdio>
 #include <system_error>
 
 #include "core/file_util.h"
@@ -13,6 +14,24 @@ std::string Location(const std::string& file, const YAML::Mark& mark) {
   return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
+// Printable, shortened text for messages: control and non-ASCII bytes as \xNN, at most 60
+// characters, so a binary or huge file never floods the terminal.
+std::string Printable(std::string_view text) {
+  constexpr size_t kMaxChars = 60;
+  std::string out;
+  for (unsigned char c : text) {
+    if (out.size() >= kMaxChars) return out + "...";
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Map:
@@ -22,7 +41,7 @@ std::string Describe(const YAML::Node& node) {
     case YAML::NodeType::Null:
       return "nothing (null)";
     case YAML::NodeType::Scalar:
-      return "'" + node.Scalar() + "'";
+      return "'" + Printable(node.Scalar()) + "'";
     case YAML::NodeType::Undefined:
       return "nothing";
   }
@@ -69,7 +88,7 @@ StatusOr<YamlDoc> YamlDoc::Parse(std::string_view text, std::string file) {
     }
     return YamlDoc(root, std::move(file));
   } catch (const YAML::Exception& e) {
-    return InvalidArgument(Location(file, e.mark) + ": YAML syntax error: " + e.msg);
+    return InvalidArgument(Location(file, e.mark) + ": YAML syntax error: " + Printable(e.msg));
   }
 }
 
@@ -90,6 +109,14 @@ StatusOr<YamlMap> YamlMap::Open(const YamlDoc& doc, const YAML::Node& node, std:
   if (!node.IsMap()) {
     return doc.ErrorAtNode(
         node, {path, "expected a mapping (key: value lines), got " + Describe(node), ""});
+  }
+  std::set<std::string, std::less<>> seen;
+  for (const auto& entry : node) {
+    std::string key = entry.first.Scalar();
+    if (!seen.insert(key).second) {
+      return doc.ErrorAtNode(entry.first, {JoinKeyPath(path, key), "duplicate key",
+                                           "keep one '" + key + ":' line in this mapping"});
+    }
   }
   return YamlMap(doc, node, std::move(path));
 }
