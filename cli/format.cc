@@ -22,6 +22,10 @@ std::string FormatFixed(double value, int decimals) {
   return buffer;
 }
 
+std::string JsonText(const nlohmann::json& value) {
+  return value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 namespace {
 
 std::string Scaled(double value, const char* const* units, int num_units, double step) {

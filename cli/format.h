@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,10 @@ std::string FormatCount(int64_t value);  // 124439808 -> "124,439,808"
 std::string FormatBytes(double bytes);   // 1572864 -> "1.50 MiB"
 std::string FormatFlops(double flops);   // 2.5e12 -> "2.50 TFLOP"
 std::string FormatFixed(double value, int decimals);
+
+// JSON text for --json output, indented by 2. Strings that are not valid UTF-8 (a name
+// copied from a Latin-1 file) have their bad bytes replaced, never abort the command.
+std::string JsonText(const nlohmann::json& value);
 
 // A text table: the first column left-aligned, the others right-aligned, a rule under the
 // header and before a totals row.

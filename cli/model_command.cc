@@ -88,7 +88,7 @@ void PrintJson(const ModelSpec& model, const LayerShape& shape, const ModelCost&
                         {"recompute", NameOf(RecomputeModeNames(), shape.recompute)},
                         {"layers", layers},
                         {"total", CostJson(cost.total)}};
-  std::cout << out.dump(2) << "\n";
+  std::cout << JsonText(out);
 }
 
 Status ResolveShape(const ModelOptions& options, const ModelSpec& model, LayerShape* shape) {

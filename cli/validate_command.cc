@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/format.h"
 #include "core/validate_file.h"
 
 namespace trident {
@@ -31,7 +32,7 @@ int RunValidate(const ValidateOptions& options) {
       if (!options.json) std::cerr << "error: " << summary.status().message() << "\n";
     }
   }
-  if (options.json) std::cout << report.dump(2) << "\n";
+  if (options.json) std::cout << JsonText(report);
   return failures == 0 ? 0 : 1;
 }
 
