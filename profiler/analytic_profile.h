@@ -1,0 +1,55 @@
+// Analytic profiles: the profile a device would measure, computed from the model's shapes and
+// the cluster's hardware description, so a cluster nobody here owns can be planned for. The
+// result has the same format as a measured profile (method.source: analytic), so the
+// planner has one input path.
+//
+// Time model, per layer and micro-batch on one rank of a tp group:
+//  - GEMMs (models/layer_gemms.h) on a roofline: max(FLOPs / (kGemmEfficiency · peak),
+//    bytes / memory bandwidth), with the m and n dimensions padded to the GPU's tile
+//    (kGpuTile: tile quantization) and a fixed launch cost per kernel on GPUs;
+//  - memory-bound work (norms, softmax, GELU, residual adds, dropout, loss) as 2 × the bytes
+//    the layer stashes (every stashed tensor is written once and read back at least once),
+//    twice that in backward, at memory bandwidth;
+//  - the layer's tp all-reduces as a ring over the intra-node link (a tp group never spans
+//    nodes): 2(t−1)/t · bytes / bandwidth + 2(t−1) · latency.
+// Backward splits as in models/layer_cost.h: input gradient = linear GEMMs + 2 × attention
+// GEMMs, weight gradient = linear GEMMs. Selective recompute reruns the attention GEMMs and
+// their memory-bound work; full recompute reruns the forward.
+//
+// Memory per layer (Rajbhandari et al., "ZeRO", 2020, §3.1, with Megatron-LM's fp32 gradient
+// accumulation): parameters in the training dtype, gradients in fp32 (4 bytes), optimizer
+// state 8 bytes (Adam moments) for fp32 training or 12 bytes (fp32 master copy + moments)
+// for 16-bit training.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/model_spec.h"
+#include "core/profile.h"
+#include "core/status.h"
+
+namespace trident {
+
+// Fraction of peak a large, well-shaped GEMM reaches. cuBLAS reaches about 80% of the
+// dense bf16 peak on A100 and H100 for large square GEMMs (NVIDIA, "Matrix Multiplication
+// Background User's Guide", performance charts); we use the same fraction on CPUs.
+inline constexpr double kGemmEfficiency = 0.8;
+// Tensor-core GEMM kernels compute in 128 × 128 output tiles; partial tiles cost whole ones.
+inline constexpr int64_t kGpuTile = 128;
+// Launch and scheduling cost of one GPU kernel, microseconds.
+inline constexpr double kGpuKernelLaunchUs = 4.0;
+
+struct AnalyticProfileOptions {
+  std::vector<int> micro_batches = {1, 2, 4, 8};
+  std::vector<int> tps;  // empty: every divisor of devices_per_node that shards the model
+  int64_t seq_len = 0;   // 0: the model's max_seq_len
+  DType dtype = DType::kBf16;
+};
+
+// Fails when the cluster's device has no peak for `dtype`, or a tp does not shard the model.
+StatusOr<Profile> AnalyticProfile(const ModelSpec& model, const ClusterSpec& cluster,
+                                  const AnalyticProfileOptions& options);
+
+}  // namespace trident
