@@ -1,0 +1,85 @@
+#include "planner/cost_model.h"
+
+#include <algorithm>
+#include <set>
+
+namespace trident {
+namespace {
+
+// (micro_batch, tp) pairs present in every layer of the profile.
+std::set<std::pair<int, int>> CommonKeys(const Profile& profile) {
+  std::set<std::pair<int, int>> common;
+  bool first = true;
+  for (const LayerProfile& layer : profile.layers) {
+    std::set<std::pair<int, int>> keys;
+    for (const ProfileEntry& e : layer.entries) keys.insert({e.micro_batch, e.tp});
+    if (first) {
+      common = keys;
+      first = false;
+      continue;
+    }
+    std::set<std::pair<int, int>> both;
+    std::set_intersection(common.begin(), common.end(), keys.begin(), keys.end(),
+                          std::inserter(both, both.begin()));
+    common = both;
+  }
+  return common;
+}
+
+}  // namespace
+
+ProfileCostModel::ProfileCostModel(const Profile& profile, const ClusterSpec& cluster)
+    : profile_(profile), cluster_(cluster) {
+  std::set<int> micro_batches, tps;
+  for (const auto& [mb, tp] : CommonKeys(profile)) {
+    micro_batches.insert(mb);
+    tps.insert(tp);
+  }
+  micro_batches_.assign(micro_batches.begin(), micro_batches.end());
+  tps_.assign(tps.begin(), tps.end());
+  for (const LayerProfile& layer : profile.layers) {
+    for (int i = 0; i < layer.num_layers; ++i) layer_of_.push_back(&layer);
+  }
+}
+
+const ProfileEntry* ProfileCostModel::Layer(int index, int micro_batch, int tp) const {
+  if (index < 0 || index >= static_cast<int>(layer_of_.size())) return nullptr;
+  for (const ProfileEntry& e : layer_of_[index]->entries) {
+    if (e.micro_batch == micro_batch && e.tp == tp) return &e;
+  }
+  return nullptr;
+}
+
+double ProfileCostModel::CollectiveMs(Collective collective, double bytes, int group_size,
+                                      LinkClass link) const {
+  if (group_size <= 1 || bytes <= 0) return 0;
+  for (const MeasuredLink& m : cluster_.measured) {
+    if (m.collective == collective && m.link == link && m.group_size == group_size) {
+      return (m.alpha_us + bytes / (m.beta_gb_per_s * 1e3)) * 1e-3;
+    }
+  }
+  const LinkSpec& spec = link == LinkClass::kIntraNode ? cluster_.intra_node : cluster_.inter_node;
+  double n = group_size;
+  double steps = 1, volume = 1;  // p2p
+  if (collective == Collective::kAllReduce) {
+    steps = 2 * (n - 1);
+    volume = 2 * (n - 1) / n;
+  } else if (collective != Collective::kP2p) {
+    steps = n - 1;
+    volume = (n - 1) / n;
+  }
+  return (steps * spec.latency_us + volume * bytes / (spec.bw_gb_per_s * 1e3)) * 1e-3;
+}
+
+// An optimizer step streams the parameters, gradients and optimizer state through memory
+// once and writes parameters and state back: about 2 × state_bytes of traffic.
+// Example: 1 GiB of state on an A100 (2039 GB/s): 2 · 1.07 GB / 2039 GB/s = 1.05 ms.
+double ProfileCostModel::OptimizerMs(double state_bytes) const {
+  return 2 * state_bytes / (cluster_.device.memory_bw_gb_per_s * 1e6);
+}
+
+int64_t ProfileCostModel::ReservedBytes() const {
+  return cluster_.device.kind == DeviceKind::kGpu ? kGpuReservedBytes : 0;
+}
+
+}  // namespace trident

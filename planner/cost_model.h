@@ -1,0 +1,80 @@
+// CostModel: everything the search may know about costs. The search never reads files or
+// hardware specs; it asks this interface (tests plug in tables with known answers).
+//
+// Layer costs come from a profile (measured on the device, or computed analytically from a
+// hardware description by profiler/analytic_profile.h). Communication follows alpha-beta
+// per link class, with ring factors (Thakur et al., "Optimization of Collective
+// Communication Operations in MPICH", 2005; NCCL's doc "Performance" for busbw):
+//   p2p              α + B/bw
+//   all-reduce       2(n−1)·α + 2(n−1)/n · B/bw
+//   all-gather,
+//   reduce-scatter   (n−1)·α + (n−1)/n · B/bw        (B: the full, gathered buffer)
+// Example: all-reduce of 1 GB over 8 ranks at 25 GB/s, α 5 µs: 14·5 µs + 1.75·40 ms = 70.07 ms.
+// A measured figure for the same collective, link class and group size (cluster file,
+// `measured:`) replaces the formula: α + B/β.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/profile.h"
+
+namespace trident {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+
+  virtual int NumLayers() const = 0;
+  // Costs of layer `index` at (micro_batch, tp) on one rank, or nullptr when unknown.
+  virtual const ProfileEntry* Layer(int index, int micro_batch, int tp) const = 0;
+  // Micro-batch sizes and tp degrees for which every layer has costs, ascending.
+  virtual std::vector<int> MicroBatches() const = 0;
+  virtual std::vector<int> TensorParallelDegrees() const = 0;
+
+  virtual double CollectiveMs(Collective collective, double bytes, int group_size,
+                              LinkClass link) const = 0;
+  // One optimizer step over `state_bytes` of parameters, gradients and optimizer state.
+  virtual double OptimizerMs(double state_bytes) const = 0;
+
+  virtual int64_t DeviceMemoryBytes() const = 0;
+  // Memory a device cannot give to the model: runtime context, library workspaces,
+  // communication buffers.
+  virtual int64_t ReservedBytes() const = 0;
+  virtual int DevicesPerNode() const = 0;
+  virtual int64_t TotalDevices() const = 0;
+};
+
+// The cost model of a profile on a cluster. Both must outlive it.
+// REQUIRES: profile.Validate() and cluster.Validate() are ok.
+class ProfileCostModel : public CostModel {
+ public:
+  ProfileCostModel(const Profile& profile, const ClusterSpec& cluster);
+
+  int NumLayers() const override { return profile_.num_layers; }
+  const ProfileEntry* Layer(int index, int micro_batch, int tp) const override;
+  std::vector<int> MicroBatches() const override { return micro_batches_; }
+  std::vector<int> TensorParallelDegrees() const override { return tps_; }
+  double CollectiveMs(Collective collective, double bytes, int group_size,
+                      LinkClass link) const override;
+  double OptimizerMs(double state_bytes) const override;
+  int64_t DeviceMemoryBytes() const override { return cluster_.DeviceMemoryBytes(); }
+  int64_t ReservedBytes() const override;
+  int DevicesPerNode() const override { return cluster_.devices_per_node; }
+  int64_t TotalDevices() const override { return cluster_.TotalDevices(); }
+
+ private:
+  const Profile& profile_;
+  const ClusterSpec& cluster_;
+  std::vector<int> micro_batches_;
+  std::vector<int> tps_;
+  // entries_[layer] points at the profile's entries for that layer.
+  std::vector<const LayerProfile*> layer_of_;
+};
+
+// Reserved memory per GPU: CUDA context (~0.5 GiB), cuBLAS workspaces, NCCL buffers and
+// allocator fragmentation; an estimate in line with what PyTorch jobs leave unused.
+inline constexpr int64_t kGpuReservedBytes = int64_t{2} << 30;
+
+}  // namespace trident

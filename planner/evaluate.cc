@@ -1,0 +1,197 @@
+#include "planner/evaluate.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/schedule.h"
+#include "planner/stage_costs.h"
+
+namespace trident {
+namespace {
+
+// One StageCosts per recompute mode the plan uses.
+using CostsByMode = std::map<RecomputeMode, StageCosts>;
+
+StatusOr<CostsByMode> CostsFor(const CostModel& costs, const Plan& plan) {
+  CostsByMode by_mode;
+  for (const PlanStage& stage : plan.stages) {
+    if (by_mode.count(stage.recompute)) continue;
+    TRIDENT_ASSIGN_OR_RETURN(
+        StageCosts c, StageCosts::Create(costs, plan.micro_batch_size, plan.mesh.tp, stage.recompute));
+    by_mode.emplace(stage.recompute, std::move(c));
+  }
+  return by_mode;
+}
+
+LinkClass LinkBetween(int rank_a, int rank_b, int devices_per_node) {
+  return rank_a / devices_per_node == rank_b / devices_per_node ? LinkClass::kIntraNode
+                                                                : LinkClass::kInterNode;
+}
+
+// The link of a group of ranks: inter-node as soon as it spans two nodes.
+LinkClass GroupLink(const std::vector<int>& ranks, int devices_per_node) {
+  for (int rank : ranks) {
+    if (LinkBetween(rank, ranks.front(), devices_per_node) == LinkClass::kInterNode) {
+      return LinkClass::kInterNode;
+    }
+  }
+  return LinkClass::kIntraNode;
+}
+
+bool SplitsBackward(ScheduleKind kind) { return kind == ScheduleKind::kZbH1; }
+
+std::vector<StageTimes> StageTimesOf(const Plan& plan, const CostsByMode& by_mode) {
+  std::vector<StageTimes> times;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PlanStage& stage = plan.stages[s];
+    RangeTimes t = by_mode.at(stage.recompute)
+                       .Times(stage.first_layer, stage.first_layer + stage.num_layers - 1);
+    double slowdown = static_cast<double>(plan.mesh.dp) / stage.replicas;
+    StageTimes st{t.fwd_ms * slowdown, t.bwd_input_ms * slowdown, t.bwd_weight_ms * slowdown};
+    if (!SplitsBackward(plan.schedule)) {
+      st.bwd_ms += st.weight_ms;
+      st.weight_ms = 0;
+    }
+    times.push_back(st);
+  }
+  return times;
+}
+
+std::vector<double> BoundaryMs(const CostModel& costs, const Plan& plan, const RankMap& ranks,
+                               const CostsByMode& by_mode) {
+  std::vector<double> send;
+  for (size_t s = 0; s + 1 < plan.stages.size(); ++s) {
+    const PlanStage& stage = plan.stages[s];
+    int64_t bytes = by_mode.at(stage.recompute).OutputBytes(stage.first_layer + stage.num_layers - 1);
+    int from = ranks.Rank({0, static_cast<int>(s) % plan.mesh.pp, 0});
+    int to = ranks.Rank({0, static_cast<int>(s + 1) % plan.mesh.pp, 0});
+    LinkClass link = LinkBetween(from, to, plan.devices_per_node);
+    send.push_back(costs.CollectiveMs(Collective::kP2p, static_cast<double>(bytes), 2, link));
+  }
+  return send;
+}
+
+// Sum of a position's chunks (virtual stages p, p + pp, ...).
+PositionFootprint PositionFootprintOf(const Plan& plan, const CostsByMode& by_mode, int p) {
+  PositionFootprint total;
+  for (size_t s = p; s < plan.stages.size(); s += plan.mesh.pp) {
+    const PlanStage& stage = plan.stages[s];
+    PositionFootprint f = by_mode.at(stage.recompute)
+                              .Footprint(stage.first_layer, stage.first_layer + stage.num_layers - 1);
+    total.param_bytes += f.param_bytes;
+    total.grad_bytes += f.grad_bytes;
+    total.optimizer_bytes += f.optimizer_bytes;
+    total.stash_bytes += f.stash_bytes;
+    total.workspace_bytes = std::max(total.workspace_bytes, f.workspace_bytes);
+  }
+  return total;
+}
+
+// A tied LM head on another position than the embedding keeps its own copy of the matrix
+// (and its gradient and optimizer state), and the two gradients are all-reduced each step.
+bool TiedAcrossPositions(const Plan& plan) {
+  return plan.model.tied_embeddings && plan.mesh.pp > 1;
+}
+
+void AddMemory(const CostModel& costs, const Plan& plan, const CostsByMode& by_mode,
+               Evaluation* ev) {
+  const StageCosts& first = by_mode.at(plan.stages.front().recompute);
+  PositionFootprint embedding = first.Footprint(0, 0);
+  for (int p = 0; p < plan.mesh.pp; ++p) {
+    PositionFootprint f = PositionFootprintOf(plan, by_mode, p);
+    bool holds_head = (static_cast<int>(plan.stages.size()) - 1) % plan.mesh.pp == p;
+    if (TiedAcrossPositions(plan) && holds_head && p != 0) {
+      f.param_bytes += embedding.param_bytes;
+      f.grad_bytes += embedding.grad_bytes;
+      f.optimizer_bytes += embedding.optimizer_bytes;
+    }
+    MemoryContext context{plan.schedule, plan.mesh.pp, plan.virtual_stages,
+                          plan.num_micro_batches / plan.mesh.dp, plan.stages[p].replicas,
+                          plan.zero1, costs.ReservedBytes()};
+    ev->memory.push_back(PositionMemory(f, p, context));
+    ev->peak_memory_bytes = std::max(ev->peak_memory_bytes, ev->memory.back().Total());
+  }
+}
+
+// Exposed gradient synchronization and the optimizer step (see the header).
+void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
+             const CostsByMode& by_mode, const SimulationInput& input, Evaluation* ev) {
+  const SimulationResult& sim = ev->simulation;
+  std::vector<double> end_ms(plan.mesh.pp, 0);
+  for (const TimelineEvent& e : sim.events) {
+    end_ms[e.position] = std::max(end_ms[e.position], e.end_ms);
+  }
+  double makespan = plan.schedule == ScheduleKind::kPipeDream ? sim.steady_step_ms : sim.makespan_ms;
+  for (int p = 0; p < plan.mesh.pp; ++p) {
+    PositionFootprint f = PositionFootprintOf(plan, by_mode, p);
+    int rank = ranks.Rank({0, p, 0});
+    std::vector<int> group = ranks.DpGroup(rank);
+    double sync = costs.CollectiveMs(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
+                                     static_cast<int>(group.size()),
+                                     GroupLink(group, plan.devices_per_node));
+    const StageTimes& last = input.stages[p];
+    double slack = plan.schedule == ScheduleKind::kPipeDream ? 0 : sim.makespan_ms - end_ms[p];
+    ev->exposed_sync_ms =
+        std::max(ev->exposed_sync_ms, std::max(0.0, sync - last.bwd_ms - last.weight_ms - slack));
+    int64_t optimizer = plan.zero1 ? f.optimizer_bytes / plan.stages[p].replicas : f.optimizer_bytes;
+    ev->optimizer_ms = std::max(
+        ev->optimizer_ms, costs.OptimizerMs(static_cast<double>(f.param_bytes + f.grad_bytes + optimizer)));
+    ev->busy_ms = std::max(ev->busy_ms, sim.positions[p].busy_ms / std::max(1, input.steps));
+  }
+  if (TiedAcrossPositions(plan)) {
+    double bytes = static_cast<double>(by_mode.begin()->second.Footprint(0, 0).grad_bytes);
+    int head = ranks.Rank({0, (static_cast<int>(plan.stages.size()) - 1) % plan.mesh.pp, 0});
+    ev->exposed_sync_ms += costs.CollectiveMs(Collective::kAllReduce, bytes, 2,
+                                              LinkBetween(0, head, plan.devices_per_node));
+  }
+  ev->makespan_ms = makespan;
+  ev->bubble_ms = std::max(0.0, makespan - ev->busy_ms);
+  ev->bubble_fraction = sim.bubble_fraction;
+  ev->step_ms = makespan + ev->exposed_sync_ms + ev->optimizer_ms;
+}
+
+}  // namespace
+
+void RecordPredictions(const Evaluation& ev, Plan* plan) {
+  for (size_t s = 0; s < plan->stages.size(); ++s) {
+    plan->stages[s].predicted_time_ms = ev.stage_ms[s];
+    plan->stages[s].predicted_memory_bytes = ev.memory[s % plan->mesh.pp].Total();
+  }
+  plan->predicted.step_time_ms = ev.step_ms;
+  plan->predicted.tokens_per_s =
+      ev.step_ms > 0 ? static_cast<double>(plan->global_batch * plan->seq_len) / (ev.step_ms * 1e-3) : 0;
+  plan->predicted.bubble_fraction = ev.bubble_fraction;
+  plan->predicted.peak_memory_bytes = ev.peak_memory_bytes;
+}
+
+StatusOr<Evaluation> EvaluatePlan(const CostModel& costs, const Plan& plan,
+                                  const EvaluateOptions& options) {
+  if (plan.mesh.tp > costs.DevicesPerNode() || plan.devices > costs.TotalDevices()) {
+    return InvalidArgument("the plan needs " + std::to_string(plan.devices) +
+                           " devices (tp " + std::to_string(plan.mesh.tp) + ") but the cluster has " +
+                           std::to_string(costs.TotalDevices()) + " with " +
+                           std::to_string(costs.DevicesPerNode()) + " per node");
+  }
+  TRIDENT_ASSIGN_OR_RETURN(CostsByMode by_mode, CostsFor(costs, plan));
+  RankMap ranks = plan.MakeRankMap();
+  int per_replica = plan.num_micro_batches / plan.mesh.dp;
+  TRIDENT_ASSIGN_OR_RETURN(Schedule schedule, GenerateSchedule(plan.schedule, plan.mesh.pp,
+                                                               plan.virtual_stages, per_replica));
+  Evaluation ev;
+  ev.memory_limit_bytes =
+      options.memory_limit_bytes > 0 ? options.memory_limit_bytes : costs.DeviceMemoryBytes();
+  SimulationInput input;
+  input.schedule = &schedule;
+  input.stages = StageTimesOf(plan, by_mode);
+  input.send_activation_ms = BoundaryMs(costs, plan, ranks, by_mode);
+  if (plan.schedule == ScheduleKind::kPipeDream) input.steps = options.pipedream_steps;
+  TRIDENT_ASSIGN_OR_RETURN(ev.simulation, Simulate(input));
+  for (const StageTimes& t : input.stages) ev.stage_ms.push_back(t.fwd_ms + t.bwd_ms + t.weight_ms);
+  ev.bottleneck_stage = static_cast<int>(
+      std::max_element(ev.stage_ms.begin(), ev.stage_ms.end()) - ev.stage_ms.begin());
+  AddSync(costs, plan, ranks, by_mode, input, &ev);
+  AddMemory(costs, plan, by_mode, &ev);
+  return ev;
+}
+
+}  // namespace trident

@@ -1,0 +1,65 @@
+#include "planner/memory_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace trident {
+
+double LiveActivationFactor(ScheduleKind kind, int position, int pp, int micro_batches,
+                            int virtual_stages) {
+  const int in_flight = std::min(pp - position, micro_batches);
+  switch (kind) {
+    case ScheduleKind::kNaive:
+      return 1;
+    case ScheduleKind::kGpipe:
+      return micro_batches;
+    case ScheduleKind::k1F1B:
+    case ScheduleKind::kZbH1:
+    case ScheduleKind::kPipeDream:
+      return in_flight;
+    case ScheduleKind::kInterleaved1F1B: {
+      const int v = virtual_stages;
+      int chunks = std::min(v * micro_batches, 2 * (pp - position - 1) + (v - 1) * pp + 1);
+      return static_cast<double>(chunks) / v;
+    }
+  }
+  return micro_batches;
+}
+
+MemoryBreakdown PositionMemory(const PositionFootprint& f, int position,
+                               const MemoryContext& c) {
+  double live =
+      LiveActivationFactor(c.schedule, position, c.pp, c.micro_batches, c.virtual_stages);
+  MemoryBreakdown m;
+  m.params = f.param_bytes;
+  m.grads = f.grad_bytes;
+  m.optimizer = c.zero1 ? (f.optimizer_bytes + c.replicas - 1) / c.replicas : f.optimizer_bytes;
+  m.activations = static_cast<int64_t>(std::ceil(live * static_cast<double>(f.stash_bytes)));
+  if (c.schedule == ScheduleKind::kPipeDream) {
+    m.weight_versions = static_cast<int64_t>(live - 1) * f.param_bytes;
+  }
+  m.workspace = f.workspace_bytes;
+  m.reserved = c.reserved_bytes;
+  return m;
+}
+
+namespace {
+
+std::string GiB(int64_t bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  return buffer;
+}
+
+}  // namespace
+
+std::string MemoryBreakdown::ToString() const {
+  std::string text = "params " + GiB(params) + ", grads " + GiB(grads) + ", optimizer " +
+                     GiB(optimizer) + ", activations " + GiB(activations);
+  if (weight_versions > 0) text += ", weight versions " + GiB(weight_versions);
+  return text + ", workspace " + GiB(workspace) + ", reserved " + GiB(reserved) + ", total " +
+         GiB(Total());
+}
+
+}  // namespace trident

@@ -1,0 +1,66 @@
+// Memory per rank of one pipeline position: parameters, gradients, optimizer state
+// (sharded over the replicas with ZeRO-1), the activations the schedule keeps alive at its
+// peak, PipeDream's stashed weight versions, the largest layer workspace and the device's
+// reserved memory.
+//
+// Live activations, in micro-batches of the position's whole stash (p = position, P = pp,
+// m = micro-batches per replica, v = virtual stages; DESIGN.md §5):
+//   naive                 1
+//   gpipe                 m
+//   1f1b, zb_h1           min(P − p, m)
+//   interleaved_1f1b      min(v·m, 2(P − p − 1) + (v − 1)·P + 1) / v     (chunk activations
+//                         held, each 1/v of the position's stash; at p = 0 this is
+//                         P·(1 + (P − 1)/(P·v)), Narayanan et al. 2021)
+//   pipedream             min(P − p, m), plus one weight version per extra in-flight
+//                         micro-batch (weight stashing)
+// Example: 1F1B, P 4, m 8: position 0 holds 4 micro-batches, position 3 holds 1.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/plan.h"
+
+namespace trident {
+
+double LiveActivationFactor(ScheduleKind kind, int position, int pp, int micro_batches,
+                            int virtual_stages);
+
+// What one rank of a position keeps, summed over the position's layers.
+struct PositionFootprint {
+  int64_t param_bytes = 0;
+  int64_t grad_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  int64_t stash_bytes = 0;  // per micro-batch, for the position's recompute mode
+  int64_t workspace_bytes = 0;  // the largest single layer's
+};
+
+struct MemoryBreakdown {
+  int64_t params = 0;
+  int64_t grads = 0;
+  int64_t optimizer = 0;
+  int64_t activations = 0;
+  int64_t weight_versions = 0;
+  int64_t workspace = 0;
+  int64_t reserved = 0;
+  int64_t Total() const {
+    return params + grads + optimizer + activations + weight_versions + workspace + reserved;
+  }
+  // "params 1.2 GiB, grads ..., total 30.1 GiB".
+  std::string ToString() const;
+};
+
+struct MemoryContext {
+  ScheduleKind schedule = ScheduleKind::k1F1B;
+  int pp = 1;
+  int virtual_stages = 1;
+  int micro_batches = 1;  // per replica
+  int replicas = 1;       // of this position, for ZeRO-1 sharding
+  bool zero1 = false;
+  int64_t reserved_bytes = 0;
+};
+
+MemoryBreakdown PositionMemory(const PositionFootprint& footprint, int position,
+                               const MemoryContext& context);
+
+}  // namespace trident

@@ -1,0 +1,454 @@
+#include "planner/search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "core/version.h"
+#include "planner/partition.h"
+#include "planner/stage_costs.h"
+
+namespace trident {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Per-stage replication is searched up to this many tp groups (its DP grows with units²).
+constexpr int kMaxReplicatedUnits = 64;
+
+// One point of the outer loop.
+struct Config {
+  int tp = 1, pp = 1, dp = 1, micro_batch = 1, v = 1;
+  ScheduleKind schedule = ScheduleKind::k1F1B;
+  RecomputeMode recompute = RecomputeMode::kNone;
+  bool zero1 = false;
+  int micro_batches = 1;  // over all replicas
+  int PerReplica() const { return micro_batches / dp; }
+  auto Key() const { return std::tuple(tp, pp, micro_batch, schedule, v, recompute, zero1); }
+};
+
+std::string Describe(const Config& c) {
+  std::string text = "tp " + std::to_string(c.tp) + ", pp " + std::to_string(c.pp) + ", dp " +
+                     std::to_string(c.dp) + ", micro-batch " + std::to_string(c.micro_batch) +
+                     ", " + NameOf(ScheduleKindNames(), c.schedule);
+  if (c.v > 1) text += " v " + std::to_string(c.v);
+  text += ", recompute " + NameOf(RecomputeModeNames(), c.recompute);
+  return c.zero1 ? text + ", zero1" : text;
+}
+
+// The partition DP's view of one configuration (see planner/partition.h).
+class DpCosts : public PartitionCosts {
+ public:
+  DpCosts(const CostModel& model, const StageCosts& costs, const Config& config,
+          int64_t memory_limit)
+      : model_(model), costs_(costs), config_(config), memory_limit_(memory_limit) {}
+
+  int NumLayers() const override { return costs_.NumLayers(); }
+
+  double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
+                 int num_stages) const override {
+    const int pp = num_stages / config_.v;
+    if (Memory(first, last, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
+    double compute = costs_.Times(first, last).Total();
+    double sync = SyncMs(first, last, replicas, first_unit);
+    return compute / replicas + sync / config_.micro_batches;
+  }
+
+  double BoundaryMs(int last_of_left, int boundary_unit) const override {
+    const int per_node = model_.DevicesPerNode();
+    bool crosses = config_.dp * config_.tp >= per_node || (boundary_unit * config_.tp) % per_node == 0;
+    return model_.CollectiveMs(Collective::kP2p, static_cast<double>(costs_.OutputBytes(last_of_left)),
+                               2, crosses ? LinkClass::kInterNode : LinkClass::kIntraNode);
+  }
+
+  MemoryBreakdown Memory(int first, int last, int replicas, int position, int pp) const {
+    PositionFootprint f = costs_.Footprint(first, last);
+    // Interleaved: a position holds v chunks; judge each chunk as if all were like it.
+    f.param_bytes *= config_.v;
+    f.grad_bytes *= config_.v;
+    f.optimizer_bytes *= config_.v;
+    f.stash_bytes *= config_.v;
+    MemoryContext context{config_.schedule, pp, config_.v, config_.micro_batches / replicas,
+                          replicas, config_.zero1, model_.ReservedBytes()};
+    return PositionMemory(f, position, context);
+  }
+
+ private:
+  double SyncMs(int first, int last, int replicas, int first_unit) const {
+    if (replicas == 1) return 0;
+    int first_rank = first_unit * config_.tp;
+    int last_rank = (first_unit + replicas) * config_.tp - 1;
+    int per_node = model_.DevicesPerNode();
+    LinkClass link = first_rank / per_node == last_rank / per_node ? LinkClass::kIntraNode
+                                                                   : LinkClass::kInterNode;
+    return model_.CollectiveMs(Collective::kAllReduce,
+                               static_cast<double>(costs_.GradBytes(first, last)), replicas, link);
+  }
+
+  const CostModel& model_;
+  const StageCosts& costs_;
+  Config config_;
+  int64_t memory_limit_;
+};
+
+// A partition the DP chose (or the user's cuts), with its closed-form step estimate.
+struct Scored {
+  Config config;
+  std::vector<PlanStage> stages;
+  double estimate_ms = kInf;
+};
+
+// Closed-form step time from per-position times (see DESIGN.md §5), used to pick which
+// candidates to simulate. T = F + B + W of the slowest position, m = per-replica count.
+double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
+                  const std::vector<PlanStage>& stages) {
+  std::vector<double> position_ms(c.pp, 0);
+  double sum_ms = 0, boundary_ms = 0, f_b_minus_w = 0;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const PlanStage& st = stages[s];
+    int last = st.first_layer + st.num_layers - 1;
+    RangeTimes t = costs.Times(st.first_layer, last);
+    double scale = static_cast<double>(c.dp) / st.replicas;
+    position_ms[s % c.pp] += t.Total() * scale;
+    sum_ms += t.Total() * scale;
+    f_b_minus_w = std::max(f_b_minus_w, (t.fwd_ms + t.bwd_input_ms - t.bwd_weight_ms) * scale);
+    if (s + 1 < stages.size()) boundary_ms += 2 * dp_costs.BoundaryMs(last, 0);
+  }
+  double slowest = *std::max_element(position_ms.begin(), position_ms.end());
+  const double m = c.PerReplica();
+  switch (c.schedule) {
+    case ScheduleKind::kNaive:
+      return sum_ms + boundary_ms;
+    case ScheduleKind::kPipeDream:
+      return m * slowest;
+    case ScheduleKind::kInterleaved1F1B:
+      return m * slowest + (c.pp - 1) * slowest / c.v + boundary_ms;
+    case ScheduleKind::kZbH1:
+      return m * slowest + (c.pp - 1) * f_b_minus_w + boundary_ms;
+    case ScheduleKind::kGpipe:
+    case ScheduleKind::k1F1B:
+      return (m - 1) * slowest + sum_ms / c.v + boundary_ms;
+  }
+  return kInf;
+}
+
+std::vector<PlanStage> StagesOf(const Partition& partition, RecomputeMode recompute) {
+  std::vector<PlanStage> stages;
+  for (const Stage& s : partition.stages) {
+    stages.push_back({s.first_layer, s.last_layer - s.first_layer + 1, s.replicas, recompute, 0, 0});
+  }
+  return stages;
+}
+
+std::vector<int> Divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+template <typename T>
+bool Allowed(const std::optional<T>& fixed, T value) {
+  return !fixed || *fixed == value;
+}
+
+class Searcher {
+ public:
+  Searcher(const CostModel& costs, const SearchRequest& request)
+      : costs_(costs), request_(request), constraints_(request.constraints) {
+    memory_limit_ = constraints_.max_memory_bytes > 0 ? constraints_.max_memory_bytes
+                                                      : costs.DeviceMemoryBytes();
+  }
+
+  StatusOr<SearchResult> Run();
+
+ private:
+  Status CheckRequest() const;
+  void ForTp(int tp);
+  void ForMesh(int tp, int pp, int dp);
+  void TryConfig(const Config& c, const StageCosts& sc);
+  void TryReplicated(int tp, int pp, int mb, RecomputeMode recompute, const StageCosts& sc);
+  void TrackLeastMemory(const Config& c, const DpCosts& dp_costs);
+  void Score(const Config& c, const DpCosts& dp_costs, const StageCosts& sc,
+             std::vector<PlanStage> stages);
+  const StageCosts* CostsFor(int mb, int tp, RecomputeMode recompute);
+  Plan MakePlan(const Scored& scored) const;
+  StatusOr<SearchResult> Rank();
+  std::vector<ScheduleKind> Schedules() const;
+  std::vector<RecomputeMode> RecomputeModes() const;
+
+  const CostModel& costs_;
+  const SearchRequest& request_;
+  const SearchConstraints& constraints_;
+  int64_t memory_limit_ = 0;
+  std::map<std::tuple<int, int, RecomputeMode>, std::optional<StageCosts>> stage_costs_;
+  std::vector<Scored> pool_;
+  SearchResult result_;
+};
+
+std::vector<ScheduleKind> Searcher::Schedules() const {
+  if (!constraints_.schedules.empty()) return constraints_.schedules;
+  return {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B,
+          ScheduleKind::kZbH1};
+}
+
+std::vector<RecomputeMode> Searcher::RecomputeModes() const {
+  if (!constraints_.recompute.empty()) return constraints_.recompute;
+  return {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull};
+}
+
+Status Searcher::CheckRequest() const {
+  const int64_t available = costs_.TotalDevices();
+  if (request_.devices < 1 || request_.devices > available) {
+    return InvalidArgument("--devices " + std::to_string(request_.devices) + ": the cluster " +
+                           request_.cluster_name + " has " + std::to_string(available) +
+                           " devices; ask for at most that many or describe more nodes");
+  }
+  if (request_.global_batch < 1 || request_.seq_len < 1) {
+    return InvalidArgument("--global-batch and --seq must be positive");
+  }
+  if (costs_.NumLayers() != request_.model.NumLayers()) {
+    return InvalidArgument("the profile has " + std::to_string(costs_.NumLayers()) +
+                           " layers but " + request_.model.name + " has " +
+                           std::to_string(request_.model.NumLayers()) +
+                           "; profile this model (trident profile)");
+  }
+  return Status::Ok();
+}
+
+const StageCosts* Searcher::CostsFor(int mb, int tp, RecomputeMode recompute) {
+  auto key = std::tuple(mb, tp, recompute);
+  auto it = stage_costs_.find(key);
+  if (it == stage_costs_.end()) {
+    StatusOr<StageCosts> created = StageCosts::Create(costs_, mb, tp, recompute);
+    it = stage_costs_.emplace(key, created.ok() ? std::optional(*created) : std::nullopt).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+void Searcher::ForTp(int tp) {
+  if (!Allowed(constraints_.tp, tp) || costs_.DevicesPerNode() % tp != 0) return;
+  if (!request_.model.TensorParallelProblem(tp).empty() || request_.devices % tp != 0) return;
+  const int units = request_.devices / tp;
+  for (int pp : Divisors(units)) {
+    if (pp > request_.model.NumLayers() || !Allowed(constraints_.pp, pp)) continue;
+    int dp = units / pp;
+    if (Allowed(constraints_.dp, dp)) ForMesh(tp, pp, dp);
+  }
+}
+
+void Searcher::ForMesh(int tp, int pp, int dp) {
+  for (int mb : costs_.MicroBatches()) {
+    if (!Allowed(constraints_.micro_batch, mb) || request_.global_batch % mb != 0) continue;
+    int64_t micro_batches = request_.global_batch / mb;
+    if (micro_batches % dp != 0 || micro_batches > (1 << 20)) continue;
+    for (RecomputeMode recompute : RecomputeModes()) {
+      const StageCosts* sc = CostsFor(mb, tp, recompute);
+      if (sc == nullptr) continue;
+      for (ScheduleKind schedule : Schedules()) {
+        if (pp == 1 && schedule != ScheduleKind::k1F1B && Schedules().size() > 1) continue;
+        int max_v = schedule == ScheduleKind::kInterleaved1F1B ? constraints_.max_virtual_stages : 1;
+        for (int v = schedule == ScheduleKind::kInterleaved1F1B ? 2 : 1; v <= max_v; ++v) {
+          for (bool zero1 : {false, true}) {
+            if (!Allowed(constraints_.zero1, zero1) || (zero1 && dp == 1)) continue;
+            Config c{tp, pp, dp, mb, v, schedule, recompute, zero1, static_cast<int>(micro_batches)};
+            TryConfig(c, *sc);
+          }
+        }
+      }
+      if (constraints_.replicate_stages && !constraints_.dp && constraints_.cuts.empty() &&
+          pp > 1 && pp * dp <= kMaxReplicatedUnits) {
+        TryReplicated(tp, pp, mb, recompute, *sc);
+      }
+    }
+  }
+}
+
+
+bool LegalSchedule(const Config& c, int num_layers) {
+  const int m = c.PerReplica();
+  if (c.pp * c.v > num_layers) return false;
+  if (c.schedule == ScheduleKind::kNaive && m != 1) return false;
+  if (c.schedule == ScheduleKind::kInterleaved1F1B && m % c.pp != 0) return false;
+  return true;
+}
+
+// Stages from the user's --cuts (first layer of each stage), all with dp replicas.
+std::vector<PlanStage> StagesFromCuts(const std::vector<int>& cuts, int num_layers, const Config& c) {
+  std::vector<PlanStage> stages;
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    int end = i + 1 < cuts.size() ? cuts[i + 1] : num_layers;
+    stages.push_back({cuts[i], end - cuts[i], c.dp, c.recompute, 0, 0});
+  }
+  return stages;
+}
+
+void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
+  if (!LegalSchedule(c, sc.NumLayers())) return;
+  ++result_.configurations;
+  DpCosts dp_costs(costs_, sc, c, memory_limit_);
+  if (!constraints_.cuts.empty()) {
+    if (static_cast<int>(constraints_.cuts.size()) != c.pp * c.v) return;
+    Score(c, dp_costs, sc, StagesFromCuts(constraints_.cuts, sc.NumLayers(), c));
+    return;
+  }
+  Partition partition = PartitionUniform(dp_costs, c.pp * c.v, c.dp);
+  if (!partition.feasible()) {
+    ++result_.infeasible;
+    TrackLeastMemory(c, dp_costs);
+    return;
+  }
+  Score(c, dp_costs, sc, StagesOf(partition, c.recompute));
+}
+
+void Searcher::TryReplicated(int tp, int pp, int mb, RecomputeMode recompute,
+                             const StageCosts& sc) {
+  const int units = request_.devices / tp;
+  const int micro_batches = static_cast<int>(request_.global_batch / mb);
+  std::vector<int> allowed;
+  for (int r = 1; r <= units; ++r) {
+    if (micro_batches % r == 0) allowed.push_back(r);
+  }
+  for (ScheduleKind schedule : {ScheduleKind::k1F1B, ScheduleKind::kGpipe}) {
+    if (std::find(Schedules().begin(), Schedules().end(), schedule) == Schedules().end()) continue;
+    Config c{tp, pp, 1, mb, 1, schedule, recompute, false, micro_batches};
+    DpCosts dp_costs(costs_, sc, c, memory_limit_);
+    Partition partition = PartitionReplicated(dp_costs, pp, units, allowed);
+    if (!partition.feasible()) continue;
+    std::vector<PlanStage> stages = StagesOf(partition, recompute);
+    int max_r = 0;
+    bool uniform = true;
+    for (const PlanStage& st : stages) {
+      max_r = std::max(max_r, st.replicas);
+      uniform &= st.replicas == stages.front().replicas;
+    }
+    if (uniform || micro_batches % max_r != 0) continue;  // uniform ones are found above
+    c.dp = max_r;
+    ++result_.configurations;
+    Score(c, dp_costs, sc, std::move(stages));
+  }
+}
+
+// For the "nothing fits" message: the least memory this configuration would need, taking the
+// fastest partition that ignores memory.
+void Searcher::TrackLeastMemory(const Config& c, const DpCosts& dp_costs) {
+  Partition partition = PartitionUniform(DpCosts(costs_, *CostsFor(c.micro_batch, c.tp, c.recompute), c,
+                                                 std::numeric_limits<int64_t>::max()),
+                                         c.pp * c.v, c.dp);
+  if (!partition.feasible()) return;
+  int64_t peak = 0;
+  for (size_t s = 0; s < partition.stages.size(); ++s) {
+    const Stage& st = partition.stages[s];
+    peak = std::max(peak, dp_costs.Memory(st.first_layer, st.last_layer, st.replicas,
+                                          static_cast<int>(s) % c.pp, c.pp).Total());
+  }
+  if (result_.least_memory_bytes == 0 || peak < result_.least_memory_bytes) {
+    result_.least_memory_bytes = peak;
+    result_.least_memory_config = Describe(c);
+  }
+}
+
+void Searcher::Score(const Config& c, const DpCosts& dp_costs, const StageCosts& sc,
+                     std::vector<PlanStage> stages) {
+  double estimate = EstimateMs(c, dp_costs, sc, stages);
+  pool_.push_back({c, std::move(stages), estimate});
+}
+
+Plan Searcher::MakePlan(const Scored& scored) const {
+  const Config& c = scored.config;
+  Plan plan;
+  plan.model = request_.model;
+  plan.cluster = request_.cluster_name;
+  plan.devices = request_.devices;
+  plan.devices_per_node = costs_.DevicesPerNode();
+  plan.mesh = {c.dp, c.pp, c.tp};
+  plan.virtual_stages = c.v;
+  plan.micro_batch_size = c.micro_batch;
+  plan.num_micro_batches = c.micro_batches;
+  plan.global_batch = request_.global_batch;
+  plan.seq_len = request_.seq_len;
+  plan.dtype = request_.dtype;
+  plan.schedule = c.schedule;
+  plan.zero1 = c.zero1;
+  plan.stages = scored.stages;
+  plan.provenance.planner_version = TridentBuild();
+  return plan;
+}
+
+auto CandidateKey(const Candidate& c) {
+  const Plan& p = c.plan;
+  std::vector<int> cuts;
+  for (const PlanStage& st : p.stages) cuts.push_back(st.first_layer);
+  return std::tuple(c.evaluation.step_ms, c.evaluation.peak_memory_bytes, p.mesh.tp, p.mesh.pp,
+                    p.micro_batch_size, p.schedule, p.virtual_stages, p.stages.front().recompute,
+                    p.zero1, cuts);
+}
+
+std::string GiB(int64_t bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return buffer;
+}
+
+StatusOr<SearchResult> Searcher::Rank() {
+  std::stable_sort(pool_.begin(), pool_.end(), [](const Scored& a, const Scored& b) {
+    return std::tuple(a.estimate_ms, a.config.Key()) < std::tuple(b.estimate_ms, b.config.Key());
+  });
+  EvaluateOptions options;
+  options.memory_limit_bytes = memory_limit_;
+  const size_t budget = 4 * static_cast<size_t>(request_.rerank);
+  for (size_t i = 0; i < pool_.size() && i < budget; ++i) {
+    if (static_cast<int>(result_.ranked.size()) >= request_.rerank) break;
+    Plan plan = MakePlan(pool_[i]);
+    if (plan.Check()) continue;
+    StatusOr<Evaluation> evaluation = EvaluatePlan(costs_, plan, options);
+    if (!evaluation.ok()) return evaluation.status();
+    if (!evaluation->Fits()) {
+      if (result_.least_memory_bytes == 0 || evaluation->peak_memory_bytes < result_.least_memory_bytes) {
+        result_.least_memory_bytes = evaluation->peak_memory_bytes;
+        result_.least_memory_config = Describe(pool_[i].config);
+      }
+      continue;
+    }
+    RecordPredictions(*evaluation, &plan);
+    result_.ranked.push_back({std::move(plan), std::move(*evaluation)});
+  }
+  std::sort(result_.ranked.begin(), result_.ranked.end(),
+            [](const Candidate& a, const Candidate& b) { return CandidateKey(a) < CandidateKey(b); });
+  if (static_cast<int>(result_.ranked.size()) > request_.runners_up + 1) {
+    result_.ranked.resize(request_.runners_up + 1);
+  }
+  return result_;
+}
+
+StatusOr<SearchResult> Searcher::Run() {
+  TRIDENT_RETURN_IF_ERROR(CheckRequest());
+  for (int tp : costs_.TensorParallelDegrees()) ForTp(tp);
+  TRIDENT_ASSIGN_OR_RETURN(SearchResult result, Rank());
+  if (!result.ranked.empty()) return result;
+  if (result.least_memory_bytes > 0) {
+    return Infeasible(request_.model.name + " fits nowhere on " + std::to_string(request_.devices) +
+                      " devices with " + GiB(memory_limit_) + " each: the leanest plan (" +
+                      result.least_memory_config + ") needs " + GiB(result.least_memory_bytes) +
+                      " per device, " + GiB(result.least_memory_bytes - memory_limit_) +
+                      " more; try more devices (--devices), --recompute full, or devices with "
+                      "more memory");
+  }
+  return InvalidArgument("no configuration of " + request_.model.name + " on " +
+                         std::to_string(request_.devices) +
+                         " devices satisfies the constraints (tp dividing the heads and the "
+                         "devices per node, a micro-batch size dividing --global-batch " +
+                         std::to_string(request_.global_batch) +
+                         " into a multiple of dp); relax --fix, --cuts or --global-batch");
+}
+
+}  // namespace
+
+StatusOr<SearchResult> SearchPlans(const CostModel& costs, const SearchRequest& request) {
+  return Searcher(costs, request).Run();
+}
+
+}  // namespace trident

@@ -1,0 +1,65 @@
+// The planner's search: the outer loop over tp, pp, dp, micro-batch size, schedule (with its
+// virtual stages), recompute and ZeRO-1; for each, the partition DP (planner/partition.h)
+// chooses the stage cuts (and, for small meshes, per-stage replication) that minimize the
+// slowest stage subject to every position's memory; a closed-form estimate ranks them and the
+// best candidates are re-ranked by simulating their exact schedules (planner/evaluate.h).
+// Ties break deterministically: the smaller (step time, peak memory, tp, pp, micro-batch,
+// schedule, virtual stages, recompute, zero1, cuts) wins.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "core/plan.h"
+#include "planner/cost_model.h"
+#include "planner/evaluate.h"
+
+namespace trident {
+
+struct SearchConstraints {
+  std::optional<int> tp, pp, dp, micro_batch;
+  std::vector<ScheduleKind> schedules;  // empty: every synchronous schedule (not PipeDream,
+                                        // whose asynchronous updates change the training)
+  std::vector<RecomputeMode> recompute;  // empty: none, selective, full
+  std::optional<bool> zero1;             // unset: both
+  int64_t max_memory_bytes = 0;          // 0: the device's memory
+  std::vector<int> cuts;                 // first layer of each stage; only evaluated
+  int max_virtual_stages = 4;
+  bool replicate_stages = true;  // also search per-stage replication where units <= 64
+};
+
+struct SearchRequest {
+  ModelSpec model;
+  std::string cluster_name;
+  int devices = 0;
+  int64_t global_batch = 0;
+  int64_t seq_len = 0;
+  DType dtype = DType::kBf16;
+  SearchConstraints constraints;
+  int runners_up = 5;
+  int rerank = 24;  // candidates simulated exactly
+};
+
+struct Candidate {
+  Plan plan;            // with its predictions recorded
+  Evaluation evaluation;
+};
+
+struct SearchResult {
+  std::vector<Candidate> ranked;  // best first: the plan and up to `runners_up` others
+  int64_t configurations = 0;     // outer-loop points tried
+  int64_t infeasible = 0;         // of which nothing fit in memory
+  // When nothing fits: the least peak memory any configuration needs, and that configuration.
+  int64_t least_memory_bytes = 0;
+  std::string least_memory_config;
+};
+
+// InvalidArgument for impossible requests (devices not a multiple of the constraints, a
+// global batch no micro-batch size divides, bad cuts); Infeasible, with the shortfall and a
+// suggestion, when no configuration fits in memory.
+StatusOr<SearchResult> SearchPlans(const CostModel& costs, const SearchRequest& request);
+
+}  // namespace trident

@@ -1,0 +1,43 @@
+// StageCosts: the layer costs of one (micro-batch size, tp, recompute) configuration as prefix
+// sums, so the cost of any contiguous range of layers is O(1). This is what the partition DP
+// and the step-time estimate read.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/recompute.h"
+#include "core/status.h"
+#include "planner/cost_model.h"
+#include "planner/memory_model.h"
+
+namespace trident {
+
+struct RangeTimes {
+  double fwd_ms = 0;
+  double bwd_input_ms = 0;  // includes the recompute of the configured mode
+  double bwd_weight_ms = 0;
+  double Total() const { return fwd_ms + bwd_input_ms + bwd_weight_ms; }
+};
+
+class StageCosts {
+ public:
+  // NotFound when a layer has no costs at (micro_batch, tp).
+  static StatusOr<StageCosts> Create(const CostModel& model, int micro_batch, int tp,
+                                     RecomputeMode recompute);
+
+  int NumLayers() const { return static_cast<int>(fwd_.size()) - 1; }
+  // Layers [first, last], inclusive.
+  RangeTimes Times(int first, int last) const;
+  PositionFootprint Footprint(int first, int last) const;
+  int64_t OutputBytes(int layer) const { return output_bytes_[layer]; }
+  int64_t GradBytes(int first, int last) const { return grad_[last + 1] - grad_[first]; }
+
+ private:
+  // Prefix sums: x_[i] = Σ of layers [0, i).
+  std::vector<double> fwd_, bwd_input_, bwd_weight_;
+  std::vector<int64_t> param_, grad_, optimizer_, stash_;
+  std::vector<int64_t> workspace_, output_bytes_;  // per layer
+};
+
+}  // namespace trident
