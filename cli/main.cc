@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   trident::AddModelCommand(app, &exit_code);
   trident::AddValidateCommand(app, &exit_code);
+  trident::AddPlanCommand(app, &exit_code);
+  trident::AddSimulateCommand(app, &exit_code);
+  trident::AddExplainCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

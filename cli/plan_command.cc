@@ -1,0 +1,153 @@
+// trident plan: search the fastest plan that fits, write it, and print why.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/cost_inputs.h"
+#include "cli/format.h"
+#include "cli/plan_json.h"
+#include "core/file_util.h"
+#include "planner/search.h"
+
+namespace trident {
+namespace {
+
+struct PlanOptions {
+  std::string model;
+  CostOptions cost;
+  int devices = 0;  // 0: every device of the cluster
+  int64_t global_batch = 0;
+  int64_t seq_len = 0;  // 0: the model's max_seq_len
+  std::string dtype;    // "": the model's
+  std::vector<std::string> fix;
+  std::vector<std::string> schedules;
+  std::vector<std::string> recompute;
+  std::string zero1 = "auto";
+  double max_memory_gib = 0;
+  std::vector<int> cuts;
+  int runners_up = 5;
+  std::string output = "plan.yaml";
+  std::string trace;
+  bool json = false;
+};
+
+Status ParseFix(const std::vector<std::string>& fix, SearchConstraints* c) {
+  for (const std::string& item : fix) {
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    int value = 0;
+    try {
+      value = eq == std::string::npos ? 0 : std::stoi(item.substr(eq + 1));
+    } catch (const std::exception&) {
+      value = 0;
+    }
+    if (value < 1) return InvalidArgument("--fix " + item + ": expected key=positive integer");
+    if (key == "tp") c->tp = value;
+    else if (key == "pp") c->pp = value;
+    else if (key == "dp") c->dp = value;
+    else if (key == "mb" || key == "micro_batch") c->micro_batch = value;
+    else return InvalidArgument("--fix " + item + ": unknown key '" + key + "'; use tp, pp, dp or mb");
+  }
+  return Status::Ok();
+}
+
+Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterSpec& cluster,
+                    SearchRequest* r) {
+  r->model = model;
+  r->cluster_name = cluster.name;
+  r->devices = o.devices > 0 ? o.devices : static_cast<int>(cluster.TotalDevices());
+  r->global_batch = o.global_batch;
+  r->seq_len = o.seq_len > 0 ? o.seq_len : model.max_seq_len;
+  r->dtype = ValueOf(DTypeNames(), o.dtype).value_or(model.dtype);
+  r->runners_up = o.runners_up;
+  SearchConstraints& c = r->constraints;
+  TRIDENT_RETURN_IF_ERROR(ParseFix(o.fix, &c));
+  for (const std::string& s : o.schedules) c.schedules.push_back(*ValueOf(ScheduleKindNames(), s));
+  for (const std::string& m : o.recompute) c.recompute.push_back(*ValueOf(RecomputeModeNames(), m));
+  if (o.zero1 != "auto") c.zero1 = o.zero1 == "on";
+  c.max_memory_bytes = static_cast<int64_t>(o.max_memory_gib * (1 << 30));
+  c.cuts = o.cuts;
+  if (r->seq_len > model.max_seq_len) {
+    return InvalidArgument("--seq " + std::to_string(r->seq_len) + " exceeds " + model.name +
+                           "'s max_seq_len " + std::to_string(model.max_seq_len));
+  }
+  return Status::Ok();
+}
+
+int Fail(const Status& status) {
+  std::cerr << "error: " << status.message() << "\n";
+  return 1;
+}
+
+int RunPlan(const PlanOptions& o) {
+  StatusOr<ModelSpec> model = LoadModelSpec(o.model);
+  if (!model.ok()) return Fail(model.status());
+  StatusOr<ClusterSpec> cluster = LoadClusterSpec(o.cost.cluster);
+  if (!cluster.ok()) return Fail(cluster.status());
+  SearchRequest request;
+  if (Status s = BuildRequest(o, *model, *cluster, &request); !s.ok()) return Fail(s);
+  StatusOr<std::unique_ptr<CostInputs>> inputs =
+      LoadCostInputs(o.cost, *model, request.seq_len, request.dtype);
+  if (!inputs.ok()) return Fail(inputs.status());
+  StatusOr<SearchResult> result = SearchPlans(*(*inputs)->costs, request);
+  if (!result.ok()) return Fail(result.status());
+  const Candidate& best = result->ranked.front();
+  if (Status s = WriteFileAtomic(o.output, PlanToYaml(best.plan)); !s.ok()) return Fail(s);
+  if (!o.trace.empty()) {
+    Status s = WriteFileAtomic(o.trace, TimelineToChromeTrace(best.evaluation.simulation));
+    if (!s.ok()) return Fail(s);
+  }
+  ReportContext context = MakeReportContext(best.plan, (*inputs)->cluster);
+  if (o.json) {
+    std::cout << JsonText(SearchJson(*result, context, o.output));
+    return 0;
+  }
+  std::cout << PlanSummary(best.plan, best.evaluation, context) << "\nsearched "
+            << result->configurations << " configurations (" << result->infeasible
+            << " did not fit in memory)\n";
+  if (result->ranked.size() > 1) std::cout << "runners-up:\n" << RunnersUp(result->ranked);
+  std::cout << "\nwrote " << o.output << (o.trace.empty() ? "" : " and " + o.trace) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* cmd = app.add_subcommand("plan", "Find the fastest plan that fits in memory and write it");
+  cmd->add_option("--model", o->model, "Model file, e.g. configs/models/gpt3-175b.yaml")
+      ->required()
+      ->check(CLI::ExistingFile);
+  AddCostOptions(cmd, &o->cost, /*cluster_required=*/true);
+  cmd->add_option("--devices", o->devices, "Devices to use [default: all of the cluster]")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--global-batch", o->global_batch, "Sequences per optimizer step")
+      ->required()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->add_option("--seq", o->seq_len, "Sequence length [default: the model's max_seq_len]")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->add_option("--dtype", o->dtype, "Training dtype [default: the model's]")
+      ->check(CLI::IsMember(NamesOf(DTypeNames())));
+  cmd->add_option("--fix", o->fix, "Fixed degrees, e.g. tp=8,pp=4 (keys tp, pp, dp, mb)")
+      ->delimiter(',');
+  cmd->add_option("--schedule", o->schedules, "Schedules to consider [default: all synchronous]")
+      ->delimiter(',')
+      ->check(CLI::IsMember(NamesOf(ScheduleKindNames())));
+  cmd->add_option("--recompute", o->recompute, "Recompute modes to consider [default: all]")
+      ->delimiter(',')
+      ->check(CLI::IsMember(NamesOf(RecomputeModeNames())));
+  cmd->add_option("--zero1", o->zero1, "Shard optimizer state over replicas: auto, on, off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--max-memory", o->max_memory_gib, "Memory per device to plan for, GiB [default: the device's]")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cuts", o->cuts, "First layer of each stage, e.g. 0,10,20 (only evaluated)")
+      ->delimiter(',');
+  cmd->add_option("--runners-up", o->runners_up, "Runners-up to report")->capture_default_str();
+  cmd->add_option("-o,--output", o->output, "Plan file to write")->capture_default_str();
+  cmd->add_option("--trace", o->trace, "Also write the simulated step as a Chrome trace");
+  cmd->add_flag("--json", o->json, "Print the result as JSON");
+  cmd->callback([o, exit_code] { *exit_code = RunPlan(*o); });
+}
+
+}  // namespace trident
