@@ -6,9 +6,9 @@
 namespace trident {
 
 void AddCostOptions(CLI::App* cmd, CostOptions* options, bool cluster_required) {
-  CLI::Option* cluster =
-      cmd->add_option("--cluster", options->cluster, "Cluster file, e.g. configs/clusters/dgx-a100-80gb.yaml")
-          ->check(CLI::ExistingFile);
+  CLI::Option* cluster = cmd->add_option("--cluster", options->cluster,
+                                         "Cluster file, e.g. configs/clusters/dgx-a100-80gb.yaml")
+                             ->check(CLI::ExistingFile);
   if (cluster_required) cluster->required();
   cmd->add_option("--profile", options->profile,
                   "Profile file from 'trident profile' [default: analytic, from the cluster]")

@@ -17,8 +17,8 @@
 namespace trident {
 
 struct CostOptions {
-  std::string cluster;             // path
-  std::string profile;             // path; empty: analytic
+  std::string cluster;                            // path
+  std::string profile;                            // path; empty: analytic
   std::vector<int> micro_batches = {1, 2, 4, 8};  // analytic profile sizes
 };
 

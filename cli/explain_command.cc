@@ -40,7 +40,6 @@ SearchRequest FixedRequest(const Plan& plan) {
   c.micro_batch = plan.micro_batch_size;
   c.schedules = {plan.schedule};
   c.recompute = {plan.stages.front().recompute};
-  c.zero1 = plan.zero1;
   c.max_virtual_stages = std::max(plan.virtual_stages, 2);
   return r;
 }
@@ -58,7 +57,8 @@ std::vector<std::pair<std::string, SearchRequest>> Neighbours(const Plan& plan) 
     int mb = f > 0 ? plan.micro_batch_size * 2 : plan.micro_batch_size / 2;
     if (tp >= 1) add("tp " + std::to_string(tp), [tp](SearchConstraints& c) { c.tp = tp; });
     if (pp >= 1) add("pp " + std::to_string(pp), [pp](SearchConstraints& c) { c.pp = pp; });
-    if (mb >= 1) add("micro-batch " + std::to_string(mb), [mb](SearchConstraints& c) { c.micro_batch = mb; });
+    if (mb >= 1)
+      add("micro-batch " + std::to_string(mb), [mb](SearchConstraints& c) { c.micro_batch = mb; });
   }
   for (const auto& [name, kind] : ScheduleKindNames()) {
     if (kind == plan.schedule) continue;
@@ -68,7 +68,10 @@ std::vector<std::pair<std::string, SearchRequest>> Neighbours(const Plan& plan) 
     if (mode == plan.stages.front().recompute) continue;
     add("recompute " + name, [m = mode](SearchConstraints& c) { c.recompute = {m}; });
   }
-  add(plan.zero1 ? "without zero1" : "with zero1", [z = !plan.zero1](SearchConstraints& c) { c.zero1 = z; });
+  if (plan.mesh.dp > 1) {
+    add(plan.zero1 ? "without zero1" : "with zero1",
+        [z = !plan.zero1](SearchConstraints& c) { c.zero1 = z; });
+  }
   return out;
 }
 
@@ -79,18 +82,23 @@ int RunExplain(const ExplainOptions& o) {
     return 1;
   }
   std::cout << ev->plan.model.name << ": " << ConfigLine(ev->plan) << "\n"
-            << StepBreakdown(ev->plan, ev->evaluation) << "\nneighbouring choices (each re-planned "
-            << "with everything else fixed):\n";
+            << StepBreakdown(ev->plan, ev->evaluation)
+            << "\nneighbouring choices (each re-planned with the plan's other choices fixed; "
+               "dp follows from tp and pp, ZeRO-1 is free):\n";
   TextTable table({"change", "step", "vs this plan", "peak memory"});
   for (const auto& [label, request] : Neighbours(ev->plan)) {
     StatusOr<SearchResult> result = SearchPlans(*ev->inputs->costs, request);
     if (!result.ok()) {
-      table.AddRow({label, "-", result.status().code() == StatusCode::kInfeasible ? "does not fit" : "not possible", "-"});
+      table.AddRow(
+          {label, "-",
+           result.status().code() == StatusCode::kInfeasible ? "does not fit" : "not possible",
+           "-"});
       continue;
     }
     const Evaluation& n = result->ranked.front().evaluation;
     double delta = 100 * (n.step_ms / ev->evaluation.step_ms - 1);
-    table.AddRow({label, FormatFixed(n.step_ms, 2) + " ms", (delta >= 0 ? "+" : "") + FormatFixed(delta, 1) + "%",
+    table.AddRow({label, FormatFixed(n.step_ms, 2) + " ms",
+                  (delta >= 0 ? "+" : "") + FormatFixed(delta, 1) + "%",
                   FormatBytes(static_cast<double>(n.peak_memory_bytes))});
   }
   std::cout << table.ToString();

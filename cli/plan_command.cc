@@ -42,11 +42,16 @@ Status ParseFix(const std::vector<std::string>& fix, SearchConstraints* c) {
       value = 0;
     }
     if (value < 1) return InvalidArgument("--fix " + item + ": expected key=positive integer");
-    if (key == "tp") c->tp = value;
-    else if (key == "pp") c->pp = value;
-    else if (key == "dp") c->dp = value;
-    else if (key == "mb" || key == "micro_batch") c->micro_batch = value;
-    else return InvalidArgument("--fix " + item + ": unknown key '" + key + "'; use tp, pp, dp or mb");
+    if (key == "tp")
+      c->tp = value;
+    else if (key == "pp")
+      c->pp = value;
+    else if (key == "dp")
+      c->dp = value;
+    else if (key == "mb" || key == "micro_batch")
+      c->micro_batch = value;
+    else
+      return InvalidArgument("--fix " + item + ": unknown key '" + key + "'; use tp, pp, dp or mb");
   }
   return Status::Ok();
 }
@@ -114,7 +119,8 @@ int RunPlan(const PlanOptions& o) {
 
 void AddPlanCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<PlanOptions>();
-  CLI::App* cmd = app.add_subcommand("plan", "Find the fastest plan that fits in memory and write it");
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Find the fastest plan that fits in memory and write it");
   cmd->add_option("--model", o->model, "Model file, e.g. configs/models/gpt3-175b.yaml")
       ->required()
       ->check(CLI::ExistingFile);
@@ -139,7 +145,8 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--zero1", o->zero1, "Shard optimizer state over replicas: auto, on, off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  cmd->add_option("--max-memory", o->max_memory_gib, "Memory per device to plan for, GiB [default: the device's]")
+  cmd->add_option("--max-memory", o->max_memory_gib,
+                  "Memory per device to plan for, GiB [default: the device's]")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cuts", o->cuts, "First layer of each stage, e.g. 0,10,20 (only evaluated)")
       ->delimiter(',');

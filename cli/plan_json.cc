@@ -2,7 +2,8 @@
 
 namespace trident {
 
-nlohmann::json EvaluationJson(const Plan& plan, const Evaluation& ev, const ReportContext& context) {
+nlohmann::json EvaluationJson(const Plan& plan, const Evaluation& ev,
+                              const ReportContext& context) {
   nlohmann::json stages = nlohmann::json::array();
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlanStage& st = plan.stages[s];

@@ -35,8 +35,8 @@ StatusOr<EvaluatedPlan> LoadAndEvaluate(const std::string& plan_path, CostOption
   EvaluatedPlan out;
   TRIDENT_ASSIGN_OR_RETURN(out.plan, LoadPlan(plan_path));
   TRIDENT_RETURN_IF_ERROR(ResolveCluster(out.plan, plan_path, &options));
-  TRIDENT_ASSIGN_OR_RETURN(out.inputs,
-                           LoadCostInputs(options, out.plan.model, out.plan.seq_len, out.plan.dtype));
+  TRIDENT_ASSIGN_OR_RETURN(
+      out.inputs, LoadCostInputs(options, out.plan.model, out.plan.seq_len, out.plan.dtype));
   EvaluateOptions evaluate;
   evaluate.memory_limit_bytes = static_cast<int64_t>(max_memory_gib * (1 << 30));
   TRIDENT_ASSIGN_OR_RETURN(out.evaluation, EvaluatePlan(*out.inputs->costs, out.plan, evaluate));
@@ -87,10 +87,12 @@ int RunSimulate(const SimulateOptions& o) {
 
 void AddSimulateCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<SimulateOptions>();
-  CLI::App* cmd = app.add_subcommand("simulate", "Predict step time, bubble and memory of a plan file");
+  CLI::App* cmd =
+      app.add_subcommand("simulate", "Predict step time, bubble and memory of a plan file");
   cmd->add_option("plan", o->plan, "Plan file")->required()->check(CLI::ExistingFile);
   AddCostOptions(cmd, &o->cost, /*cluster_required=*/false);
-  cmd->add_option("--max-memory", o->max_memory_gib, "Memory per device, GiB [default: the device's]")
+  cmd->add_option("--max-memory", o->max_memory_gib,
+                  "Memory per device, GiB [default: the device's]")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--trace", o->trace, "Write the simulated step as a Chrome trace (Perfetto)");
   cmd->add_flag("--json", o->json, "Print the predictions as JSON");

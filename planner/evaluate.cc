@@ -16,8 +16,8 @@ StatusOr<CostsByMode> CostsFor(const CostModel& costs, const Plan& plan) {
   CostsByMode by_mode;
   for (const PlanStage& stage : plan.stages) {
     if (by_mode.count(stage.recompute)) continue;
-    TRIDENT_ASSIGN_OR_RETURN(
-        StageCosts c, StageCosts::Create(costs, plan.micro_batch_size, plan.mesh.tp, stage.recompute));
+    TRIDENT_ASSIGN_OR_RETURN(StageCosts c, StageCosts::Create(costs, plan.micro_batch_size,
+                                                              plan.mesh.tp, stage.recompute));
     by_mode.emplace(stage.recompute, std::move(c));
   }
   return by_mode;
@@ -62,7 +62,8 @@ std::vector<double> BoundaryMs(const CostModel& costs, const Plan& plan, const R
   std::vector<double> send;
   for (size_t s = 0; s + 1 < plan.stages.size(); ++s) {
     const PlanStage& stage = plan.stages[s];
-    int64_t bytes = by_mode.at(stage.recompute).OutputBytes(stage.first_layer + stage.num_layers - 1);
+    int64_t bytes =
+        by_mode.at(stage.recompute).OutputBytes(stage.first_layer + stage.num_layers - 1);
     int from = ranks.Rank({0, static_cast<int>(s) % plan.mesh.pp, 0});
     int to = ranks.Rank({0, static_cast<int>(s + 1) % plan.mesh.pp, 0});
     LinkClass link = LinkBetween(from, to, plan.devices_per_node);
@@ -76,8 +77,9 @@ PositionFootprint PositionFootprintOf(const Plan& plan, const CostsByMode& by_mo
   PositionFootprint total;
   for (size_t s = p; s < plan.stages.size(); s += plan.mesh.pp) {
     const PlanStage& stage = plan.stages[s];
-    PositionFootprint f = by_mode.at(stage.recompute)
-                              .Footprint(stage.first_layer, stage.first_layer + stage.num_layers - 1);
+    PositionFootprint f =
+        by_mode.at(stage.recompute)
+            .Footprint(stage.first_layer, stage.first_layer + stage.num_layers - 1);
     total.param_bytes += f.param_bytes;
     total.grad_bytes += f.grad_bytes;
     total.optimizer_bytes += f.optimizer_bytes;
@@ -105,9 +107,10 @@ void AddMemory(const CostModel& costs, const Plan& plan, const CostsByMode& by_m
       f.grad_bytes += embedding.grad_bytes;
       f.optimizer_bytes += embedding.optimizer_bytes;
     }
-    MemoryContext context{plan.schedule, plan.mesh.pp, plan.virtual_stages,
-                          plan.num_micro_batches / plan.mesh.dp, plan.stages[p].replicas,
-                          plan.zero1, costs.ReservedBytes()};
+    MemoryContext context{plan.schedule,           plan.mesh.pp,
+                          plan.virtual_stages,     plan.num_micro_batches / plan.mesh.dp,
+                          plan.stages[p].replicas, plan.zero1,
+                          costs.ReservedBytes()};
     ev->memory.push_back(PositionMemory(f, p, context));
     ev->peak_memory_bytes = std::max(ev->peak_memory_bytes, ev->memory.back().Total());
   }
@@ -121,21 +124,24 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
   for (const TimelineEvent& e : sim.events) {
     end_ms[e.position] = std::max(end_ms[e.position], e.end_ms);
   }
-  double makespan = plan.schedule == ScheduleKind::kPipeDream ? sim.steady_step_ms : sim.makespan_ms;
+  double makespan =
+      plan.schedule == ScheduleKind::kPipeDream ? sim.steady_step_ms : sim.makespan_ms;
   for (int p = 0; p < plan.mesh.pp; ++p) {
     PositionFootprint f = PositionFootprintOf(plan, by_mode, p);
     int rank = ranks.Rank({0, p, 0});
     std::vector<int> group = ranks.DpGroup(rank);
-    double sync = costs.CollectiveMs(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
-                                     static_cast<int>(group.size()),
-                                     GroupLink(group, plan.devices_per_node));
+    double sync =
+        costs.CollectiveMs(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
+                           static_cast<int>(group.size()), GroupLink(group, plan.devices_per_node));
     const StageTimes& last = input.stages[p];
     double slack = plan.schedule == ScheduleKind::kPipeDream ? 0 : sim.makespan_ms - end_ms[p];
     ev->exposed_sync_ms =
         std::max(ev->exposed_sync_ms, std::max(0.0, sync - last.bwd_ms - last.weight_ms - slack));
-    int64_t optimizer = plan.zero1 ? f.optimizer_bytes / plan.stages[p].replicas : f.optimizer_bytes;
-    ev->optimizer_ms = std::max(
-        ev->optimizer_ms, costs.OptimizerMs(static_cast<double>(f.param_bytes + f.grad_bytes + optimizer)));
+    int64_t optimizer =
+        plan.zero1 ? f.optimizer_bytes / plan.stages[p].replicas : f.optimizer_bytes;
+    ev->optimizer_ms =
+        std::max(ev->optimizer_ms,
+                 costs.OptimizerMs(static_cast<double>(f.param_bytes + f.grad_bytes + optimizer)));
     ev->busy_ms = std::max(ev->busy_ms, sim.positions[p].busy_ms / std::max(1, input.steps));
   }
   if (TiedAcrossPositions(plan)) {
@@ -159,7 +165,8 @@ void RecordPredictions(const Evaluation& ev, Plan* plan) {
   }
   plan->predicted.step_time_ms = ev.step_ms;
   plan->predicted.tokens_per_s =
-      ev.step_ms > 0 ? static_cast<double>(plan->global_batch * plan->seq_len) / (ev.step_ms * 1e-3) : 0;
+      ev.step_ms > 0 ? static_cast<double>(plan->global_batch * plan->seq_len) / (ev.step_ms * 1e-3)
+                     : 0;
   plan->predicted.bubble_fraction = ev.bubble_fraction;
   plan->predicted.peak_memory_bytes = ev.peak_memory_bytes;
 }
@@ -167,8 +174,8 @@ void RecordPredictions(const Evaluation& ev, Plan* plan) {
 StatusOr<Evaluation> EvaluatePlan(const CostModel& costs, const Plan& plan,
                                   const EvaluateOptions& options) {
   if (plan.mesh.tp > costs.DevicesPerNode() || plan.devices > costs.TotalDevices()) {
-    return InvalidArgument("the plan needs " + std::to_string(plan.devices) +
-                           " devices (tp " + std::to_string(plan.mesh.tp) + ") but the cluster has " +
+    return InvalidArgument("the plan needs " + std::to_string(plan.devices) + " devices (tp " +
+                           std::to_string(plan.mesh.tp) + ") but the cluster has " +
                            std::to_string(costs.TotalDevices()) + " with " +
                            std::to_string(costs.DevicesPerNode()) + " per node");
   }
@@ -187,8 +194,8 @@ StatusOr<Evaluation> EvaluatePlan(const CostModel& costs, const Plan& plan,
   if (plan.schedule == ScheduleKind::kPipeDream) input.steps = options.pipedream_steps;
   TRIDENT_ASSIGN_OR_RETURN(ev.simulation, Simulate(input));
   for (const StageTimes& t : input.stages) ev.stage_ms.push_back(t.fwd_ms + t.bwd_ms + t.weight_ms);
-  ev.bottleneck_stage = static_cast<int>(
-      std::max_element(ev.stage_ms.begin(), ev.stage_ms.end()) - ev.stage_ms.begin());
+  ev.bottleneck_stage = static_cast<int>(std::max_element(ev.stage_ms.begin(), ev.stage_ms.end()) -
+                                         ev.stage_ms.begin());
   AddSync(costs, plan, ranks, by_mode, input, &ev);
   AddMemory(costs, plan, by_mode, &ev);
   return ev;

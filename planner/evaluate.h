@@ -27,13 +27,13 @@ namespace trident {
 struct Evaluation {
   double step_ms = 0;
   double makespan_ms = 0;
-  double busy_ms = 0;         // the busiest position's compute time
-  double bubble_ms = 0;       // makespan − busy of the busiest position
-  double exposed_sync_ms = 0; // data-parallel and tied-embedding gradient sync not hidden
+  double busy_ms = 0;          // the busiest position's compute time
+  double bubble_ms = 0;        // makespan − busy of the busiest position
+  double exposed_sync_ms = 0;  // data-parallel and tied-embedding gradient sync not hidden
   double optimizer_ms = 0;
   double bubble_fraction = 0;
-  std::vector<double> stage_ms;              // forward + backward of one micro-batch per stage
-  std::vector<MemoryBreakdown> memory;       // per pipeline position
+  std::vector<double> stage_ms;         // forward + backward of one micro-batch per stage
+  std::vector<MemoryBreakdown> memory;  // per pipeline position
   int64_t peak_memory_bytes = 0;
   int64_t memory_limit_bytes = 0;
   int bottleneck_stage = 0;

@@ -15,9 +15,10 @@ double LiveActivationFactor(ScheduleKind kind, int position, int pp, int micro_b
     case ScheduleKind::kGpipe:
       return micro_batches;
     case ScheduleKind::k1F1B:
-    case ScheduleKind::kZbH1:
     case ScheduleKind::kPipeDream:
       return in_flight;
+    case ScheduleKind::kZbH1:
+      return std::min(pp, micro_batches);
     case ScheduleKind::kInterleaved1F1B: {
       const int v = virtual_stages;
       int chunks = std::min(v * micro_batches, 2 * (pp - position - 1) + (v - 1) * pp + 1);
@@ -27,10 +28,8 @@ double LiveActivationFactor(ScheduleKind kind, int position, int pp, int micro_b
   return micro_batches;
 }
 
-MemoryBreakdown PositionMemory(const PositionFootprint& f, int position,
-                               const MemoryContext& c) {
-  double live =
-      LiveActivationFactor(c.schedule, position, c.pp, c.micro_batches, c.virtual_stages);
+MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const MemoryContext& c) {
+  double live = LiveActivationFactor(c.schedule, position, c.pp, c.micro_batches, c.virtual_stages);
   MemoryBreakdown m;
   m.params = f.param_bytes;
   m.grads = f.grad_bytes;

@@ -7,7 +7,10 @@
 // m = micro-batches per replica, v = virtual stages; DESIGN.md §5):
 //   naive                 1
 //   gpipe                 m
-//   1f1b, zb_h1           min(P − p, m)
+//   1f1b                  min(P − p, m)
+//   zb_h1                 min(P, m) on every position: deferring W keeps a later position's
+//                         activations alive until its W runs (Qi et al. 2023, ZB-H1 keeps
+//                         the peak of all workers at 1F1B's, P micro-batches)
 //   interleaved_1f1b      min(v·m, 2(P − p − 1) + (v − 1)·P + 1) / v     (chunk activations
 //                         held, each 1/v of the position's stash; at p = 0 this is
 //                         P·(1 + (P − 1)/(P·v)), Narayanan et al. 2021)
@@ -31,7 +34,7 @@ struct PositionFootprint {
   int64_t param_bytes = 0;
   int64_t grad_bytes = 0;
   int64_t optimizer_bytes = 0;
-  int64_t stash_bytes = 0;  // per micro-batch, for the position's recompute mode
+  int64_t stash_bytes = 0;      // per micro-batch, for the position's recompute mode
   int64_t workspace_bytes = 0;  // the largest single layer's
 };
 

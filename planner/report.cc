@@ -1,5 +1,6 @@
 #include "planner/report.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace trident {
@@ -11,7 +12,17 @@ std::string Fixed(double value, int decimals) {
   return buffer;
 }
 
-std::string GiB(int64_t bytes) { return Fixed(static_cast<double>(bytes) / (1 << 30), 2) + " GiB"; }
+std::string GiB(int64_t bytes) {
+  double b = static_cast<double>(bytes);
+  if (std::abs(b) < (1 << 30)) return Fixed(b / (1 << 20), 2) + " MiB";
+  return Fixed(b / (1 << 30), 2) + " GiB";
+}
+
+// "178.2 TFLOP/s", or GFLOP/s below one TFLOP/s.
+std::string FlopRate(double flops_per_s) {
+  if (flops_per_s < 1e12) return Fixed(flops_per_s / 1e9, 2) + " GFLOP/s";
+  return Fixed(flops_per_s / 1e12, 1) + " TFLOP/s";
+}
 
 std::string Ms(double ms) { return ms >= 1000 ? Fixed(ms / 1000, 3) + " s" : Fixed(ms, 2) + " ms"; }
 
@@ -25,8 +36,8 @@ std::string StageTable(const Plan& plan, const Evaluation& ev) {
   std::string text = "  stage  layers      replicas  recompute   time/micro-batch  memory/rank\n";
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlanStage& st = plan.stages[s];
-    std::string layers = std::to_string(st.first_layer) + "-" +
-                         std::to_string(st.first_layer + st.num_layers - 1);
+    std::string layers =
+        std::to_string(st.first_layer) + "-" + std::to_string(st.first_layer + st.num_layers - 1);
     text += "  " + Pad(std::to_string(s), 5, true) + "  " + Pad(layers, 10, false) + "  " +
             Pad(std::to_string(st.replicas), 8, true) + "  " +
             Pad(NameOf(RecomputeModeNames(), st.recompute), 10, false) + "  " +
@@ -40,8 +51,8 @@ std::string StageTable(const Plan& plan, const Evaluation& ev) {
 }  // namespace
 
 std::string ConfigLine(const Plan& plan) {
-  std::string text = "tp " + std::to_string(plan.mesh.tp) + " × pp " + std::to_string(plan.mesh.pp) +
-                     " × dp " + std::to_string(plan.mesh.dp) + ", " +
+  std::string text = "tp " + std::to_string(plan.mesh.tp) + " × pp " +
+                     std::to_string(plan.mesh.pp) + " × dp " + std::to_string(plan.mesh.dp) + ", " +
                      NameOf(ScheduleKindNames(), plan.schedule);
   if (plan.virtual_stages > 1) text += " (v " + std::to_string(plan.virtual_stages) + ")";
   text += ", micro-batch " + std::to_string(plan.micro_batch_size) + " × " +
@@ -56,10 +67,10 @@ std::string ConfigLine(const Plan& plan) {
 std::string StepBreakdown(const Plan& plan, const Evaluation& ev) {
   auto pct = [&ev](double ms) { return Fixed(100 * ms / ev.step_ms, 1) + "%"; };
   std::string text = "step " + Ms(ev.step_ms) + " = compute " + Ms(ev.busy_ms) + " (" +
-                     pct(ev.busy_ms) + ") + bubble " + Ms(ev.bubble_ms) + " (" +
-                     pct(ev.bubble_ms) + ") + exposed gradient sync " + Ms(ev.exposed_sync_ms) +
-                     " (" + pct(ev.exposed_sync_ms) + ") + optimizer " + Ms(ev.optimizer_ms) +
-                     " (" + pct(ev.optimizer_ms) + ")\n";
+                     pct(ev.busy_ms) + ") + bubble " + Ms(ev.bubble_ms) + " (" + pct(ev.bubble_ms) +
+                     ") + exposed gradient sync " + Ms(ev.exposed_sync_ms) + " (" +
+                     pct(ev.exposed_sync_ms) + ") + optimizer " + Ms(ev.optimizer_ms) + " (" +
+                     pct(ev.optimizer_ms) + ")\n";
   const PlanStage& b = plan.stages[ev.bottleneck_stage];
   text += "bottleneck: stage " + std::to_string(ev.bottleneck_stage) + " (layers " +
           std::to_string(b.first_layer) + "-" + std::to_string(b.first_layer + b.num_layers - 1) +
@@ -76,7 +87,7 @@ std::string PlanSummary(const Plan& plan, const Evaluation& ev, const ReportCont
   text += "throughput            " + Fixed(tokens_per_s, 0) + " tokens/s\n";
   if (context.model_flops_per_step > 0 && context.peak_flops_per_device > 0) {
     double per_device = context.model_flops_per_step / (ev.step_ms * 1e-3) / plan.devices;
-    text += "achieved per device   " + Fixed(per_device / 1e12, 1) + " TFLOP/s (" +
+    text += "achieved per device   " + FlopRate(per_device) + " (" +
             Fixed(100 * per_device / context.peak_flops_per_device, 1) + "% of peak)\n";
   }
   text += "bubble                " + Fixed(100 * ev.bubble_fraction, 1) + "% of the pipeline\n";

@@ -13,8 +13,8 @@ namespace trident {
 
 // Figures a report needs from outside the planner.
 struct ReportContext {
-  double model_flops_per_step = 0;  // training FLOPs of one step, whole model (0: unknown)
-  double peak_flops_per_device = 0; // dense peak of the plan's dtype (0: unknown)
+  double model_flops_per_step = 0;   // training FLOPs of one step, whole model (0: unknown)
+  double peak_flops_per_device = 0;  // dense peak of the plan's dtype (0: unknown)
 };
 
 // Mesh, stage table, step time, throughput, achieved FLOP/s and % of peak, bubble, memory

@@ -58,9 +58,11 @@ class DpCosts : public PartitionCosts {
 
   double BoundaryMs(int last_of_left, int boundary_unit) const override {
     const int per_node = model_.DevicesPerNode();
-    bool crosses = config_.dp * config_.tp >= per_node || (boundary_unit * config_.tp) % per_node == 0;
-    return model_.CollectiveMs(Collective::kP2p, static_cast<double>(costs_.OutputBytes(last_of_left)),
-                               2, crosses ? LinkClass::kInterNode : LinkClass::kIntraNode);
+    bool crosses =
+        config_.dp * config_.tp >= per_node || (boundary_unit * config_.tp) % per_node == 0;
+    return model_.CollectiveMs(Collective::kP2p,
+                               static_cast<double>(costs_.OutputBytes(last_of_left)), 2,
+                               crosses ? LinkClass::kInterNode : LinkClass::kIntraNode);
   }
 
   MemoryBreakdown Memory(int first, int last, int replicas, int position, int pp) const {
@@ -70,8 +72,13 @@ class DpCosts : public PartitionCosts {
     f.grad_bytes *= config_.v;
     f.optimizer_bytes *= config_.v;
     f.stash_bytes *= config_.v;
-    MemoryContext context{config_.schedule, pp, config_.v, config_.micro_batches / replicas,
-                          replicas, config_.zero1, model_.ReservedBytes()};
+    MemoryContext context{config_.schedule,
+                          pp,
+                          config_.v,
+                          config_.micro_batches / replicas,
+                          replicas,
+                          config_.zero1,
+                          model_.ReservedBytes()};
     return PositionMemory(f, position, context);
   }
 
@@ -137,7 +144,8 @@ double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& co
 std::vector<PlanStage> StagesOf(const Partition& partition, RecomputeMode recompute) {
   std::vector<PlanStage> stages;
   for (const Stage& s : partition.stages) {
-    stages.push_back({s.first_layer, s.last_layer - s.first_layer + 1, s.replicas, recompute, 0, 0});
+    stages.push_back(
+        {s.first_layer, s.last_layer - s.first_layer + 1, s.replicas, recompute, 0, 0});
   }
   return stages;
 }
@@ -171,7 +179,11 @@ class Searcher {
   void ForMesh(int tp, int pp, int dp);
   void TryConfig(const Config& c, const StageCosts& sc);
   void TryReplicated(int tp, int pp, int mb, RecomputeMode recompute, const StageCosts& sc);
-  void TrackLeastMemory(const Config& c, const DpCosts& dp_costs);
+  void TrackLeastMemory(const Config& c);
+  bool StaticMemoryExceeds(const Config& c, const StageCosts& sc) const;
+  bool CannotRank(const Config& c, const StageCosts& sc) const;
+  Status NothingFits(const SearchResult& result) const;
+  void RememberEstimate(double estimate);
   void Score(const Config& c, const DpCosts& dp_costs, const StageCosts& sc,
              std::vector<PlanStage> stages);
   const StageCosts* CostsFor(int mb, int tp, RecomputeMode recompute);
@@ -186,6 +198,10 @@ class Searcher {
   int64_t memory_limit_ = 0;
   std::map<std::tuple<int, int, RecomputeMode>, std::optional<StageCosts>> stage_costs_;
   std::vector<Scored> pool_;
+  std::vector<Config> infeasible_;  // for the "nothing fits" message
+  // The best `rerank` estimates so far (a max-heap): a configuration whose lower bound is
+  // above the worst of them cannot enter the re-ranked set.
+  std::vector<double> best_estimates_;
   SearchResult result_;
 };
 
@@ -250,11 +266,13 @@ void Searcher::ForMesh(int tp, int pp, int dp) {
       if (sc == nullptr) continue;
       for (ScheduleKind schedule : Schedules()) {
         if (pp == 1 && schedule != ScheduleKind::k1F1B && Schedules().size() > 1) continue;
-        int max_v = schedule == ScheduleKind::kInterleaved1F1B ? constraints_.max_virtual_stages : 1;
+        int max_v =
+            schedule == ScheduleKind::kInterleaved1F1B ? constraints_.max_virtual_stages : 1;
         for (int v = schedule == ScheduleKind::kInterleaved1F1B ? 2 : 1; v <= max_v; ++v) {
           for (bool zero1 : {false, true}) {
             if (!Allowed(constraints_.zero1, zero1) || (zero1 && dp == 1)) continue;
-            Config c{tp, pp, dp, mb, v, schedule, recompute, zero1, static_cast<int>(micro_batches)};
+            Config c{
+                tp, pp, dp, mb, v, schedule, recompute, zero1, static_cast<int>(micro_batches)};
             TryConfig(c, *sc);
           }
         }
@@ -267,7 +285,6 @@ void Searcher::ForMesh(int tp, int pp, int dp) {
   }
 }
 
-
 bool LegalSchedule(const Config& c, int num_layers) {
   const int m = c.PerReplica();
   if (c.pp * c.v > num_layers) return false;
@@ -277,7 +294,8 @@ bool LegalSchedule(const Config& c, int num_layers) {
 }
 
 // Stages from the user's --cuts (first layer of each stage), all with dp replicas.
-std::vector<PlanStage> StagesFromCuts(const std::vector<int>& cuts, int num_layers, const Config& c) {
+std::vector<PlanStage> StagesFromCuts(const std::vector<int>& cuts, int num_layers,
+                                      const Config& c) {
   std::vector<PlanStage> stages;
   for (size_t i = 0; i < cuts.size(); ++i) {
     int end = i + 1 < cuts.size() ? cuts[i + 1] : num_layers;
@@ -295,13 +313,46 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
     Score(c, dp_costs, sc, StagesFromCuts(constraints_.cuts, sc.NumLayers(), c));
     return;
   }
+  if (StaticMemoryExceeds(c, sc)) {
+    ++result_.infeasible;
+    infeasible_.push_back(c);
+    return;
+  }
+  if (CannotRank(c, sc)) return;
   Partition partition = PartitionUniform(dp_costs, c.pp * c.v, c.dp);
   if (!partition.feasible()) {
     ++result_.infeasible;
-    TrackLeastMemory(c, dp_costs);
+    infeasible_.push_back(c);
     return;
   }
   Score(c, dp_costs, sc, StagesOf(partition, c.recompute));
+}
+
+// Cheap bounds that spare the DP: the fullest position holds at least the average static
+// memory (parameters, gradients, optimizer state), and the busiest position computes at least
+// the average share of the m micro-batches.
+bool Searcher::StaticMemoryExceeds(const Config& c, const StageCosts& sc) const {
+  PositionFootprint all = sc.Footprint(0, sc.NumLayers() - 1);
+  int64_t optimizer = c.zero1 ? all.optimizer_bytes / c.dp : all.optimizer_bytes;
+  int64_t static_bytes = (all.param_bytes + all.grad_bytes + optimizer) / c.pp;
+  return static_bytes + costs_.ReservedBytes() > memory_limit_;
+}
+
+bool Searcher::CannotRank(const Config& c, const StageCosts& sc) const {
+  if (best_estimates_.size() < static_cast<size_t>(request_.rerank)) return false;
+  double lower_bound = c.PerReplica() * sc.Times(0, sc.NumLayers() - 1).Total() / c.pp;
+  return lower_bound >= best_estimates_.front();
+}
+
+void Searcher::RememberEstimate(double estimate) {
+  const size_t keep = static_cast<size_t>(request_.rerank);
+  if (best_estimates_.size() == keep && estimate >= best_estimates_.front()) return;
+  best_estimates_.push_back(estimate);
+  std::push_heap(best_estimates_.begin(), best_estimates_.end());
+  if (best_estimates_.size() > keep) {
+    std::pop_heap(best_estimates_.begin(), best_estimates_.end());
+    best_estimates_.pop_back();
+  }
 }
 
 void Searcher::TryReplicated(int tp, int pp, int mb, RecomputeMode recompute,
@@ -312,8 +363,9 @@ void Searcher::TryReplicated(int tp, int pp, int mb, RecomputeMode recompute,
   for (int r = 1; r <= units; ++r) {
     if (micro_batches % r == 0) allowed.push_back(r);
   }
+  const std::vector<ScheduleKind> schedules = Schedules();
   for (ScheduleKind schedule : {ScheduleKind::k1F1B, ScheduleKind::kGpipe}) {
-    if (std::find(Schedules().begin(), Schedules().end(), schedule) == Schedules().end()) continue;
+    if (std::find(schedules.begin(), schedules.end(), schedule) == schedules.end()) continue;
     Config c{tp, pp, 1, mb, 1, schedule, recompute, false, micro_batches};
     DpCosts dp_costs(costs_, sc, c, memory_limit_);
     Partition partition = PartitionReplicated(dp_costs, pp, units, allowed);
@@ -334,16 +386,19 @@ void Searcher::TryReplicated(int tp, int pp, int mb, RecomputeMode recompute,
 
 // For the "nothing fits" message: the least memory this configuration would need, taking the
 // fastest partition that ignores memory.
-void Searcher::TrackLeastMemory(const Config& c, const DpCosts& dp_costs) {
-  Partition partition = PartitionUniform(DpCosts(costs_, *CostsFor(c.micro_batch, c.tp, c.recompute), c,
-                                                 std::numeric_limits<int64_t>::max()),
-                                         c.pp * c.v, c.dp);
+void Searcher::TrackLeastMemory(const Config& c) {
+  const StageCosts& sc = *CostsFor(c.micro_batch, c.tp, c.recompute);
+  DpCosts dp_costs(costs_, sc, c, memory_limit_);
+  Partition partition = PartitionUniform(
+      DpCosts(costs_, sc, c, std::numeric_limits<int64_t>::max()), c.pp * c.v, c.dp);
   if (!partition.feasible()) return;
   int64_t peak = 0;
   for (size_t s = 0; s < partition.stages.size(); ++s) {
     const Stage& st = partition.stages[s];
-    peak = std::max(peak, dp_costs.Memory(st.first_layer, st.last_layer, st.replicas,
-                                          static_cast<int>(s) % c.pp, c.pp).Total());
+    peak = std::max(peak, dp_costs
+                              .Memory(st.first_layer, st.last_layer, st.replicas,
+                                      static_cast<int>(s) % c.pp, c.pp)
+                              .Total());
   }
   if (result_.least_memory_bytes == 0 || peak < result_.least_memory_bytes) {
     result_.least_memory_bytes = peak;
@@ -354,6 +409,7 @@ void Searcher::TrackLeastMemory(const Config& c, const DpCosts& dp_costs) {
 void Searcher::Score(const Config& c, const DpCosts& dp_costs, const StageCosts& sc,
                      std::vector<PlanStage> stages) {
   double estimate = EstimateMs(c, dp_costs, sc, stages);
+  RememberEstimate(estimate);
   pool_.push_back({c, std::move(stages), estimate});
 }
 
@@ -407,7 +463,8 @@ StatusOr<SearchResult> Searcher::Rank() {
     StatusOr<Evaluation> evaluation = EvaluatePlan(costs_, plan, options);
     if (!evaluation.ok()) return evaluation.status();
     if (!evaluation->Fits()) {
-      if (result_.least_memory_bytes == 0 || evaluation->peak_memory_bytes < result_.least_memory_bytes) {
+      if (result_.least_memory_bytes == 0 ||
+          evaluation->peak_memory_bytes < result_.least_memory_bytes) {
         result_.least_memory_bytes = evaluation->peak_memory_bytes;
         result_.least_memory_config = Describe(pool_[i].config);
       }
@@ -416,12 +473,31 @@ StatusOr<SearchResult> Searcher::Rank() {
     RecordPredictions(*evaluation, &plan);
     result_.ranked.push_back({std::move(plan), std::move(*evaluation)});
   }
-  std::sort(result_.ranked.begin(), result_.ranked.end(),
-            [](const Candidate& a, const Candidate& b) { return CandidateKey(a) < CandidateKey(b); });
+  std::sort(
+      result_.ranked.begin(), result_.ranked.end(),
+      [](const Candidate& a, const Candidate& b) { return CandidateKey(a) < CandidateKey(b); });
   if (static_cast<int>(result_.ranked.size()) > request_.runners_up + 1) {
     result_.ranked.resize(request_.runners_up + 1);
   }
   return result_;
+}
+
+// "fits nowhere" with the shortfall and the devices that would give the leanest plan enough
+// memory per device (its footprint shrinks about in proportion to the devices).
+Status Searcher::NothingFits(const SearchResult& result) const {
+  const int per_node = costs_.DevicesPerNode();
+  double ratio =
+      static_cast<double>(result.least_memory_bytes) / static_cast<double>(memory_limit_);
+  int suggested = static_cast<int>(std::ceil(request_.devices * ratio / per_node)) * per_node;
+  std::string hint = "try --devices " + std::to_string(suggested) + " or more";
+  if (result.least_memory_config.find("recompute full") == std::string::npos) {
+    hint += ", --recompute full";
+  }
+  return Infeasible(request_.model.name + " fits nowhere on " + std::to_string(request_.devices) +
+                    " devices with " + GiB(memory_limit_) + " each: the leanest plan (" +
+                    result.least_memory_config + ") needs " + GiB(result.least_memory_bytes) +
+                    " per device, " + GiB(result.least_memory_bytes - memory_limit_) + " more; " +
+                    hint + ", or devices with more memory");
 }
 
 StatusOr<SearchResult> Searcher::Run() {
@@ -429,14 +505,10 @@ StatusOr<SearchResult> Searcher::Run() {
   for (int tp : costs_.TensorParallelDegrees()) ForTp(tp);
   TRIDENT_ASSIGN_OR_RETURN(SearchResult result, Rank());
   if (!result.ranked.empty()) return result;
-  if (result.least_memory_bytes > 0) {
-    return Infeasible(request_.model.name + " fits nowhere on " + std::to_string(request_.devices) +
-                      " devices with " + GiB(memory_limit_) + " each: the leanest plan (" +
-                      result.least_memory_config + ") needs " + GiB(result.least_memory_bytes) +
-                      " per device, " + GiB(result.least_memory_bytes - memory_limit_) +
-                      " more; try more devices (--devices), --recompute full, or devices with "
-                      "more memory");
-  }
+  for (const Config& c : infeasible_) TrackLeastMemory(c);
+  result.least_memory_bytes = result_.least_memory_bytes;
+  result.least_memory_config = result_.least_memory_config;
+  if (result.least_memory_bytes > 0) return NothingFits(result);
   return InvalidArgument("no configuration of " + request_.model.name + " on " +
                          std::to_string(request_.devices) +
                          " devices satisfies the constraints (tp dividing the heads and the "

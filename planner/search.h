@@ -21,8 +21,8 @@ namespace trident {
 
 struct SearchConstraints {
   std::optional<int> tp, pp, dp, micro_batch;
-  std::vector<ScheduleKind> schedules;  // empty: every synchronous schedule (not PipeDream,
-                                        // whose asynchronous updates change the training)
+  std::vector<ScheduleKind> schedules;   // empty: every synchronous schedule (not PipeDream,
+                                         // whose asynchronous updates change the training)
   std::vector<RecomputeMode> recompute;  // empty: none, selective, full
   std::optional<bool> zero1;             // unset: both
   int64_t max_memory_bytes = 0;          // 0: the device's memory
@@ -44,7 +44,7 @@ struct SearchRequest {
 };
 
 struct Candidate {
-  Plan plan;            // with its predictions recorded
+  Plan plan;  // with its predictions recorded
   Evaluation evaluation;
 };
 

@@ -67,8 +67,7 @@ PositionFootprint StageCosts::Footprint(int first, int last) const {
   f.grad_bytes = grad_[last + 1] - grad_[first];
   f.optimizer_bytes = optimizer_[last + 1] - optimizer_[first];
   f.stash_bytes = stash_[last + 1] - stash_[first];
-  f.workspace_bytes =
-      *std::max_element(workspace_.begin() + first, workspace_.begin() + last + 1);
+  f.workspace_bytes = *std::max_element(workspace_.begin() + first, workspace_.begin() + last + 1);
   return f;
 }
 

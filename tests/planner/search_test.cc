@@ -1,0 +1,155 @@
+// The outer search: constraints are honoured, results are deterministic and valid, the
+// closed-form memory rule matches the simulator, and impossible requests say why.
+#include "planner/search.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/schedule.h"
+#include "planner/memory_model.h"
+#include "profiler/analytic_profile.h"
+
+namespace trident {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Fixture {
+  ModelSpec model;
+  ClusterSpec cluster;
+  Profile profile;
+  std::unique_ptr<ProfileCostModel> costs;
+};
+
+std::unique_ptr<Fixture> Load(const std::string& model_name, const std::string& cluster_name,
+                              int64_t seq_len, DType dtype) {
+  auto f = std::make_unique<Fixture>();
+  f->model = *LoadModelSpec(TRIDENT_SOURCE_DIR "/configs/models/" + model_name + ".yaml");
+  f->cluster = *LoadClusterSpec(TRIDENT_SOURCE_DIR "/configs/clusters/" + cluster_name + ".yaml");
+  StatusOr<Profile> profile =
+      AnalyticProfile(f->model, f->cluster, {{1, 2, 4}, {}, seq_len, dtype});
+  EXPECT_TRUE(profile.ok()) << profile.status().ToString();
+  f->profile = *profile;
+  f->costs = std::make_unique<ProfileCostModel>(f->profile, f->cluster);
+  return f;
+}
+
+SearchRequest Request(const Fixture& f, int devices, int64_t global_batch, int64_t seq_len) {
+  SearchRequest r;
+  r.model = f.model;
+  r.cluster_name = f.cluster.name;
+  r.devices = devices;
+  r.global_batch = global_batch;
+  r.seq_len = seq_len;
+  r.dtype = f.profile.dtype;
+  return r;
+}
+
+TEST(Search, BestPlanIsValidAndFits) {
+  auto f = Load("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, Request(*f, 64, 512, 2048));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_FALSE(result->ranked.empty());
+  for (const Candidate& c : result->ranked) {
+    EXPECT_TRUE(c.plan.Validate().ok()) << c.plan.Validate().ToString();
+    EXPECT_TRUE(c.evaluation.Fits());
+    EXPECT_GT(c.plan.predicted.step_time_ms, 0);
+    EXPECT_LE(result->ranked.front().evaluation.step_ms, c.evaluation.step_ms);
+  }
+  EXPECT_LE(result->ranked.size(), 6u);
+}
+
+TEST(Search, IsDeterministic) {
+  auto f = Load("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  StatusOr<SearchResult> a = SearchPlans(*f->costs, Request(*f, 32, 256, 2048));
+  StatusOr<SearchResult> b = SearchPlans(*f->costs, Request(*f, 32, 256, 2048));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->ranked.size(), b->ranked.size());
+  for (size_t i = 0; i < a->ranked.size(); ++i) EXPECT_EQ(a->ranked[i].plan, b->ranked[i].plan);
+}
+
+TEST(Search, HonoursConstraints) {
+  auto f = Load("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  SearchRequest r = Request(*f, 64, 512, 2048);
+  r.constraints.tp = 2;
+  r.constraints.pp = 4;
+  r.constraints.dp = 8;
+  r.constraints.schedules = {ScheduleKind::kGpipe};
+  r.constraints.recompute = {RecomputeMode::kFull};
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, r);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  for (const Candidate& c : result->ranked) {
+    EXPECT_EQ(c.plan.mesh, (Mesh{8, 4, 2}));
+    EXPECT_EQ(c.plan.schedule, ScheduleKind::kGpipe);
+    for (const PlanStage& s : c.plan.stages) EXPECT_EQ(s.recompute, RecomputeMode::kFull);
+  }
+}
+
+TEST(Search, ExplicitCutsAreOnlyEvaluated) {
+  auto f = Load("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  SearchRequest r = Request(*f, 2, 8, 64);
+  r.constraints.cuts = {0, 3};
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, r);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  for (const Candidate& c : result->ranked) {
+    ASSERT_EQ(c.plan.stages.size(), 2u);
+    EXPECT_EQ(c.plan.stages[1].first_layer, 3);
+  }
+}
+
+TEST(Search, ModelThatFitsNowhereReportsTheShortfall) {
+  auto f = Load("gpt3-175b", "dgx-a100-80gb", 2048, DType::kBf16);
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, Request(*f, 8, 64, 2048));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInfeasible);
+  EXPECT_THAT(result.status().message(), HasSubstr("fits nowhere on 8 devices with 80.0 GiB"));
+  EXPECT_THAT(result.status().message(), HasSubstr("more; try --devices"));
+}
+
+TEST(Search, ImpossibleRequestsSayWhy) {
+  auto f = Load("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  EXPECT_THAT(SearchPlans(*f->costs, Request(*f, 3, 8, 64)).status().message(),
+              HasSubstr("has 2 devices"));
+  SearchRequest r = Request(*f, 2, 7, 64);  // 7 sequences cannot split over 2 replicas...
+  r.constraints.dp = 2;                     // ...when dp is fixed at 2
+  EXPECT_THAT(SearchPlans(*f->costs, r).status().message(), HasSubstr("no configuration"));
+}
+
+// The memory model's closed form for live activations agrees with what the simulator counts
+// when it replays each schedule.
+TEST(MemoryModel, LiveActivationsMatchTheSimulator) {
+  const ScheduleKind kinds[] = {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbH1,
+                                ScheduleKind::kInterleaved1F1B};
+  for (ScheduleKind kind : kinds) {
+    for (int pp : {2, 4}) {
+      for (int m : {4, 8}) {
+        int v = kind == ScheduleKind::kInterleaved1F1B ? 2 : 1;
+        StatusOr<Schedule> schedule = GenerateSchedule(kind, pp, v, m);
+        ASSERT_TRUE(schedule.ok()) << schedule.status().ToString();
+        SimulationInput input;
+        input.schedule = &*schedule;
+        input.stages.assign(pp * v, {1, 2, kind == ScheduleKind::kZbH1 ? 1.0 : 0.0});
+        input.send_activation_ms.assign(pp * v - 1, 0);
+        StatusOr<SimulationResult> sim = Simulate(input);
+        ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+        for (int p = 0; p < pp; ++p) {
+          double factor = LiveActivationFactor(kind, p, pp, m, v);
+          EXPECT_DOUBLE_EQ(factor * v, sim->positions[p].peak_live_activations)
+              << NameOf(ScheduleKindNames(), kind) << " pp " << pp << " m " << m << " p " << p;
+        }
+      }
+    }
+  }
+}
+
+TEST(MemoryModel, ZeroOneShardsOptimizerStateOverReplicas) {
+  PositionFootprint f{100, 200, 800, 10, 5};
+  MemoryContext c{ScheduleKind::k1F1B, 4, 1, 8, 4, true, 1000};
+  MemoryBreakdown m = PositionMemory(f, 1, c);
+  EXPECT_EQ(m.optimizer, 200);
+  EXPECT_EQ(m.activations, 30);  // 1F1B position 1 of 4 holds 3 micro-batches
+  EXPECT_EQ(m.Total(), 100 + 200 + 200 + 30 + 5 + 1000);
+}
+
+}  // namespace
+}  // namespace trident
