@@ -11,11 +11,11 @@ namespace {
 
 // What one device can do, in the units the time model uses.
 struct DeviceRates {
-  double flops_per_ms = 0;      // peak FLOP/s of the dtype / 1e3
-  double bytes_per_ms = 0;      // memory bandwidth / 1e3
-  double launch_ms = 0;         // per GEMM kernel
-  int64_t tile = 1;             // GEMM output tile (1: no quantization)
-  double link_bytes_per_ms = 0; // intra-node link, one direction
+  double flops_per_ms = 0;       // peak FLOP/s of the dtype / 1e3
+  double bytes_per_ms = 0;       // memory bandwidth / 1e3
+  double launch_ms = 0;          // per GEMM kernel
+  int64_t tile = 1;              // GEMM output tile (1: no quantization)
+  double link_bytes_per_ms = 0;  // intra-node link, one direction
   double link_latency_ms = 0;
 };
 
@@ -60,8 +60,7 @@ GemmTimes LayerGemmTimes(const ModelSpec& model, LayerKind kind, const LayerShap
 
 int64_t OptimizerBytesPerParam(DType dtype) { return dtype == DType::kFp32 ? 8 : 12; }
 
-ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape,
-                   const DeviceRates& r) {
+ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape, const DeviceRates& r) {
   LayerCost cost = AnalyticLayerCost(model, kind, shape);
   GemmTimes gemm = LayerGemmTimes(model, kind, shape, r);
   double elementwise_ms = 2.0 * static_cast<double>(cost.stashed_bytes) / r.bytes_per_ms;
@@ -70,8 +69,9 @@ ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape,
   e.tp = shape.tp;
   e.fwd_ms = gemm.linear_ms + gemm.attention_ms + elementwise_ms +
              cost.tp_fwd_allreduces * RingAllReduceMs(cost.tp_fwd_allreduce_bytes, shape.tp, r);
-  e.bwd_input_ms = gemm.linear_ms + 2 * gemm.attention_ms + 2 * elementwise_ms +
-                   cost.tp_bwd_allreduces * RingAllReduceMs(cost.tp_bwd_allreduce_bytes, shape.tp, r);
+  e.bwd_input_ms =
+      gemm.linear_ms + 2 * gemm.attention_ms + 2 * elementwise_ms +
+      cost.tp_bwd_allreduces * RingAllReduceMs(cost.tp_bwd_allreduce_bytes, shape.tp, r);
   e.bwd_weight_ms = gemm.linear_ms;
   e.param_bytes = cost.param_bytes;
   e.grad_bytes = cost.params * 4;

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Usage: plan_commands.sh TRIDENT_BIN SOURCE_DIR
+#
+# trident plan, simulate and explain end to end: a plan is written, read back, simulated to
+# the same prediction, explained; impossible requests fail with exit 1 and write nothing.
+# shellcheck source=testlib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+
+bin=$1
+configs=$2/configs
+a100=$configs/clusters/dgx-a100-80gb.yaml
+plan=$WORK/plan.yaml
+
+run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --devices 1024 \
+  --global-batch 1536 --seq 2048 -o "$plan" --trace "$WORK/trace.json"
+expect_rc 0 && expect_in out "predicted step time" && expect_in out "runners-up:" &&
+  expect_match out "achieved per device +[0-9.]+ TFLOP/s \([0-9.]+% of peak\)"
+verdict "plan gpt3-175b on 1024 A100s prints a summary"
+
+run "$bin" validate "$plan"
+expect_rc 0 && expect_in out "ok: plan gpt3-175b on 1024 devices"
+verdict "the written plan validates"
+
+run "$bin" simulate "$plan" --cluster "$a100" --json
+expect_rc 0 && expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" \
+  "$(sed -n 's/^  step_time_ms: //p' "$plan")"
+verdict "simulate reproduces the plan's predicted step time"
+
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert len(t["traceEvents"]) > 100' \
+  "$WORK/trace.json" >"$WORK/out" 2>"$WORK/err"
+RC=$?
+expect_rc 0
+verdict "plan --trace writes a Chrome trace"
+
+run "$bin" explain "$plan" --cluster "$a100"
+expect_rc 0 && expect_in out "bottleneck: stage" && expect_in out "recompute full"
+verdict "explain names the bottleneck and the neighbouring choices"
+
+run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --devices 8 \
+  --global-batch 64 --seq 2048 -o "$WORK/none.yaml"
+expect_rc 1 && expect_in err "fits nowhere on 8 devices" && expect_in err "try --devices" &&
+  [[ ! -e $WORK/none.yaml ]]
+verdict "a model that fits nowhere: exit 1, shortfall and suggestion, no file"
+
+run "$bin" plan --model "$configs/models/gpt-tiny.yaml" --cluster "$configs/clusters/local-cpu.yaml" \
+  --global-batch 16 --seq 64 --dtype fp32 --fix tp=1,pp=2 --schedule gpipe -o "$WORK/tiny.yaml" --json
+expect_rc 0 && expect_json "d['best']['mesh'] == {'dp': 1, 'pp': 2, 'tp': 1} and d['best']['schedule'] == 'gpipe'"
+verdict "plan --fix and --schedule constrain the result (JSON)"
+
+run "$bin" plan --model "$configs/models/gpt-tiny.yaml" --cluster "$configs/clusters/local-cpu.yaml" \
+  --global-batch 16 --fix tq=2 -o "$WORK/bad.yaml"
+expect_rc 1 && expect_in err "unknown key 'tq'"
+verdict "plan --fix with an unknown key names it"
+
+pushd "$WORK" >/dev/null || exit 1  # no configs/ folder here to find the cluster in
+run "$bin" simulate "$plan"
+popd >/dev/null || exit 1
+expect_rc 1 && expect_in err "pass --cluster FILE"
+verdict "simulate without a resolvable cluster says how to give one"
+
+summary 9
