@@ -22,6 +22,10 @@ std::string FormatFixed(double value, int decimals) {
   return buffer;
 }
 
+std::string FormatMs(double ms) {
+  return ms >= 1000 ? FormatFixed(ms / 1000, 3) + " s" : FormatFixed(ms, 2) + " ms";
+}
+
 std::string JsonText(const nlohmann::json& value) {
   return value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
