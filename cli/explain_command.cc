@@ -97,8 +97,7 @@ int RunExplain(const ExplainOptions& o) {
     }
     const Evaluation& n = result->ranked.front().evaluation;
     double delta = 100 * (n.step_ms / ev->evaluation.step_ms - 1);
-    table.AddRow({label, FormatMs(n.step_ms),
-                  (delta >= 0 ? "+" : "") + FormatFixed(delta, 1) + "%",
+    table.AddRow({label, FormatMs(n.step_ms), (delta >= 0 ? "+" : "") + FormatFixed(delta, 1) + "%",
                   FormatBytes(static_cast<double>(n.peak_memory_bytes))});
   }
   std::cout << table.ToString();

@@ -22,8 +22,8 @@ GemmShape Linear(const LayerShape& shape, int64_t in, int64_t out) {
 
 std::vector<GemmShape> GptBlock(const ModelSpec& m, const LayerShape& s) {
   const int64_t h = m.hidden, f = m.ffn_hidden, t = s.tp;
-  std::vector<GemmShape> gemms = {Linear(s, h, 3 * h / t), Linear(s, h / t, h),
-                                  Linear(s, h, f / t), Linear(s, f / t, h)};
+  std::vector<GemmShape> gemms = {Linear(s, h, 3 * h / t), Linear(s, h / t, h), Linear(s, h, f / t),
+                                  Linear(s, f / t, h)};
   AddAttention(m, s, &gemms);
   return gemms;
 }

@@ -47,8 +47,8 @@ TEST(AnalyticProfile, LargeBlocksRunNearTheGemmEfficiency) {
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
   const ProfileEntry* block = profile->Find(1, 1, 8);
   ASSERT_NE(block, nullptr);
-  LayerCost cost =
-      AnalyticLayerCost(model, LayerKind::kGptBlock, {1, 2048, 8, DType::kBf16, RecomputeMode::kNone});
+  LayerCost cost = AnalyticLayerCost(model, LayerKind::kGptBlock,
+                                     {1, 2048, 8, DType::kBf16, RecomputeMode::kNone});
   double achieved = cost.fwd_flops / (block->fwd_ms * 1e-3) / 312e12;
   EXPECT_GT(achieved, 0.5);
   EXPECT_LT(achieved, kGemmEfficiency);
