@@ -1,5 +1,7 @@
 #include "cli/cost_inputs.h"
 
+#include "core/digest.h"
+#include "core/text_format.h"
 #include "models/model_cost.h"
 #include "profiler/analytic_profile.h"
 
@@ -33,17 +35,33 @@ StatusOr<std::unique_ptr<CostInputs>> LoadCostInputs(const CostOptions& options,
     if (inputs->profile.model != model.name || inputs->profile.num_layers != model.NumLayers()) {
       return InvalidArgument(options.profile + ": profiles " + inputs->profile.model + " (" +
                              std::to_string(inputs->profile.num_layers) + " layers), not " +
-                             model.name + "; profile this model with 'trident profile'");
+                             model.name +
+                             "; use a profile of this model, or leave out "
+                             "--profile to plan analytically");
     }
     if (inputs->profile.seq_len != seq_len) {
       return InvalidArgument(options.profile + ": profiled at seq_len " +
                              std::to_string(inputs->profile.seq_len) + " but the plan uses " +
-                             std::to_string(seq_len) + "; profile with --seq " +
-                             std::to_string(seq_len));
+                             std::to_string(seq_len) + "; use a profile taken at --seq " +
+                             std::to_string(seq_len) + ", or leave out --profile");
     }
   }
   inputs->costs = std::make_unique<ProfileCostModel>(inputs->profile, inputs->cluster);
   return inputs;
+}
+
+void RecordProvenance(const CostInputs& inputs, Plan* plan) {
+  Profile costs_only = inputs.profile;
+  costs_only.date.clear();
+  costs_only.build.clear();
+  plan->provenance.profile_digest = ContentDigest(ProfileToYaml(costs_only));
+  plan->provenance.cluster_digest = ContentDigest(ClusterSpecToYaml(inputs.cluster));
+}
+
+Status CheckMaxMemory(double gib) {
+  if (gib == 0 || (gib >= 1.0 / 1024 && gib <= 1048576)) return Status::Ok();
+  return InvalidArgument("--max-memory " + FormatFixed(gib, 12) +
+                         " GiB: give between 1 MiB (0.001) and 1 PiB (1048576) per device");
 }
 
 ReportContext MakeReportContext(const Plan& plan, const ClusterSpec& cluster) {

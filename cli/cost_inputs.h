@@ -35,6 +35,12 @@ StatusOr<std::unique_ptr<CostInputs>> LoadCostInputs(const CostOptions& options,
                                                      const ModelSpec& model, int64_t seq_len,
                                                      DType dtype);
 
+// Records digests of the profile (its costs, not its date) and the cluster in `plan`.
+void RecordProvenance(const CostInputs& inputs, Plan* plan);
+
+// --max-memory in GiB: 0 (the device's) or between 1 MiB and 1 PiB.
+Status CheckMaxMemory(double gib);
+
 // Model FLOPs of one training step (forward and backward, no recompute) and the device's
 // dense peak, for "% of peak".
 ReportContext MakeReportContext(const Plan& plan, const ClusterSpec& cluster);

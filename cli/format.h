@@ -1,4 +1,4 @@
-// Human-readable numbers and aligned text tables for command output.
+// Aligned text tables and JSON text for command output (numbers: core/text_format.h).
 #pragma once
 
 #include <cstdint>
@@ -6,13 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace trident {
+#include "core/text_format.h"
 
-std::string FormatCount(int64_t value);  // 124439808 -> "124,439,808"
-std::string FormatBytes(double bytes);   // 1572864 -> "1.50 MiB"
-std::string FormatFlops(double flops);   // 2.5e12 -> "2.50 TFLOP"
-std::string FormatFixed(double value, int decimals);
-std::string FormatMs(double ms);  // 12.5 -> "12.50 ms", 18551 -> "18.551 s"
+namespace trident {
 
 // JSON text for --json output, indented by 2. Strings that are not valid UTF-8 (a name
 // copied from a Latin-1 file) have their bad bytes replaced, never abort the command.

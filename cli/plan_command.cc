@@ -70,6 +70,7 @@ Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterS
   for (const std::string& s : o.schedules) c.schedules.push_back(*ValueOf(ScheduleKindNames(), s));
   for (const std::string& m : o.recompute) c.recompute.push_back(*ValueOf(RecomputeModeNames(), m));
   if (o.zero1 != "auto") c.zero1 = o.zero1 == "on";
+  TRIDENT_RETURN_IF_ERROR(CheckMaxMemory(o.max_memory_gib));
   c.max_memory_bytes = static_cast<int64_t>(o.max_memory_gib * (1 << 30));
   c.cuts = o.cuts;
   if (r->seq_len > model.max_seq_len) {
@@ -96,6 +97,7 @@ int RunPlan(const PlanOptions& o) {
   if (!inputs.ok()) return Fail(inputs.status());
   StatusOr<SearchResult> result = SearchPlans(*(*inputs)->costs, request);
   if (!result.ok()) return Fail(result.status());
+  for (Candidate& c : result->ranked) RecordProvenance(**inputs, &c.plan);
   const Candidate& best = result->ranked.front();
   if (Status s = WriteFileAtomic(o.output, PlanToYaml(best.plan)); !s.ok()) return Fail(s);
   if (!o.trace.empty()) {
@@ -150,7 +152,9 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cuts", o->cuts, "First layer of each stage, e.g. 0,10,20 (only evaluated)")
       ->delimiter(',');
-  cmd->add_option("--runners-up", o->runners_up, "Runners-up to report")->capture_default_str();
+  cmd->add_option("--runners-up", o->runners_up, "Runners-up to report")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   cmd->add_option("-o,--output", o->output, "Plan file to write")->capture_default_str();
   cmd->add_option("--trace", o->trace, "Also write the simulated step as a Chrome trace");
   cmd->add_flag("--json", o->json, "Print the result as JSON");

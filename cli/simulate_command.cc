@@ -1,47 +1,15 @@
 // trident simulate PLAN: predictions for a plan file (the planner's or a hand-written one).
-#include <filesystem>
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/cost_inputs.h"
+#include "cli/evaluated_plan.h"
 #include "cli/format.h"
 #include "cli/plan_json.h"
 #include "core/file_util.h"
 #include "planner/evaluate.h"
 
 namespace trident {
-
-// Shared with explain: the plan, its cost inputs and its evaluation.
-struct EvaluatedPlan {
-  Plan plan;
-  std::unique_ptr<CostInputs> inputs;
-  Evaluation evaluation;
-};
-
-// --cluster, or configs/clusters/<plan's cluster>.yaml when it exists.
-Status ResolveCluster(const Plan& plan, const std::string& plan_path, CostOptions* options) {
-  if (!options->cluster.empty()) return Status::Ok();
-  std::string guess = "configs/clusters/" + plan.cluster + ".yaml";
-  if (!std::filesystem::exists(guess)) {
-    return InvalidArgument(plan_path + " names cluster '" + plan.cluster + "' but " + guess +
-                           " does not exist; pass --cluster FILE");
-  }
-  options->cluster = guess;
-  return Status::Ok();
-}
-
-StatusOr<EvaluatedPlan> LoadAndEvaluate(const std::string& plan_path, CostOptions options,
-                                        double max_memory_gib) {
-  EvaluatedPlan out;
-  TRIDENT_ASSIGN_OR_RETURN(out.plan, LoadPlan(plan_path));
-  TRIDENT_RETURN_IF_ERROR(ResolveCluster(out.plan, plan_path, &options));
-  TRIDENT_ASSIGN_OR_RETURN(
-      out.inputs, LoadCostInputs(options, out.plan.model, out.plan.seq_len, out.plan.dtype));
-  EvaluateOptions evaluate;
-  evaluate.memory_limit_bytes = static_cast<int64_t>(max_memory_gib * (1 << 30));
-  TRIDENT_ASSIGN_OR_RETURN(out.evaluation, EvaluatePlan(*out.inputs->costs, out.plan, evaluate));
-  return out;
-}
 
 namespace {
 

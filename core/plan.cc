@@ -116,7 +116,12 @@ FieldCheck CheckReplicas(const Plan& p) {
 
 FieldCheck CheckBatch(const Plan& p) {
   if (p.micro_batch_size < 1) return FieldError{"micro_batch_size", "must be >= 1", ""};
-  if (p.num_micro_batches < 1) return FieldError{"num_micro_batches", "must be >= 1", ""};
+  if (p.num_micro_batches < 1 || p.num_micro_batches > Plan::kMaxMicroBatches) {
+    return FieldError{
+        "num_micro_batches",
+        "must be in [1, " + Str(Plan::kMaxMicroBatches) + "], got " + Str(p.num_micro_batches),
+        "use a larger micro_batch_size"};
+  }
   if (p.global_batch != int64_t{p.micro_batch_size} * p.num_micro_batches) {
     return FieldError{"global_batch",
                       Str(p.global_batch) + " != micro_batch_size " + Str(p.micro_batch_size) +

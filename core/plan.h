@@ -57,6 +57,9 @@ struct Provenance {
 
 struct Plan {
   static constexpr int kFormatVersion = 1;
+  // Most micro-batches in one step: beyond it a bigger micro-batch is the better plan, and
+  // replaying the schedule would take too long.
+  static constexpr int kMaxMicroBatches = 16384;
 
   ModelSpec model;  // embedded, so a rank needs only the plan and the data
   std::string cluster;

@@ -1,8 +1,9 @@
 #include "planner/memory_model.h"
 
+#include "core/text_format.h"
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 namespace trident {
 
@@ -45,11 +46,7 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
 
 namespace {
 
-std::string GiB(int64_t bytes) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
-  return buffer;
-}
+std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes)); }
 
 }  // namespace
 

@@ -1,30 +1,19 @@
 #include "planner/report.h"
 
-#include <cmath>
 #include <cstdio>
+
+#include "core/text_format.h"
 
 namespace trident {
 namespace {
 
-std::string Fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
-  return buffer;
-}
-
-std::string GiB(int64_t bytes) {
-  double b = static_cast<double>(bytes);
-  if (std::abs(b) < (1 << 30)) return Fixed(b / (1 << 20), 2) + " MiB";
-  return Fixed(b / (1 << 30), 2) + " GiB";
-}
+std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes)); }
 
 // "178.2 TFLOP/s", or GFLOP/s below one TFLOP/s.
 std::string FlopRate(double flops_per_s) {
-  if (flops_per_s < 1e12) return Fixed(flops_per_s / 1e9, 2) + " GFLOP/s";
-  return Fixed(flops_per_s / 1e12, 1) + " TFLOP/s";
+  if (flops_per_s < 1e12) return FormatFixed(flops_per_s / 1e9, 2) + " GFLOP/s";
+  return FormatFixed(flops_per_s / 1e12, 1) + " TFLOP/s";
 }
-
-std::string Ms(double ms) { return ms >= 1000 ? Fixed(ms / 1000, 3) + " s" : Fixed(ms, 2) + " ms"; }
 
 std::string Pad(std::string text, size_t width, bool right) {
   if (text.size() >= width) return text;
@@ -41,7 +30,7 @@ std::string StageTable(const Plan& plan, const Evaluation& ev) {
     text += "  " + Pad(std::to_string(s), 5, true) + "  " + Pad(layers, 10, false) + "  " +
             Pad(std::to_string(st.replicas), 8, true) + "  " +
             Pad(NameOf(RecomputeModeNames(), st.recompute), 10, false) + "  " +
-            Pad(Ms(ev.stage_ms[s]), 16, true) + "  " +
+            Pad(FormatMs(ev.stage_ms[s]), 16, true) + "  " +
             Pad(GiB(ev.memory[s % plan.mesh.pp].Total()), 11, true) +
             (static_cast<int>(s) == ev.bottleneck_stage ? "  <- bottleneck" : "") + "\n";
   }
@@ -56,8 +45,10 @@ std::string ConfigLine(const Plan& plan) {
                      NameOf(ScheduleKindNames(), plan.schedule);
   if (plan.virtual_stages > 1) text += " (v " + std::to_string(plan.virtual_stages) + ")";
   text += ", micro-batch " + std::to_string(plan.micro_batch_size) + " × " +
-          std::to_string(plan.num_micro_batches / plan.mesh.dp) + " per replica, recompute " +
-          NameOf(RecomputeModeNames(), plan.stages.front().recompute);
+          std::to_string(plan.num_micro_batches / plan.mesh.dp) + " per replica, recompute ";
+  bool mixed = false;
+  for (const PlanStage& st : plan.stages) mixed |= st.recompute != plan.stages.front().recompute;
+  text += mixed ? "per stage" : NameOf(RecomputeModeNames(), plan.stages.front().recompute);
   bool uniform = true;
   for (const PlanStage& st : plan.stages) uniform &= st.replicas == plan.mesh.dp;
   if (!uniform) text += ", per-stage replication";
@@ -65,16 +56,17 @@ std::string ConfigLine(const Plan& plan) {
 }
 
 std::string StepBreakdown(const Plan& plan, const Evaluation& ev) {
-  auto pct = [&ev](double ms) { return Fixed(100 * ms / ev.step_ms, 1) + "%"; };
-  std::string text = "step " + Ms(ev.step_ms) + " = compute " + Ms(ev.busy_ms) + " (" +
-                     pct(ev.busy_ms) + ") + bubble " + Ms(ev.bubble_ms) + " (" + pct(ev.bubble_ms) +
-                     ") + exposed gradient sync " + Ms(ev.exposed_sync_ms) + " (" +
-                     pct(ev.exposed_sync_ms) + ") + optimizer " + Ms(ev.optimizer_ms) + " (" +
+  auto pct = [&ev](double ms) { return FormatFixed(100 * ms / ev.step_ms, 1) + "%"; };
+  std::string text = "step " + FormatMs(ev.step_ms) + " = compute " + FormatMs(ev.busy_ms) + " (" +
+                     pct(ev.busy_ms) + ") + waiting on the busiest position " +
+                     FormatMs(ev.bubble_ms) + " (" + pct(ev.bubble_ms) +
+                     ") + exposed gradient sync " + FormatMs(ev.exposed_sync_ms) + " (" +
+                     pct(ev.exposed_sync_ms) + ") + optimizer " + FormatMs(ev.optimizer_ms) + " (" +
                      pct(ev.optimizer_ms) + ")\n";
   const PlanStage& b = plan.stages[ev.bottleneck_stage];
   text += "bottleneck: stage " + std::to_string(ev.bottleneck_stage) + " (layers " +
           std::to_string(b.first_layer) + "-" + std::to_string(b.first_layer + b.num_layers - 1) +
-          "), " + Ms(ev.stage_ms[ev.bottleneck_stage]) + " per micro-batch\n";
+          "), " + FormatMs(ev.stage_ms[ev.bottleneck_stage]) + " per micro-batch\n";
   return text;
 }
 
@@ -82,15 +74,16 @@ std::string PlanSummary(const Plan& plan, const Evaluation& ev, const ReportCont
   std::string text = plan.model.name + " on " + std::to_string(plan.devices) + " devices (" +
                      plan.cluster + "): " + ConfigLine(plan) + "\n\n" + StageTable(plan, ev) + "\n";
   double tokens_per_s = static_cast<double>(plan.global_batch * plan.seq_len) / (ev.step_ms * 1e-3);
-  text += "predicted step time   " + Ms(ev.step_ms) + " (global batch " +
+  text += "predicted step time   " + FormatMs(ev.step_ms) + " (global batch " +
           std::to_string(plan.global_batch) + " × seq " + std::to_string(plan.seq_len) + ")\n";
-  text += "throughput            " + Fixed(tokens_per_s, 0) + " tokens/s\n";
+  text += "throughput            " + FormatFixed(tokens_per_s, 0) + " tokens/s\n";
   if (context.model_flops_per_step > 0 && context.peak_flops_per_device > 0) {
     double per_device = context.model_flops_per_step / (ev.step_ms * 1e-3) / plan.devices;
     text += "achieved per device   " + FlopRate(per_device) + " (" +
-            Fixed(100 * per_device / context.peak_flops_per_device, 1) + "% of peak)\n";
+            FormatFixed(100 * per_device / context.peak_flops_per_device, 1) + "% of peak)\n";
   }
-  text += "bubble                " + Fixed(100 * ev.bubble_fraction, 1) + "% of the pipeline\n";
+  text += "pipeline idle         " + FormatFixed(100 * ev.bubble_fraction, 1) +
+          "% (all positions of the simulated schedule)\n";
   text += "peak memory           " + GiB(ev.peak_memory_bytes) + " of " +
           GiB(ev.memory_limit_bytes) + " (headroom " +
           GiB(ev.memory_limit_bytes - ev.peak_memory_bytes) + ")\n";
@@ -115,16 +108,17 @@ std::string WhyLost(const Evaluation& best, const Evaluation& other) {
     return "as fast; more memory (" + GiB(other.peak_memory_bytes) + " vs " +
            GiB(best.peak_memory_bytes) + ") or a later tie-break";
   }
-  return "+" + Fixed(slower, 1) + "% step: " + worst->name + " " + Ms(worst->other_ms) + " vs " +
-         Ms(worst->best_ms);
+  return "+" + FormatFixed(slower, 1) + "% step: " + worst->name + " " + FormatMs(worst->other_ms) +
+         " vs " + FormatMs(worst->best_ms);
 }
 
 std::string RunnersUp(const std::vector<Candidate>& ranked) {
   std::string text;
   for (size_t i = 1; i < ranked.size(); ++i) {
     const Candidate& c = ranked[i];
-    text += "  " + std::to_string(i) + ". " + ConfigLine(c.plan) + ": " + Ms(c.evaluation.step_ms) +
-            ", " + WhyLost(ranked.front().evaluation, c.evaluation) + "\n";
+    text += "  " + std::to_string(i) + ". " + ConfigLine(c.plan) + ": " +
+            FormatMs(c.evaluation.step_ms) + ", " +
+            WhyLost(ranked.front().evaluation, c.evaluation) + "\n";
   }
   return text;
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/text_format.h"
 #include "core/version.h"
 #include "planner/partition.h"
 #include "planner/stage_costs.h"
@@ -121,7 +122,8 @@ double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& co
     position_ms[s % c.pp] += t.Total() * scale;
     sum_ms += t.Total() * scale;
     f_b_minus_w = std::max(f_b_minus_w, (t.fwd_ms + t.bwd_input_ms - t.bwd_weight_ms) * scale);
-    if (s + 1 < stages.size()) boundary_ms += 2 * dp_costs.BoundaryMs(last, 0);
+    int next_unit = static_cast<int>((s + 1) % c.pp) * c.dp;
+    if (s + 1 < stages.size()) boundary_ms += 2 * dp_costs.BoundaryMs(last, next_unit);
   }
   double slowest = *std::max_element(position_ms.begin(), position_ms.end());
   const double m = c.PerReplica();
@@ -161,6 +163,20 @@ std::vector<int> Divisors(int n) {
 template <typename T>
 bool Allowed(const std::optional<T>& fixed, T value) {
   return !fixed || *fixed == value;
+}
+
+// --cuts: the first layer of each stage, starting at 0, strictly increasing, in range.
+Status CheckCuts(const std::vector<int>& cuts, int num_layers) {
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    bool ok = i == 0 ? cuts[i] == 0 : cuts[i] > cuts[i - 1] && cuts[i] < num_layers;
+    if (!ok) {
+      return InvalidArgument("--cuts: cut " + std::to_string(i) + " is " + std::to_string(cuts[i]) +
+                             "; cuts are the first layer of each stage: 0, then strictly "
+                             "increasing, below the model's " +
+                             std::to_string(num_layers) + " layers");
+    }
+  }
+  return Status::Ok();
 }
 
 class Searcher {
@@ -226,11 +242,12 @@ Status Searcher::CheckRequest() const {
   if (request_.global_batch < 1 || request_.seq_len < 1) {
     return InvalidArgument("--global-batch and --seq must be positive");
   }
+  TRIDENT_RETURN_IF_ERROR(CheckCuts(constraints_.cuts, request_.model.NumLayers()));
   if (costs_.NumLayers() != request_.model.NumLayers()) {
     return InvalidArgument("the profile has " + std::to_string(costs_.NumLayers()) +
                            " layers but " + request_.model.name + " has " +
                            std::to_string(request_.model.NumLayers()) +
-                           "; profile this model (trident profile)");
+                           "; use a profile of this model, or plan analytically");
   }
   return Status::Ok();
 }
@@ -260,7 +277,7 @@ void Searcher::ForMesh(int tp, int pp, int dp) {
   for (int mb : costs_.MicroBatches()) {
     if (!Allowed(constraints_.micro_batch, mb) || request_.global_batch % mb != 0) continue;
     int64_t micro_batches = request_.global_batch / mb;
-    if (micro_batches % dp != 0 || micro_batches > (1 << 20)) continue;
+    if (micro_batches % dp != 0 || micro_batches > Plan::kMaxMicroBatches) continue;
     for (RecomputeMode recompute : RecomputeModes()) {
       const StageCosts* sc = CostsFor(mb, tp, recompute);
       if (sc == nullptr) continue;
@@ -443,11 +460,7 @@ auto CandidateKey(const Candidate& c) {
                     p.zero1, cuts);
 }
 
-std::string GiB(int64_t bytes) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
-  return buffer;
-}
+std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes)); }
 
 StatusOr<SearchResult> Searcher::Rank() {
   std::stable_sort(pool_.begin(), pool_.end(), [](const Scored& a, const Scored& b) {
@@ -485,19 +498,27 @@ StatusOr<SearchResult> Searcher::Rank() {
 // "fits nowhere" with the shortfall and the devices that would give the leanest plan enough
 // memory per device (its footprint shrinks about in proportion to the devices).
 Status Searcher::NothingFits(const SearchResult& result) const {
-  const int per_node = costs_.DevicesPerNode();
+  std::string shortfall = request_.model.name + " fits nowhere on " +
+                          std::to_string(request_.devices) + " devices with " + GiB(memory_limit_) +
+                          " each: the leanest plan (" + result.least_memory_config + ") needs " +
+                          GiB(result.least_memory_bytes) + " per device, " +
+                          GiB(result.least_memory_bytes - memory_limit_) + " more";
+  if (memory_limit_ <= costs_.ReservedBytes()) {
+    return Infeasible(shortfall + "; the limit is below the " + GiB(costs_.ReservedBytes()) +
+                      " a device reserves, so raise --max-memory");
+  }
+  const double per_node = costs_.DevicesPerNode();
   double ratio =
       static_cast<double>(result.least_memory_bytes) / static_cast<double>(memory_limit_);
-  int suggested = static_cast<int>(std::ceil(request_.devices * ratio / per_node)) * per_node;
-  std::string hint = "try --devices " + std::to_string(suggested) + " or more";
+  double suggested = std::ceil(request_.devices * ratio / per_node) * per_node;
+  std::string hint =
+      suggested <= static_cast<double>(costs_.TotalDevices())
+          ? "try --devices " + std::to_string(static_cast<int64_t>(suggested)) + " or more"
+          : "describe more nodes in the cluster file";
   if (result.least_memory_config.find("recompute full") == std::string::npos) {
     hint += ", --recompute full";
   }
-  return Infeasible(request_.model.name + " fits nowhere on " + std::to_string(request_.devices) +
-                    " devices with " + GiB(memory_limit_) + " each: the leanest plan (" +
-                    result.least_memory_config + ") needs " + GiB(result.least_memory_bytes) +
-                    " per device, " + GiB(result.least_memory_bytes - memory_limit_) + " more; " +
-                    hint + ", or devices with more memory");
+  return Infeasible(shortfall + "; " + hint + ", or devices with more memory");
 }
 
 StatusOr<SearchResult> Searcher::Run() {

@@ -41,7 +41,7 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
     if (e == nullptr) {
       return NotFound("no costs for layer " + std::to_string(i) + " at micro-batch " +
                       std::to_string(micro_batch) + ", tp " + std::to_string(tp) +
-                      "; profile that micro-batch size and tp degree");
+                      "; use a profile with that micro-batch size and tp degree");
     }
     c.fwd_[i + 1] = c.fwd_[i] + e->fwd_ms;
     c.bwd_input_[i + 1] = c.bwd_input_[i] + e->bwd_input_ms + RecomputeMsOf(*e, recompute);

@@ -58,4 +58,26 @@ popd >/dev/null || exit 1
 expect_rc 1 && expect_in err "pass --cluster FILE"
 verdict "simulate without a resolvable cluster says how to give one"
 
-summary 9
+tiny=$configs/models/gpt-tiny.yaml
+cpu=$configs/clusters/local-cpu.yaml
+for cuts in 0,30 3,4 0,-5 0,3,2; do
+  run "$bin" plan --model "$tiny" --cluster "$cpu" --global-batch 8 --seq 64 --cuts "$cuts" \
+    -o "$WORK/cuts.yaml"
+  expect_rc 1 && expect_in err "--cuts: cut" && [[ ! -e $WORK/cuts.yaml ]]
+  verdict "plan --cuts $cuts: exit 1 naming the bad cut"
+done
+
+run "$bin" plan --model "$tiny" --cluster "$cpu" --global-batch 8 --runners-up -5 -o "$WORK/r.yaml"
+expect_rc 2
+verdict "plan --runners-up -5: usage error"
+
+run "$bin" plan --model "$tiny" --cluster "$cpu" --global-batch 8 --max-memory 1e-12 -o "$WORK/m.yaml"
+expect_rc 1 && expect_in err "give between 1 MiB"
+verdict "plan --max-memory 1e-12: exit 1 with the accepted range"
+
+run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --devices 64 \
+  --global-batch 64 --seq 2048 --max-memory 0.5 -o "$WORK/m.yaml"
+expect_rc 1 && expect_in err "raise --max-memory"
+verdict "plan --max-memory below the reserved memory says so"
+
+summary 16

@@ -1,0 +1,24 @@
+// A plan file evaluated on its cluster: what simulate and explain both start from.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/cost_inputs.h"
+#include "core/plan.h"
+#include "planner/evaluate.h"
+
+namespace trident {
+
+struct EvaluatedPlan {
+  Plan plan;
+  std::unique_ptr<CostInputs> inputs;
+  Evaluation evaluation;
+};
+
+// Loads the plan and its cost inputs; without --cluster, configs/clusters/<the plan's
+// cluster>.yaml is used when it exists. `max_memory_gib` 0: the device's memory.
+StatusOr<EvaluatedPlan> LoadAndEvaluate(const std::string& plan_path, CostOptions options,
+                                        double max_memory_gib);
+
+}  // namespace trident
