@@ -102,7 +102,7 @@ TEST(Search, ModelThatFitsNowhereReportsTheShortfall) {
   StatusOr<SearchResult> result = SearchPlans(*f->costs, Request(*f, 8, 64, 2048));
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kInfeasible);
-  EXPECT_THAT(result.status().message(), HasSubstr("fits nowhere on 8 devices with 80.0 GiB"));
+  EXPECT_THAT(result.status().message(), HasSubstr("fits nowhere on 8 devices with 80.00 GiB"));
   EXPECT_THAT(result.status().message(), HasSubstr("more; try --devices"));
 }
 
