@@ -193,6 +193,7 @@ class Searcher {
   Status CheckRequest() const;
   void ForTp(int tp);
   void ForMesh(int tp, int pp, int dp);
+  void ForReplicated(int tp, int units);
   void TryConfig(const Config& c, const StageCosts& sc);
   void TryReplicated(int tp, int pp, int mb, RecomputeMode recompute, const StageCosts& sc);
   void TrackLeastMemory(const Config& c);
@@ -271,6 +272,25 @@ void Searcher::ForTp(int tp) {
     int dp = units / pp;
     if (Allowed(constraints_.dp, dp)) ForMesh(tp, pp, dp);
   }
+  if (constraints_.replicate_stages && !constraints_.dp && constraints_.cuts.empty() &&
+      units <= kMaxReplicatedUnits) {
+    ForReplicated(tp, units);
+  }
+}
+
+// Per-stage replication: any pp from 2 to the units (it need not divide them).
+void Searcher::ForReplicated(int tp, int units) {
+  for (int pp = 2; pp <= std::min(units, request_.model.NumLayers()); ++pp) {
+    if (!Allowed(constraints_.pp, pp)) continue;
+    for (int mb : costs_.MicroBatches()) {
+      if (!Allowed(constraints_.micro_batch, mb) || request_.global_batch % mb != 0) continue;
+      if (request_.global_batch / mb > Plan::kMaxMicroBatches) continue;
+      for (RecomputeMode recompute : RecomputeModes()) {
+        const StageCosts* sc = CostsFor(mb, tp, recompute);
+        if (sc != nullptr) TryReplicated(tp, pp, mb, recompute, *sc);
+      }
+    }
+  }
 }
 
 void Searcher::ForMesh(int tp, int pp, int dp) {
@@ -293,10 +313,6 @@ void Searcher::ForMesh(int tp, int pp, int dp) {
             TryConfig(c, *sc);
           }
         }
-      }
-      if (constraints_.replicate_stages && !constraints_.dp && constraints_.cuts.empty() &&
-          pp > 1 && pp * dp <= kMaxReplicatedUnits) {
-        TryReplicated(tp, pp, mb, recompute, *sc);
       }
     }
   }

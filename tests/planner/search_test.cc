@@ -97,6 +97,20 @@ TEST(Search, ExplicitCutsAreOnlyEvaluated) {
   }
 }
 
+// Two pipeline stages on three devices can only be PipeDream-style: one stage replicated twice.
+TEST(Search, FindsPerStageReplicationWhenPpDoesNotDivideTheDevices) {
+  auto f = Load("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  f->cluster.devices_per_node = 3;
+  SearchRequest r = Request(*f, 3, 12, 64);
+  r.constraints.pp = 2;
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, r);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const Plan& best = result->ranked.front().plan;
+  EXPECT_TRUE(best.Validate().ok()) << best.Validate().ToString();
+  EXPECT_EQ(best.stages[0].replicas + best.stages[1].replicas, 3);
+  EXPECT_EQ(best.mesh.dp, 2);
+}
+
 TEST(Search, ModelThatFitsNowhereReportsTheShortfall) {
   auto f = Load("gpt3-175b", "dgx-a100-80gb", 2048, DType::kBf16);
   StatusOr<SearchResult> result = SearchPlans(*f->costs, Request(*f, 8, 64, 2048));
