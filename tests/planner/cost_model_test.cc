@@ -1,0 +1,71 @@
+// Alpha-beta communication costs with ring factors, and measured figures overriding them.
+#include "planner/cost_model.h"
+
+#include <gtest/gtest.h>
+
+namespace trident {
+namespace {
+
+ClusterSpec Cluster() {
+  ClusterSpec c;
+  c.name = "test";
+  c.nodes = 4;
+  c.devices_per_node = 8;
+  c.device = {"gpu", DeviceKind::kGpu, 80, {{DType::kBf16, 312}}, 2000};
+  c.intra_node = {300, 3};  // GB/s, µs
+  c.inter_node = {25, 5};
+  return c;
+}
+
+Profile OneLayer() {
+  Profile p;
+  p.model = "m";
+  p.num_layers = 1;
+  p.seq_len = 8;
+  p.layers = {{0, 1, LayerKind::kMlpBlock, {ProfileEntry{1, 1}, ProfileEntry{2, 1}}}};
+  return p;
+}
+
+TEST(CostModel, RingFormulasWithTheHeaderExample) {
+  ClusterSpec cluster = Cluster();
+  Profile profile = OneLayer();
+  ProfileCostModel costs(profile, cluster);
+  // All-reduce of 1 GB over 8 ranks at 25 GB/s, α 5 µs: 14·5 µs + 1.75·40 ms = 70.07 ms.
+  EXPECT_NEAR(costs.CollectiveMs(Collective::kAllReduce, 1e9, 8, LinkClass::kInterNode), 70.07,
+              1e-9);
+  // All-gather: 7·5 µs + 0.875·40 ms = 35.035 ms. P2p: 5 µs + 40 ms.
+  EXPECT_NEAR(costs.CollectiveMs(Collective::kAllGather, 1e9, 8, LinkClass::kInterNode), 35.035,
+              1e-9);
+  EXPECT_NEAR(costs.CollectiveMs(Collective::kP2p, 1e9, 2, LinkClass::kInterNode), 40.005, 1e-9);
+  // Intra-node: 2·(2−1)/2 · 3e8 B / 300 GB/s + 2·3 µs = 1.006 ms.
+  EXPECT_NEAR(costs.CollectiveMs(Collective::kAllReduce, 3e8, 2, LinkClass::kIntraNode), 1.006,
+              1e-9);
+  EXPECT_EQ(costs.CollectiveMs(Collective::kAllReduce, 1e9, 1, LinkClass::kInterNode), 0);
+}
+
+TEST(CostModel, MeasuredFiguresOverrideTheSpecification) {
+  ClusterSpec cluster = Cluster();
+  cluster.measured = {{Collective::kAllReduce, LinkClass::kInterNode, 4, 20, 10}};
+  Profile profile = OneLayer();
+  ProfileCostModel costs(profile, cluster);
+  // 20 µs + 1e9 B / 10 GB/s = 100.02 ms, for exactly this collective, link and group size.
+  EXPECT_NEAR(costs.CollectiveMs(Collective::kAllReduce, 1e9, 4, LinkClass::kInterNode), 100.02,
+              1e-9);
+  EXPECT_NEAR(costs.CollectiveMs(Collective::kAllReduce, 1e9, 8, LinkClass::kInterNode), 70.07,
+              1e-9);
+}
+
+TEST(CostModel, ProfiledSizesAndReservedMemory) {
+  ClusterSpec cluster = Cluster();
+  Profile profile = OneLayer();
+  ProfileCostModel costs(profile, cluster);
+  EXPECT_EQ(costs.MicroBatches(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(costs.TensorParallelDegrees(), (std::vector<int>{1}));
+  EXPECT_NE(costs.Layer(0, 2, 1), nullptr);
+  EXPECT_EQ(costs.Layer(0, 4, 1), nullptr);
+  EXPECT_EQ(costs.ReservedBytes(), kGpuReservedBytes);
+  EXPECT_EQ(costs.DeviceMemoryBytes(), int64_t{80} << 30);
+}
+
+}  // namespace
+}  // namespace trident
