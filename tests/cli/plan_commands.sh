@@ -80,4 +80,22 @@ run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --dev
 expect_rc 1 && expect_in err "raise --max-memory"
 verdict "plan --max-memory below the reserved memory says so"
 
-summary 16
+run "$bin" profile "$tiny" --analytic --cluster "$cpu" --seq 64 --dtype fp32 -o "$WORK/tiny.profile.yaml"
+expect_rc 0 && expect_in out "gpt_block" && expect_in out "wrote"
+verdict "profile --analytic writes a profile"
+
+run "$bin" plan --model "$tiny" --cluster "$cpu" --profile "$WORK/tiny.profile.yaml" \
+  --global-batch 8 --seq 64 -o "$WORK/from-profile.yaml"
+expect_rc 0 && expect_in out "predicted step time"
+verdict "plan --profile reads the written profile"
+
+run "$bin" plan --model "$configs/models/mlp-tiny.yaml" --cluster "$cpu" \
+  --profile "$WORK/tiny.profile.yaml" --global-batch 8 --seq 32 -o "$WORK/wrong.yaml"
+expect_rc 1 && expect_in err "profiles gpt-tiny" && [[ ! -e $WORK/wrong.yaml ]]
+verdict "plan --profile of another model names both"
+
+run "$bin" profile "$tiny" --cluster "$cpu"
+expect_rc 2 && expect_in err "pass --analytic"
+verdict "profile without --analytic says what is available"
+
+summary 20
