@@ -139,7 +139,7 @@ StatusOr<Profile> AnalyticProfile(const ModelSpec& model, const ClusterSpec& clu
   p.seq_len = options.seq_len > 0 ? options.seq_len : model.max_seq_len;
   p.dtype = options.dtype;
   p.device_kind = cluster.device.kind;
-  p.device = cluster.device.name + " (analytic, from " + cluster.name + ")";
+  p.device = cluster.device.name + " of " + cluster.name;
   p.build = TridentBuild();
   p.date = UtcTimestamp();
   p.method = {ProfileSource::kAnalytic, 0, 0};
