@@ -19,7 +19,7 @@ TEST(Configs, EveryFileLoads) {
     EXPECT_TRUE(summary.ok()) << summary.status().ToString();
     ++loaded;
   }
-  EXPECT_GE(loaded, 11);  // 8 models and 3 clusters at least
+  EXPECT_GE(loaded, 12);  // 9 models and 3 clusters at least
 }
 
 // Every ```yaml example in core/README.md is a valid file of its kind.
