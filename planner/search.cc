@@ -16,8 +16,9 @@ namespace trident {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// Per-stage replication is searched up to this many tp groups (its DP grows with units²).
-constexpr int kMaxReplicatedUnits = 64;
+// Per-stage replication is searched up to this many tp groups: its DP grows with units² for
+// every pp, and on bigger meshes uniform data parallelism is what large runs use.
+constexpr int kMaxReplicatedUnits = 16;
 
 // One point of the outer loop.
 struct Config {
