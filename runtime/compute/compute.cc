@@ -1,0 +1,183 @@
+#include "runtime/compute/compute.h"
+
+#include "core/check.h"
+#include "runtime/compute/op_check.h"
+
+namespace trident {
+
+Tensor Compute::Allocate(std::vector<int64_t> shape, ElementType type) {
+  TRIDENT_CHECK(Supports(type)) << "Compute::Allocate: this backend has no "
+                                << ElementTypeName(type) << " tensors";
+  const int64_t bytes = NumElements(shape) * ElementBytes(type);
+  void* data = DoAllocate(bytes);
+  return Tensor(this, data, std::move(shape), type, /*owns=*/true);
+}
+
+void Compute::CopyFromHost(std::span<const float> host, Tensor& dst) {
+  OpCheck(this, "CopyFromHost")
+      .OfType(ElementType::kFp32, {{"dst", dst}})
+      .Numel({"dst", dst}, static_cast<int64_t>(host.size()));
+  DoCopyFromHost(host.data(), dst);
+}
+
+void Compute::CopyFromHost(std::span<const int32_t> host, Tensor& dst) {
+  OpCheck(this, "CopyFromHost")
+      .OfType(ElementType::kInt32, {{"dst", dst}})
+      .Numel({"dst", dst}, static_cast<int64_t>(host.size()));
+  DoCopyFromHost(host.data(), dst);
+}
+
+void Compute::CopyToHost(const Tensor& src, std::span<float> host) {
+  OpCheck(this, "CopyToHost")
+      .OfType(ElementType::kFp32, {{"src", src}})
+      .Numel({"src", src}, static_cast<int64_t>(host.size()));
+  DoCopyToHost(src, host.data());
+}
+
+void Compute::CopyToHost(const Tensor& src, std::span<int32_t> host) {
+  OpCheck(this, "CopyToHost")
+      .OfType(ElementType::kInt32, {{"src", src}})
+      .Numel({"src", src}, static_cast<int64_t>(host.size()));
+  DoCopyToHost(src, host.data());
+}
+
+void Compute::Copy(const Tensor& src, Tensor& dst) {
+  OpCheck(this, "Copy")
+      .OfType(src.type(), {{"src", src}, {"dst", dst}})
+      .SameNumel({{"src", src}, {"dst", dst}})
+      .Disjoint({"dst", dst}, {"src", src});
+  DoCopy(src, dst);
+}
+
+void Compute::Fill(float value, Tensor& dst) {
+  OpCheck(this, "Fill").Floats({{"dst", dst}});
+  DoFill(value, dst);
+}
+
+void Compute::Gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b,
+                   float beta, Tensor& c) {
+  BatchedGemm gemm;
+  gemm.trans_a = trans_a;
+  gemm.trans_b = trans_b;
+  gemm.alpha = alpha;
+  gemm.beta = beta;
+  for (auto [layout, t] : {std::pair{&gemm.a, &a}, {&gemm.b, &b}, {&gemm.c, &c}}) {
+    layout->rows = MatrixRows(*t);
+    layout->cols = MatrixCols(*t);
+    layout->ld = layout->cols;
+  }
+  GemmStridedBatched(gemm, a, b, c);
+}
+
+// op(A) is [M, K], op(B) is [K, N], C is [M, N].
+void Compute::GemmStridedBatched(const BatchedGemm& gemm, const Tensor& a, const Tensor& b,
+                                 Tensor& c) {
+  const int64_t m = gemm.trans_a ? gemm.a.cols : gemm.a.rows;
+  const int64_t k = gemm.trans_a ? gemm.a.rows : gemm.a.cols;
+  const int64_t kb = gemm.trans_b ? gemm.b.cols : gemm.b.rows;
+  const int64_t n = gemm.trans_b ? gemm.b.rows : gemm.b.cols;
+  TRIDENT_CHECK(gemm.batch >= 1 && k == kb && gemm.c.rows == m && gemm.c.cols == n)
+      << "Compute::Gemm: batch " << gemm.batch << " of op(A) [" << m << ", " << k << "] · op(B) ["
+      << kb << ", " << n << "] into C [" << gemm.c.rows << ", " << gemm.c.cols << "] (trans_a "
+      << gemm.trans_a << ", trans_b " << gemm.trans_b << "; a " << a.ToString() << ", b "
+      << b.ToString() << ", c " << c.ToString() << ")";
+  OpCheck(this, "Gemm")
+      .Floats({{"a", a}, {"b", b}, {"c", c}})
+      .Inside({"a", a}, gemm.a, gemm.batch)
+      .Inside({"b", b}, gemm.b, gemm.batch)
+      .Inside({"c", c}, gemm.c, gemm.batch)
+      .NoOverlap({"c", c}, gemm.c, gemm.batch)
+      .Disjoint({"c", c}, {"a", a})
+      .Disjoint({"c", c}, {"b", b});
+  DoGemmStridedBatched(gemm, a, b, c);
+}
+
+void Compute::Add(const Tensor& a, const Tensor& b, Tensor& out) {
+  OpCheck(this, "Add")
+      .Floats({{"a", a}, {"b", b}, {"out", out}})
+      .SameNumel({{"a", a}, {"b", b}, {"out", out}})
+      .SameOrDisjoint({"out", out}, {"a", a})
+      .SameOrDisjoint({"out", out}, {"b", b});
+  DoAdd(a, b, out);
+}
+
+void Compute::Mul(const Tensor& a, const Tensor& b, Tensor& out) {
+  OpCheck(this, "Mul")
+      .Floats({{"a", a}, {"b", b}, {"out", out}})
+      .SameNumel({{"a", a}, {"b", b}, {"out", out}})
+      .SameOrDisjoint({"out", out}, {"a", a})
+      .SameOrDisjoint({"out", out}, {"b", b});
+  DoMul(a, b, out);
+}
+
+void Compute::Axpy(float alpha, const Tensor& x, Tensor& y) {
+  OpCheck(this, "Axpy")
+      .Floats({{"x", x}, {"y", y}})
+      .SameNumel({{"x", x}, {"y", y}})
+      .Disjoint({"y", y}, {"x", x});
+  DoAxpy(alpha, x, y);
+}
+
+void Compute::Scale(float alpha, Tensor& x) {
+  OpCheck(this, "Scale").Floats({{"x", x}});
+  DoScale(alpha, x);
+}
+
+void Compute::AddBias(const Tensor& bias_C, Tensor& y_NC) {
+  OpCheck(this, "AddBias")
+      .Floats({{"y_NC", y_NC}, {"bias_C", bias_C}})
+      .Numel({"bias_C", bias_C}, MatrixCols(y_NC))
+      .Disjoint({"y_NC", y_NC}, {"bias_C", bias_C});
+  DoAddBias(bias_C, y_NC);
+}
+
+void Compute::BiasGrad(const Tensor& dy_NC, Tensor& dbias_C) {
+  OpCheck(this, "BiasGrad")
+      .Floats({{"dy_NC", dy_NC}, {"dbias_C", dbias_C}})
+      .Numel({"dbias_C", dbias_C}, MatrixCols(dy_NC))
+      .Disjoint({"dbias_C", dbias_C}, {"dy_NC", dy_NC});
+  DoBiasGrad(dy_NC, dbias_C);
+}
+
+void Compute::Activation(ActivationKind f, const Tensor& x, Tensor& y) {
+  OpCheck(this, "Activation")
+      .Floats({{"x", x}, {"y", y}})
+      .SameNumel({{"x", x}, {"y", y}})
+      .SameOrDisjoint({"y", y}, {"x", x});
+  DoActivation(f, x, y);
+}
+
+void Compute::ActivationBackward(ActivationKind f, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  OpCheck(this, "ActivationBackward")
+      .Floats({{"x", x}, {"dy", dy}, {"dx", dx}})
+      .SameNumel({{"x", x}, {"dy", dy}, {"dx", dx}})
+      .SameOrDisjoint({"dx", dx}, {"dy", dy})
+      .Disjoint({"dx", dx}, {"x", x});
+  DoActivationBackward(f, x, dy, dx);
+}
+
+void Compute::SwiGlu(const Tensor& gate, const Tensor& up, Tensor& out) {
+  OpCheck(this, "SwiGlu")
+      .Floats({{"gate", gate}, {"up", up}, {"out", out}})
+      .SameNumel({{"gate", gate}, {"up", up}, {"out", out}})
+      .SameOrDisjoint({"out", out}, {"gate", gate})
+      .SameOrDisjoint({"out", out}, {"up", up});
+  DoSwiGlu(gate, up, out);
+}
+
+void Compute::SwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dout,
+                             Tensor& dgate, Tensor& dup) {
+  OpCheck(this, "SwiGluBackward")
+      .Floats({{"gate", gate}, {"up", up}, {"dout", dout}, {"dgate", dgate}, {"dup", dup}})
+      .SameNumel({{"gate", gate}, {"up", up}, {"dout", dout}, {"dgate", dgate}, {"dup", dup}});
+  for (const NamedTensor out : {NamedTensor{"dgate", dgate}, NamedTensor{"dup", dup}}) {
+    OpCheck(this, "SwiGluBackward")
+        .Disjoint(out, {"gate", gate})
+        .Disjoint(out, {"up", up})
+        .Disjoint(out, {"dout", dout});
+  }
+  OpCheck(this, "SwiGluBackward").Disjoint({"dgate", dgate}, {"dup", dup});
+  DoSwiGluBackward(gate, up, dout, dgate, dup);
+}
+
+}  // namespace trident

@@ -1,0 +1,189 @@
+// Compute's public methods for softmax, norms, embedding, loss and optimizer updates: the
+// argument checks shared by every backend (see compute.h), then the backend's Do* method.
+#include "core/check.h"
+#include "runtime/compute/compute.h"
+#include "runtime/compute/op_check.h"
+
+namespace trident {
+
+void Compute::Softmax(const Tensor& x, bool causal, Tensor& y) {
+  OpCheck(this, "Softmax")
+      .Floats({{"x", x}, {"y", y}})
+      .SameNumel({{"x", x}, {"y", y}})
+      .LastDim({"y", y}, MatrixCols(x))
+      .SameOrDisjoint({"y", y}, {"x", x});
+  TRIDENT_CHECK(!causal || (x.rank() >= 2 && x.dim(-2) == x.dim(-1)))
+      << "Compute::Softmax: a causal softmax needs square [.., S, S] scores, got x "
+      << x.ToString();
+  DoSoftmax(x, causal, y);
+}
+
+void Compute::SoftmaxBackward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+  OpCheck(this, "SoftmaxBackward")
+      .Floats({{"y", y}, {"dy", dy}, {"dx", dx}})
+      .SameNumel({{"y", y}, {"dy", dy}, {"dx", dx}})
+      .LastDim({"dy", dy}, MatrixCols(y))
+      .LastDim({"dx", dx}, MatrixCols(y))
+      .SameOrDisjoint({"dx", dx}, {"dy", dy})
+      .Disjoint({"dx", dx}, {"y", y});
+  DoSoftmaxBackward(y, dy, dx);
+}
+
+void Compute::LayerNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& beta_C, float eps,
+                        Tensor& y_NC, Tensor& mean_N, Tensor& rstd_N) {
+  const int64_t rows = MatrixRows(x_NC);
+  OpCheck(this, "LayerNorm")
+      .Floats({{"x_NC", x_NC}, {"gamma_C", gamma_C}, {"beta_C", beta_C}, {"y_NC", y_NC}})
+      .OfType(ElementType::kFp32, {{"mean_N", mean_N}, {"rstd_N", rstd_N}})
+      .LastDim({"y_NC", y_NC}, MatrixCols(x_NC))
+      .SameNumel({{"x_NC", x_NC}, {"y_NC", y_NC}})
+      .Numel({"gamma_C", gamma_C}, MatrixCols(x_NC))
+      .Numel({"beta_C", beta_C}, MatrixCols(x_NC))
+      .Numel({"mean_N", mean_N}, rows)
+      .Numel({"rstd_N", rstd_N}, rows)
+      .Disjoint({"y_NC", y_NC}, {"x_NC", x_NC})
+      .Disjoint({"mean_N", mean_N}, {"rstd_N", rstd_N});
+  DoLayerNorm(x_NC, gamma_C, beta_C, eps, y_NC, mean_N, rstd_N);
+}
+
+void Compute::LayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& mean_N,
+                                const Tensor& rstd_N, const Tensor& dy_NC, Tensor& dx_NC,
+                                Tensor& dgamma_C, Tensor& dbeta_C) {
+  const int64_t rows = MatrixRows(x_NC);
+  OpCheck(this, "LayerNormBackward")
+      .Floats({{"x_NC", x_NC},
+               {"gamma_C", gamma_C},
+               {"dy_NC", dy_NC},
+               {"dx_NC", dx_NC},
+               {"dgamma_C", dgamma_C},
+               {"dbeta_C", dbeta_C}})
+      .OfType(ElementType::kFp32, {{"mean_N", mean_N}, {"rstd_N", rstd_N}})
+      .SameNumel({{"x_NC", x_NC}, {"dy_NC", dy_NC}, {"dx_NC", dx_NC}})
+      .LastDim({"dy_NC", dy_NC}, MatrixCols(x_NC))
+      .LastDim({"dx_NC", dx_NC}, MatrixCols(x_NC))
+      .SameNumel({{"gamma_C", gamma_C}, {"dgamma_C", dgamma_C}, {"dbeta_C", dbeta_C}})
+      .Numel({"gamma_C", gamma_C}, MatrixCols(x_NC))
+      .Numel({"mean_N", mean_N}, rows)
+      .Numel({"rstd_N", rstd_N}, rows)
+      .Disjoint({"dx_NC", dx_NC}, {"x_NC", x_NC})
+      .Disjoint({"dx_NC", dx_NC}, {"dy_NC", dy_NC})
+      .Disjoint({"dgamma_C", dgamma_C}, {"dbeta_C", dbeta_C});
+  DoLayerNormBackward(x_NC, gamma_C, mean_N, rstd_N, dy_NC, dx_NC, dgamma_C, dbeta_C);
+}
+
+void Compute::RmsNorm(const Tensor& x_NC, const Tensor& gamma_C, float eps, Tensor& y_NC,
+                      Tensor& rstd_N) {
+  OpCheck(this, "RmsNorm")
+      .Floats({{"x_NC", x_NC}, {"gamma_C", gamma_C}, {"y_NC", y_NC}})
+      .OfType(ElementType::kFp32, {{"rstd_N", rstd_N}})
+      .LastDim({"y_NC", y_NC}, MatrixCols(x_NC))
+      .SameNumel({{"x_NC", x_NC}, {"y_NC", y_NC}})
+      .Numel({"gamma_C", gamma_C}, MatrixCols(x_NC))
+      .Numel({"rstd_N", rstd_N}, MatrixRows(x_NC))
+      .Disjoint({"y_NC", y_NC}, {"x_NC", x_NC});
+  DoRmsNorm(x_NC, gamma_C, eps, y_NC, rstd_N);
+}
+
+void Compute::RmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& rstd_N,
+                              const Tensor& dy_NC, Tensor& dx_NC, Tensor& dgamma_C) {
+  OpCheck(this, "RmsNormBackward")
+      .Floats({{"x_NC", x_NC},
+               {"gamma_C", gamma_C},
+               {"dy_NC", dy_NC},
+               {"dx_NC", dx_NC},
+               {"dgamma_C", dgamma_C}})
+      .OfType(ElementType::kFp32, {{"rstd_N", rstd_N}})
+      .SameNumel({{"x_NC", x_NC}, {"dy_NC", dy_NC}, {"dx_NC", dx_NC}})
+      .LastDim({"dy_NC", dy_NC}, MatrixCols(x_NC))
+      .LastDim({"dx_NC", dx_NC}, MatrixCols(x_NC))
+      .SameNumel({{"gamma_C", gamma_C}, {"dgamma_C", dgamma_C}})
+      .Numel({"gamma_C", gamma_C}, MatrixCols(x_NC))
+      .Numel({"rstd_N", rstd_N}, MatrixRows(x_NC))
+      .Disjoint({"dx_NC", dx_NC}, {"x_NC", x_NC})
+      .Disjoint({"dx_NC", dx_NC}, {"dy_NC", dy_NC});
+  DoRmsNormBackward(x_NC, gamma_C, rstd_N, dy_NC, dx_NC, dgamma_C);
+}
+
+void Compute::Embedding(const Tensor& ids_N, const Tensor& table_VC, Tensor& out_NC) {
+  OpCheck(this, "Embedding")
+      .OfType(ElementType::kInt32, {{"ids_N", ids_N}})
+      .Floats({{"table_VC", table_VC}, {"out_NC", out_NC}})
+      .LastDim({"out_NC", out_NC}, MatrixCols(table_VC))
+      .Numel({"out_NC", out_NC}, ids_N.numel() * MatrixCols(table_VC))
+      .Disjoint({"out_NC", out_NC}, {"table_VC", table_VC});
+  DoEmbedding(ids_N, table_VC, out_NC);
+}
+
+void Compute::EmbeddingBackward(const Tensor& ids_N, const Tensor& dout_NC, Tensor& dtable_VC) {
+  OpCheck(this, "EmbeddingBackward")
+      .OfType(ElementType::kInt32, {{"ids_N", ids_N}})
+      .Floats({{"dout_NC", dout_NC}, {"dtable_VC", dtable_VC}})
+      .LastDim({"dout_NC", dout_NC}, MatrixCols(dtable_VC))
+      .Numel({"dout_NC", dout_NC}, ids_N.numel() * MatrixCols(dtable_VC))
+      .Disjoint({"dtable_VC", dtable_VC}, {"dout_NC", dout_NC});
+  DoEmbeddingBackward(ids_N, dout_NC, dtable_VC);
+}
+
+void Compute::CrossEntropy(const Tensor& logits_NV, const Tensor& targets_N, Tensor& probs_NV,
+                           Tensor& loss_1) {
+  TRIDENT_CHECK(MatrixRows(logits_NV) > 0 && MatrixCols(logits_NV) > 0)
+      << "Compute::CrossEntropy: the mean loss needs at least one row of one class, got "
+         "logits_NV "
+      << logits_NV.ToString();
+  OpCheck(this, "CrossEntropy")
+      .Floats({{"logits_NV", logits_NV}, {"probs_NV", probs_NV}})
+      .OfType(ElementType::kInt32, {{"targets_N", targets_N}})
+      .OfType(ElementType::kFp32, {{"loss_1", loss_1}})
+      .SameNumel({{"logits_NV", logits_NV}, {"probs_NV", probs_NV}})
+      .LastDim({"probs_NV", probs_NV}, MatrixCols(logits_NV))
+      .Numel({"targets_N", targets_N}, MatrixRows(logits_NV))
+      .Numel({"loss_1", loss_1}, 1)
+      .SameOrDisjoint({"probs_NV", probs_NV}, {"logits_NV", logits_NV})
+      .Disjoint({"loss_1", loss_1}, {"probs_NV", probs_NV})
+      .Disjoint({"loss_1", loss_1}, {"logits_NV", logits_NV});
+  DoCrossEntropy(logits_NV, targets_N, probs_NV, loss_1);
+}
+
+void Compute::CrossEntropyBackward(const Tensor& probs_NV, const Tensor& targets_N, float dloss,
+                                   Tensor& dlogits_NV) {
+  OpCheck(this, "CrossEntropyBackward")
+      .Floats({{"probs_NV", probs_NV}, {"dlogits_NV", dlogits_NV}})
+      .OfType(ElementType::kInt32, {{"targets_N", targets_N}})
+      .SameNumel({{"probs_NV", probs_NV}, {"dlogits_NV", dlogits_NV}})
+      .LastDim({"dlogits_NV", dlogits_NV}, MatrixCols(probs_NV))
+      .Numel({"targets_N", targets_N}, MatrixRows(probs_NV))
+      .SameOrDisjoint({"dlogits_NV", dlogits_NV}, {"probs_NV", probs_NV});
+  DoCrossEntropyBackward(probs_NV, targets_N, dloss, dlogits_NV);
+}
+
+void Compute::AdamW(const AdamWConfig& config, int64_t step, const Tensor& grad, Tensor& param,
+                    Tensor& m, Tensor& v) {
+  TRIDENT_CHECK(step >= 1) << "Compute::AdamW: step " << step << " (the first step is 1)";
+  OpCheck(this, "AdamW")
+      .Floats({{"param", param}, {"grad", grad}, {"m", m}, {"v", v}})
+      .SameNumel({{"param", param}, {"grad", grad}, {"m", m}, {"v", v}})
+      .Disjoint({"param", param}, {"grad", grad})
+      .Disjoint({"param", param}, {"m", m})
+      .Disjoint({"param", param}, {"v", v})
+      .Disjoint({"m", m}, {"v", v})
+      .Disjoint({"m", m}, {"grad", grad})
+      .Disjoint({"v", v}, {"grad", grad});
+  DoAdamW(config, step, grad, param, m, v);
+}
+
+void Compute::Sgd(const SgdConfig& config, const Tensor& grad, Tensor& param, Tensor& buf) {
+  OpCheck(this, "Sgd")
+      .Floats({{"param", param}, {"grad", grad}})
+      .SameNumel({{"param", param}, {"grad", grad}})
+      .Disjoint({"param", param}, {"grad", grad});
+  if (config.momentum != 0.0f || buf.defined()) {
+    OpCheck(this, "Sgd")
+        .Floats({{"param", param}, {"buf", buf}})
+        .SameNumel({{"param", param}, {"buf", buf}})
+        .Disjoint({"buf", buf}, {"param", param})
+        .Disjoint({"buf", buf}, {"grad", grad});
+  }
+  DoSgd(config, grad, param, buf);
+}
+
+}  // namespace trident

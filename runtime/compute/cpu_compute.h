@@ -1,0 +1,93 @@
+// CpuCompute: the reference backend — fp32 (and int32 ids) in host memory, with Eigen mapped
+// on the tensors' own buffers (no copies).
+//
+// Threads: `threads` per backend (default 1, one per rank, as the profiler measures). They are
+// this object's own (see cpu_threads.h); Eigen's process-wide setNbThreads is not used. Each
+// op's result is complete on return; Synchronize does nothing.
+// Results: elementwise, row and column ops give the same bits for every thread count. GEMMs
+// split across threads may differ in the last bits from a one-thread run, because Eigen picks
+// its blocking from the size of each thread's part.
+// Memory: tensors come from a TrackingAllocator (64-byte aligned, counted); Eigen's own GEMM
+// packing buffers are workspace outside those counts. Every tensor must be destroyed before
+// its backend (checked: the destructor aborts while tensors are alive).
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "runtime/compute/compute.h"
+#include "runtime/compute/cpu_threads.h"
+#include "runtime/compute/tracking_allocator.h"
+
+namespace trident {
+
+struct CpuComputeOptions {
+  int threads = 1;
+
+  // Ok, or what is wrong with the options and how to fix it.
+  Status Validate() const;
+};
+
+class CpuCompute final : public Compute {
+ public:
+  // REQUIRES: options.Validate() is ok.
+  explicit CpuCompute(CpuComputeOptions options = {});
+  ~CpuCompute() override;
+
+  int threads() const { return threads_.count(); }
+  // "cpu (2 threads)".
+  std::string Describe() const;
+
+  bool Supports(ElementType type) const override;
+  MemoryStats memory_stats() const override { return allocator_.stats(); }
+  void ResetPeak() override { allocator_.ResetPeak(); }
+  void Synchronize() override {}
+
+ protected:
+  void* DoAllocate(int64_t bytes) override;
+  void DoFree(void* data, int64_t bytes) override;
+  void DoCopyFromHost(const void* host, Tensor& dst) override;
+  void DoCopyToHost(const Tensor& src, void* host) override;
+  void DoCopy(const Tensor& src, Tensor& dst) override;
+  void DoFill(float value, Tensor& dst) override;
+  void DoGemmStridedBatched(const BatchedGemm& gemm, const Tensor& a, const Tensor& b,
+                            Tensor& c) override;
+  void DoAdd(const Tensor& a, const Tensor& b, Tensor& out) override;
+  void DoMul(const Tensor& a, const Tensor& b, Tensor& out) override;
+  void DoAxpy(float alpha, const Tensor& x, Tensor& y) override;
+  void DoScale(float alpha, Tensor& x) override;
+  void DoAddBias(const Tensor& bias_C, Tensor& y_NC) override;
+  void DoBiasGrad(const Tensor& dy_NC, Tensor& dbias_C) override;
+  void DoActivation(ActivationKind f, const Tensor& x, Tensor& y) override;
+  void DoActivationBackward(ActivationKind f, const Tensor& x, const Tensor& dy,
+                            Tensor& dx) override;
+  void DoSwiGlu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void DoSwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dout, Tensor& dgate,
+                        Tensor& dup) override;
+  void DoSoftmax(const Tensor& x, bool causal, Tensor& y) override;
+  void DoSoftmaxBackward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  void DoLayerNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& beta_C, float eps,
+                   Tensor& y_NC, Tensor& mean_N, Tensor& rstd_N) override;
+  void DoLayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& mean_N,
+                           const Tensor& rstd_N, const Tensor& dy_NC, Tensor& dx_NC,
+                           Tensor& dgamma_C, Tensor& dbeta_C) override;
+  void DoRmsNorm(const Tensor& x_NC, const Tensor& gamma_C, float eps, Tensor& y_NC,
+                 Tensor& rstd_N) override;
+  void DoRmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& rstd_N,
+                         const Tensor& dy_NC, Tensor& dx_NC, Tensor& dgamma_C) override;
+  void DoEmbedding(const Tensor& ids_N, const Tensor& table_VC, Tensor& out_NC) override;
+  void DoEmbeddingBackward(const Tensor& ids_N, const Tensor& dout_NC, Tensor& dtable_VC) override;
+  void DoCrossEntropy(const Tensor& logits_NV, const Tensor& targets_N, Tensor& probs_NV,
+                      Tensor& loss_1) override;
+  void DoCrossEntropyBackward(const Tensor& probs_NV, const Tensor& targets_N, float dloss,
+                              Tensor& dlogits_NV) override;
+  void DoAdamW(const AdamWConfig& config, int64_t step, const Tensor& grad, Tensor& param,
+               Tensor& m, Tensor& v) override;
+  void DoSgd(const SgdConfig& config, const Tensor& grad, Tensor& param, Tensor& buf) override;
+
+ private:
+  TrackingAllocator allocator_;
+  CpuThreads threads_;
+};
+
+}  // namespace trident
