@@ -17,6 +17,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "i/o error";
     case StatusCode::kInfeasible:
       return "infeasible";
+    case StatusCode::kDeadlineExceeded:
+      return "deadline exceeded";
     case StatusCode::kFailedPrecondition:
       return "failed precondition";
     case StatusCode::kInternal:

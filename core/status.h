@@ -16,10 +16,11 @@ namespace trident {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // bad user input: a file, a key, a flag
-  kNotFound,         // a file or an entry that does not exist
-  kIoError,          // the environment failed: read, write, rename
-  kInfeasible,       // a request no plan can satisfy
+  kInvalidArgument,   // bad user input: a file, a key, a flag
+  kNotFound,          // a file or an entry that does not exist
+  kIoError,           // the environment failed: read, write, rename
+  kInfeasible,        // a request no plan can satisfy
+  kDeadlineExceeded,  // a wait (a message, a collective) ran past its timeout
   kFailedPrecondition,
   kInternal,
 };
@@ -59,6 +60,9 @@ inline Status IoError(std::string message) {
 }
 inline Status Infeasible(std::string message) {
   return Status(StatusCode::kInfeasible, std::move(message));
+}
+inline Status DeadlineExceeded(std::string message) {
+  return Status(StatusCode::kDeadlineExceeded, std::move(message));
 }
 inline Status FailedPrecondition(std::string message) {
   return Status(StatusCode::kFailedPrecondition, std::move(message));

@@ -1,0 +1,144 @@
+// Comm: the communicator every rank of a running job talks through.
+//
+// One small interface with three backends: MPI (CPU jobs; mpi_comm.h), NCCL (GPU jobs; later)
+// and in-process threads for unit tests (inprocess_comm.h). The runtime sees only `Comm`; it
+// gets the world communicator from MakeWorldComm (comm_factory.h) and the tp, pp and dp groups
+// of core/rank_map.h from Split. Communicators travel in the runtime's context object; there is
+// no global one.
+//
+// Buffers are floats in host memory for the MPI and in-process backends (the NCCL backend will
+// take device pointers). Every backend gives bit-identical results for exactly representable
+// inputs (small integers times powers of two): then every summation order gives the same sum.
+//
+// Errors: argument errors are InvalidArgument, found before anything is sent, with the same
+// message in every backend. A wait that passes its deadline returns DeadlineExceeded whose
+// message names the operation, the peer, the tag and how long it waited; IsCommTimeout()
+// recognizes it.
+//
+// Thread-safety: a Comm is used by one thread at a time (MPI_THREAD_SERIALIZED). Different
+// Comms, including the sub-communicators of one Comm, may be used from different threads only
+// where the backend says so (the in-process backend: one thread per rank).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+
+namespace trident {
+
+// User tags are 0..kMaxTag; the backends reserve larger ones. MPI guarantees at least 32767.
+inline constexpr int kMaxTag = 32000;
+
+struct CommOptions {
+  // How long a collective or a Split waits for the other ranks before it returns an error.
+  // Point-to-point waits take their own timeout.
+  std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
+};
+
+class Comm;
+
+// A handle to one outstanding Isend or Irecv, valid only with the Comm that made it.
+// Move-only; a moved-from or default-constructed Request is inactive, and Wait, Test and Cancel
+// on it return ok at once (like MPI_REQUEST_NULL). A request becomes inactive when it
+// completes, fails or is cancelled; it stays active after a Wait that timed out.
+class Request {
+ public:
+  Request() = default;
+  Request(Request&& other) noexcept { *this = std::move(other); }
+  Request& operator=(Request&& other) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  bool active() const { return owner_ != nullptr; }
+
+ private:
+  friend class Comm;
+  Request(const Comm* owner, int64_t id) : owner_(owner), id_(id) {}
+
+  const Comm* owner_ = nullptr;
+  int64_t id_ = 0;
+};
+
+class Comm {
+ public:
+  // Withdraws pending receives and lets pending sends finish in the background.
+  virtual ~Comm() = default;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  // This rank's index in the communicator, 0 <= Rank() < Size().
+  virtual int Rank() const = 0;
+  // Number of ranks in the communicator (>= 1).
+  virtual int Size() const = 0;
+
+  // Starts sending `data` to rank `dest` of this communicator with tag 0 <= tag <= kMaxTag.
+  // REQUIRES: `data` stays valid and unchanged until the request completes. The send may
+  // complete before the matching receive is posted (buffered) or only after it; callers must
+  // not rely on either.
+  virtual StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) = 0;
+  // Starts receiving one message from rank `source` with `tag` into `data`. Messages from one
+  // source with one tag are received in the order they were sent (MPI's non-overtaking rule);
+  // different tags may be received in any order. The message must hold exactly data.size()
+  // floats, otherwise the request fails with InvalidArgument.
+  // REQUIRES: `data` stays valid and untouched until the request completes.
+  virtual StatusOr<Request> Irecv(std::span<float> data, int source, int tag) = 0;
+
+  // Blocks until `request` completes (returns its status) or `timeout` passes (returns a
+  // timeout error and leaves the request active: wait again, or Cancel it).
+  virtual Status Wait(Request& request, std::chrono::milliseconds timeout) = 0;
+  // Returns true and makes the request inactive if it has completed, false if not yet, or the
+  // request's error.
+  virtual StatusOr<bool> Test(Request& request) = 0;
+  // Withdraws a pending receive; if it has already matched a message it completes normally
+  // (the data is in its buffer). Either way the request becomes inactive. Sends cannot be
+  // cancelled (InvalidArgument; the request stays active).
+  virtual Status Cancel(Request& request) = 0;
+
+  // Collectives: every rank of the communicator calls the same collective, in the same order,
+  // with the same sizes (and root). They block until done or until the collective timeout
+  // passes; after a timeout the communicator is broken (every later call fails) and the job
+  // should abort. The in-process backend sums in rank order, ((x0 + x1) + x2) + ...; MPI and
+  // NCCL choose their own order, so backends agree bit for bit when every order gives the same
+  // sum (exactly representable inputs), and up to reassociation otherwise.
+
+  // data := elementwise sum of every rank's data.
+  virtual Status AllReduceSum(std::span<float> data) = 0;
+  // recv := rank 0's send, then rank 1's, ...   REQUIRES: recv.size() == Size() * send.size().
+  virtual Status AllGather(std::span<const float> send, std::span<float> recv) = 0;
+  // recv := block Rank() of the elementwise sum of every rank's send, blocks being consecutive
+  // recv.size() floats.   REQUIRES: send.size() == Size() * recv.size().
+  virtual Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) = 0;
+  // data := rank root's data.
+  virtual Status Broadcast(std::span<float> data, int root) = 0;
+  // Returns once every rank has entered the barrier.
+  virtual Status Barrier() = 0;
+
+  // A sub-communicator of the listed ranks of this communicator; rank i of the result is
+  // ranks[i]. Every listed rank calls Split with the same list (the others do not call it), and
+  // it blocks until they all have, or the collective timeout passes (then this communicator is
+  // broken, as after a collective). Use it for the tp, pp and dp groups of a RankMap. The
+  // result has its own message space (a tag used in it never matches one in the parent), the
+  // same options, and may outlive this communicator.
+  // Fails with InvalidArgument when the list is empty, repeats a rank, names a rank outside
+  // 0..Size()-1 or does not contain Rank(). Lists that differ between the listed ranks are
+  // InvalidArgument in the MPI backend when they share the first rank, a timeout otherwise.
+  virtual StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) = 0;
+
+ protected:
+  Comm() = default;
+
+  // For backends: requests carry the Comm that made them and a backend-chosen id.
+  Request MakeRequest(int64_t id) const { return Request(this, id); }
+  bool Owns(const Request& request) const { return request.owner_ == this; }
+  static int64_t RequestId(const Request& request) { return request.id_; }
+  static void Deactivate(Request& request) { request = Request(); }
+};
+
+// True when `status` is the timeout error of a Wait, a collective or a Split.
+bool IsCommTimeout(const Status& status);
+
+}  // namespace trident

@@ -1,0 +1,47 @@
+// Argument checks and error messages shared by every Comm backend, so that each backend
+// rejects the same calls with the same words. Internal to runtime/comm.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "runtime/comm/comm.h"
+
+namespace trident::comm_internal {
+
+// Every timeout message contains this phrase.
+inline constexpr std::string_view kTimeoutPhrase = " did not complete within ";
+
+// "Irecv from rank 1 (tag 99, 4 floats)" / "Isend to rank 2 (tag 3, 8 floats)".
+std::string DescribeTransfer(bool is_send, int peer, int tag, size_t count);
+
+// "[0, 2, 3]".
+std::string RankList(const std::vector<int>& ranks);
+
+// "<what> did not complete within 50 ms; hint: <hint>" (DeadlineExceeded).
+Status TimeoutError(std::string_view what, std::chrono::milliseconds waited, std::string_view hint);
+
+Status CheckPeer(std::string_view op, std::string_view role, int peer, int size);
+Status CheckTag(std::string_view op, int tag);
+// MPI counts are ints.
+Status CheckCount(std::string_view op, size_t count);
+Status CheckAllGatherSizes(size_t send_count, size_t recv_count, int size);
+Status CheckReduceScatterSizes(size_t send_count, size_t recv_count, int size);
+Status CheckNoOverlap(std::string_view op, std::span<const float> send,
+                      std::span<const float> recv);
+Status CheckSplitRanks(const std::vector<int>& ranks, int rank, int size);
+
+// A request that this Comm did not make, or that already completed.
+Status UnknownRequestError(std::string_view op);
+Status CancelSendError(std::string_view transfer);
+// A received message whose length differs from the buffer; `got` is a count or "more".
+Status MessageSizeError(std::string_view transfer, std::string_view got);
+// Every call after a collective timed out.
+Status BrokenCommError(std::string_view op, std::string_view cause);
+
+}  // namespace trident::comm_internal

@@ -1,0 +1,32 @@
+// The world communicator of a launched job, by backend name.
+//
+//   TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Comm> world, MakeWorldComm("mpi"));
+//
+// The only place outside the backends that knows which backends were built.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "runtime/comm/comm.h"
+
+namespace trident {
+
+// Backends MakeWorldComm can make in this build, e.g. {"mpi"}.
+std::vector<std::string> WorldCommKinds();
+
+// The world communicator for backend `kind`:
+//   "mpi": starts MPI if needed (MPI_Init_thread; MPI_Finalize once every MPI communicator of
+//          the process is destroyed) and duplicates MPI_COMM_WORLD (collective over it). May be
+//          called again while an MPI communicator is alive; MPI cannot start again after it
+//          finalized, so keep the world communicator for the whole job.
+// Fails with InvalidArgument for an unknown kind, and FailedPrecondition for a known backend
+// this build does not include. (The in-process backend has no world of its own: see
+// inprocess_comm.h.)
+StatusOr<std::unique_ptr<Comm>> MakeWorldComm(std::string_view kind,
+                                              const CommOptions& options = {});
+
+}  // namespace trident

@@ -1,0 +1,392 @@
+#include "runtime/comm/inprocess_comm.h"
+
+#include <algorithm>
+#include <exception>
+#include <map>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "core/check.h"
+#include "runtime/comm/comm_checks.h"
+#include "runtime/comm/inprocess_world.h"
+
+namespace trident {
+namespace {
+
+using inprocess_internal::Clock;
+using inprocess_internal::CollectiveKind;
+using inprocess_internal::Contribution;
+using inprocess_internal::Message;
+using inprocess_internal::PostedRecv;
+using inprocess_internal::Round;
+using inprocess_internal::Transfer;
+using inprocess_internal::WaitLocked;
+using inprocess_internal::WaitResult;
+using inprocess_internal::WorldState;
+
+constexpr std::string_view kTransferHint =
+    "the peer may have failed, or not posted the matching Isend/Irecv with the same tag";
+
+class InProcessComm final : public Comm {
+ public:
+  InProcessComm(std::shared_ptr<WorldState> world, int context, std::vector<int> world_ranks,
+                int rank, const CommOptions& options)
+      : world_(std::move(world)),
+        context_(context),
+        world_ranks_(std::move(world_ranks)),
+        rank_(rank),
+        options_(options) {}
+
+  int Rank() const override { return rank_; }
+  int Size() const override { return static_cast<int>(world_ranks_.size()); }
+
+  StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override;
+  StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override;
+  Status Wait(Request& request, std::chrono::milliseconds timeout) override;
+  StatusOr<bool> Test(Request& request) override;
+  Status Cancel(Request& request) override;
+
+  Status AllReduceSum(std::span<float> data) override;
+  Status AllGather(std::span<const float> send, std::span<float> recv) override;
+  Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) override;
+  Status Broadcast(std::span<float> data, int root) override;
+  Status Barrier() override;
+  StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
+
+ private:
+  struct Pending {
+    bool is_send = false;
+    int peer = 0;
+    int tag = 0;
+    size_t count = 0;
+    std::shared_ptr<Transfer> transfer;
+  };
+
+  Status CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
+                       size_t count) const;
+  Status CheckUsable(std::string_view op) const;
+  // REQUIRES: world_->mu held.
+  Status AbortedError(std::string_view op) const;
+  Request Track(Pending pending);
+  // Ends `it`'s request: forgets it, deactivates `request`, returns the transfer's status.
+  // REQUIRES: world_->mu not held.
+  Status Finish(std::map<int64_t, Pending>::iterator it, Request& request);
+  std::map<int64_t, Pending>::iterator Find(const Request& request);
+  // Adds this rank's part to the next round and copies out.size() floats of the result,
+  // starting at `offset`.
+  Status RunCollective(std::string_view op, Contribution mine, std::span<float> out, size_t offset);
+  Status CollectiveTimeout(std::string_view op, const Round& round);
+  StatusOr<int> MeetForSplit(const std::vector<int>& ranks);
+
+  std::shared_ptr<WorldState> world_;
+  int context_;
+  std::vector<int> world_ranks_;  // world rank of each rank of this communicator
+  int rank_;
+  CommOptions options_;
+  int64_t next_request_id_ = 1;
+  std::map<int64_t, Pending> pending_;
+  int64_t collective_seq_ = 0;
+  std::map<std::vector<int>, int> split_counts_;
+  std::string broken_;  // what timed out; empty while usable
+};
+
+Status InProcessComm::CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
+                                    size_t count) const {
+  TRIDENT_RETURN_IF_ERROR(CheckUsable(op));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckPeer(op, role, peer, Size()));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckTag(op, tag));
+  return comm_internal::CheckCount(op, count);
+}
+
+Status InProcessComm::CheckUsable(std::string_view op) const {
+  if (broken_.empty()) return Status::Ok();
+  return comm_internal::BrokenCommError(op, broken_);
+}
+
+Status InProcessComm::AbortedError(std::string_view op) const {
+  return FailedPrecondition(
+      std::string(op) + ": the in-process world was aborted: " + world_->abort_status.message());
+}
+
+Request InProcessComm::Track(Pending pending) {
+  int64_t id = next_request_id_++;
+  pending_.emplace(id, std::move(pending));
+  return MakeRequest(id);
+}
+
+Status InProcessComm::Finish(std::map<int64_t, Pending>::iterator it, Request& request) {
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(world_->mu);
+    status = it->second.transfer->status;
+  }
+  pending_.erase(it);
+  Deactivate(request);
+  return status;
+}
+
+std::map<int64_t, InProcessComm::Pending>::iterator InProcessComm::Find(const Request& request) {
+  if (!Owns(request)) return pending_.end();
+  return pending_.find(RequestId(request));
+}
+
+StatusOr<Request> InProcessComm::Isend(std::span<const float> data, int dest, int tag) {
+  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Isend", "dest", dest, tag, data.size()));
+  auto transfer = std::make_shared<Transfer>();
+  transfer->done = true;  // buffered
+  {
+    std::lock_guard<std::mutex> lock(world_->mu);
+    if (!world_->abort_status.ok()) return AbortedError("Isend");
+    Message message{context_, rank_, tag, std::vector<float>(data.begin(), data.end())};
+    DeliverLocked(*world_, world_ranks_[dest], std::move(message));
+  }
+  world_->cv.notify_all();
+  return Track(Pending{true, dest, tag, data.size(), std::move(transfer)});
+}
+
+StatusOr<Request> InProcessComm::Irecv(std::span<float> data, int source, int tag) {
+  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Irecv", "source", source, tag, data.size()));
+  auto transfer = std::make_shared<Transfer>();
+  {
+    std::lock_guard<std::mutex> lock(world_->mu);
+    if (!world_->abort_status.ok()) return AbortedError("Irecv");
+    PostedRecv recv{context_, source,
+                    tag,      data,
+                    transfer, comm_internal::DescribeTransfer(false, source, tag, data.size())};
+    PostRecvLocked(*world_, world_ranks_[rank_], std::move(recv));
+  }
+  return Track(Pending{false, source, tag, data.size(), std::move(transfer)});
+}
+
+Status InProcessComm::Wait(Request& request, std::chrono::milliseconds timeout) {
+  if (!request.active()) return Status::Ok();
+  auto it = Find(request);
+  if (it == pending_.end()) return comm_internal::UnknownRequestError("Wait");
+  const Pending& p = it->second;
+  {
+    std::unique_lock<std::mutex> lock(world_->mu);
+    WaitResult result =
+        WaitLocked(*world_, lock, Clock::now() + timeout, [&] { return p.transfer->done; });
+    if (result == WaitResult::kAborted) return AbortedError("Wait");
+    if (result == WaitResult::kTimedOut) {
+      std::string what =
+          "Wait: " + comm_internal::DescribeTransfer(p.is_send, p.peer, p.tag, p.count);
+      return comm_internal::TimeoutError(what, timeout, kTransferHint);
+    }
+  }
+  return Finish(it, request);
+}
+
+StatusOr<bool> InProcessComm::Test(Request& request) {
+  if (!request.active()) return true;
+  auto it = Find(request);
+  if (it == pending_.end()) return comm_internal::UnknownRequestError("Test");
+  {
+    std::lock_guard<std::mutex> lock(world_->mu);
+    if (!it->second.transfer->done) {
+      if (!world_->abort_status.ok()) return AbortedError("Test");
+      return false;
+    }
+  }
+  TRIDENT_RETURN_IF_ERROR(Finish(it, request));
+  return true;
+}
+
+Status InProcessComm::Cancel(Request& request) {
+  if (!request.active()) return Status::Ok();
+  auto it = Find(request);
+  if (it == pending_.end()) return comm_internal::UnknownRequestError("Cancel");
+  const Pending& p = it->second;
+  if (p.is_send) {
+    return comm_internal::CancelSendError(
+        comm_internal::DescribeTransfer(true, p.peer, p.tag, p.count));
+  }
+  {
+    std::lock_guard<std::mutex> lock(world_->mu);
+    if (!p.transfer->done) {
+      WithdrawLocked(*world_, world_ranks_[rank_], p.transfer.get());
+      p.transfer->done = true;
+    }
+  }
+  return Finish(it, request);
+}
+
+Status InProcessComm::RunCollective(std::string_view op, Contribution mine, std::span<float> out,
+                                    size_t offset) {
+  TRIDENT_RETURN_IF_ERROR(CheckUsable(op));
+  std::unique_lock<std::mutex> lock(world_->mu);
+  if (!world_->abort_status.ok()) return AbortedError(op);
+  auto key = std::make_pair(context_, collective_seq_++);
+  Round& round = world_->rounds[key];
+  if (round.parts.empty()) round.parts.resize(world_ranks_.size());
+  round.parts[rank_] = std::move(mine);
+  if (++round.arrived == Size()) {
+    FinishRound(round);
+    world_->cv.notify_all();
+  }
+  WaitResult result = WaitLocked(*world_, lock, Clock::now() + options_.collective_timeout,
+                                 [&] { return round.done; });
+  if (result == WaitResult::kAborted) return AbortedError(op);
+  if (result == WaitResult::kTimedOut) return CollectiveTimeout(op, round);
+  Status status = round.status;
+  if (status.ok()) {
+    std::copy_n(round.result.begin() + static_cast<std::ptrdiff_t>(offset), out.size(),
+                out.begin());
+  }
+  if (++round.departed == Size()) world_->rounds.erase(key);
+  return status;
+}
+
+Status InProcessComm::CollectiveTimeout(std::string_view op, const Round& round) {
+  std::vector<int> missing;
+  for (size_t r = 0; r < round.parts.size(); ++r) {
+    if (!round.parts[r]) missing.push_back(static_cast<int>(r));
+  }
+  broken_ = std::string(op) + " that timed out";
+  return comm_internal::TimeoutError(
+      std::string(op) + " on " + std::to_string(Size()) + " ranks (waiting for ranks " +
+          comm_internal::RankList(missing) + ")",
+      options_.collective_timeout, "those ranks may have failed or called another collective");
+}
+
+Status InProcessComm::AllReduceSum(std::span<float> data) {
+  std::vector<float> copy(data.begin(), data.end());
+  Contribution mine{CollectiveKind::kAllReduceSum, data.size(), data.size(), 0, std::move(copy)};
+  return RunCollective("AllReduceSum", std::move(mine), data, 0);
+}
+
+Status InProcessComm::AllGather(std::span<const float> send, std::span<float> recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckAllGatherSizes(send.size(), recv.size(), Size()));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("AllGather", send, recv));
+  std::vector<float> copy(send.begin(), send.end());
+  Contribution mine{CollectiveKind::kAllGather, send.size(), recv.size(), 0, std::move(copy)};
+  return RunCollective("AllGather", std::move(mine), recv, 0);
+}
+
+Status InProcessComm::ReduceScatterSum(std::span<const float> send, std::span<float> recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send.size(), recv.size(), Size()));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("ReduceScatterSum", send, recv));
+  std::vector<float> copy(send.begin(), send.end());
+  Contribution mine{CollectiveKind::kReduceScatterSum, send.size(), recv.size(), 0,
+                    std::move(copy)};
+  return RunCollective("ReduceScatterSum", std::move(mine), recv,
+                       static_cast<size_t>(rank_) * recv.size());
+}
+
+Status InProcessComm::Broadcast(std::span<float> data, int root) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckPeer("Broadcast", "root", root, Size()));
+  std::vector<float> copy;
+  if (rank_ == root) copy.assign(data.begin(), data.end());
+  Contribution mine{CollectiveKind::kBroadcast, data.size(), data.size(), root, std::move(copy)};
+  return RunCollective("Broadcast", std::move(mine), data, 0);
+}
+
+Status InProcessComm::Barrier() { return RunCollective("Barrier", Contribution{}, {}, 0); }
+
+StatusOr<int> InProcessComm::MeetForSplit(const std::vector<int>& ranks) {
+  auto key = std::make_tuple(context_, ranks, split_counts_[ranks]++);
+  size_t index = std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin();
+  std::unique_lock<std::mutex> lock(world_->mu);
+  if (!world_->abort_status.ok()) return AbortedError("Split");
+  inprocess_internal::Rendezvous& meeting = world_->splits[key];
+  if (meeting.arrived == 0) {
+    meeting.context = world_->next_context++;
+    meeting.present.assign(ranks.size(), false);
+  }
+  meeting.present[index] = true;
+  if (++meeting.arrived == static_cast<int>(ranks.size())) world_->cv.notify_all();
+  WaitResult result = WaitLocked(*world_, lock, Clock::now() + options_.collective_timeout,
+                                 [&] { return meeting.arrived == static_cast<int>(ranks.size()); });
+  if (result == WaitResult::kAborted) return AbortedError("Split");
+  if (result == WaitResult::kTimedOut) {
+    std::vector<int> missing;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (!meeting.present[i]) missing.push_back(ranks[i]);
+    }
+    broken_ = "Split that timed out";
+    return comm_internal::TimeoutError(
+        "Split " + comm_internal::RankList(ranks) + " (waiting for ranks " +
+            comm_internal::RankList(missing) + ")",
+        options_.collective_timeout, "every listed rank must call Split with the same list");
+  }
+  int context = meeting.context;
+  if (++meeting.departed == static_cast<int>(ranks.size())) world_->splits.erase(key);
+  return context;
+}
+
+StatusOr<std::unique_ptr<Comm>> InProcessComm::Split(std::vector<int> ranks) {
+  TRIDENT_RETURN_IF_ERROR(CheckUsable("Split"));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckSplitRanks(ranks, rank_, Size()));
+  TRIDENT_ASSIGN_OR_RETURN(int context, MeetForSplit(ranks));
+  std::vector<int> world_ranks;
+  for (int r : ranks) world_ranks.push_back(world_ranks_[r]);
+  int rank = static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
+  return std::unique_ptr<Comm>(
+      new InProcessComm(world_, context, std::move(world_ranks), rank, options_));
+}
+
+Status RunGuarded(const std::function<Status(Comm&)>& body, Comm& comm) {
+  try {
+    return body(comm);
+  } catch (const std::exception& e) {
+    return Internal(std::string("uncaught exception: ") + e.what());
+  } catch (...) {
+    return Internal("uncaught exception of unknown type");
+  }
+}
+
+}  // namespace
+
+InProcessWorld::InProcessWorld(int num_ranks) {
+  TRIDENT_CHECK(num_ranks >= 1) << "an in-process world needs at least one rank, got " << num_ranks;
+  state_ = std::make_shared<WorldState>(num_ranks);
+}
+
+int InProcessWorld::NumRanks() const { return static_cast<int>(state_->mailboxes.size()); }
+
+std::unique_ptr<Comm> InProcessWorld::MakeComm(int rank, const CommOptions& options) {
+  TRIDENT_CHECK(rank >= 0 && rank < NumRanks()) << "rank " << rank << " of " << NumRanks();
+  std::vector<int> world_ranks(NumRanks());
+  for (int r = 0; r < NumRanks(); ++r) world_ranks[r] = r;
+  return std::make_unique<InProcessComm>(state_, 0, std::move(world_ranks), rank, options);
+}
+
+void InProcessWorld::Abort(const Status& reason) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (!state_->abort_status.ok()) return;
+    state_->abort_status = reason.ok() ? Internal("aborted") : reason;
+  }
+  state_->cv.notify_all();
+}
+
+Status RunInProcess(int num_ranks, const std::function<Status(Comm&)>& body,
+                    const CommOptions& options) {
+  if (num_ranks < 1) {
+    return InvalidArgument("RunInProcess: needs at least one rank, got " +
+                           std::to_string(num_ranks));
+  }
+  InProcessWorld world(num_ranks);
+  std::vector<std::unique_ptr<Comm>> comms;
+  for (int r = 0; r < num_ranks; ++r) comms.push_back(world.MakeComm(r, options));
+  std::mutex mu;
+  Status first_failure;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < num_ranks; ++r) {
+    threads.emplace_back([&, r] {
+      Status status = RunGuarded(body, *comms[r]);
+      if (status.ok()) return;
+      status = status.WithPrefix("rank " + std::to_string(r));
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_failure.ok()) first_failure = status;
+      }
+      world.Abort(status);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return first_failure;
+}
+
+}  // namespace trident

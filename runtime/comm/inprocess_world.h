@@ -1,0 +1,120 @@
+// The shared state behind the in-process backend (inprocess_comm.h): mailboxes for messages,
+// rounds for collectives and rendezvous for Split. Internal to runtime/comm.
+//
+// One mutex guards everything and one condition variable announces every change; tests run a
+// handful of ranks, so simplicity wins over throughput. Communicators are told apart by a
+// context id (0 is the world; Split allocates new ones), like MPI's communicator contexts.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace trident::inprocess_internal {
+
+using Clock = std::chrono::steady_clock;
+
+// The outcome of one Isend or Irecv; guarded by WorldState::mu.
+struct Transfer {
+  bool done = false;
+  Status status;
+};
+
+struct Message {
+  int context = 0;
+  int source = 0;  // rank in the communicator of `context`
+  int tag = 0;
+  std::vector<float> data;
+};
+
+struct PostedRecv {
+  int context = 0;
+  int source = 0;
+  int tag = 0;
+  std::span<float> buffer;
+  std::shared_ptr<Transfer> transfer;
+  std::string description;  // for errors: "Irecv from rank 1 (tag 3, 4 floats)"
+};
+
+// What arrived for one world rank: messages nobody asked for yet, and receives nothing matched
+// yet, each in arrival order.
+struct Mailbox {
+  std::deque<Message> unexpected;
+  std::deque<PostedRecv> posted;
+};
+
+enum class CollectiveKind { kAllReduceSum, kAllGather, kReduceScatterSum, kBroadcast, kBarrier };
+
+// One rank's part of a collective.
+struct Contribution {
+  CollectiveKind kind = CollectiveKind::kBarrier;
+  size_t send_count = 0;
+  size_t recv_count = 0;
+  int root = 0;
+  std::vector<float> data;  // empty for Barrier and for non-root Broadcast ranks
+};
+
+// One collective call on one communicator. The last rank to arrive computes `result` (the
+// whole output; each rank copies its slice), and the last to leave erases the round.
+struct Round {
+  std::vector<std::optional<Contribution>> parts;  // by communicator rank
+  int arrived = 0;
+  int departed = 0;
+  bool done = false;
+  Status status;
+  std::vector<float> result;
+};
+
+// One Split: the listed ranks meet here and share the new context id.
+struct Rendezvous {
+  int context = 0;
+  std::vector<bool> present;  // by index in the rank list
+  int arrived = 0;
+  int departed = 0;
+};
+
+// (parent context, rank list, how many times this list was split from that parent before).
+using SplitKey = std::tuple<int, std::vector<int>, int>;
+
+struct WorldState {
+  explicit WorldState(int num_ranks) : mailboxes(num_ranks) {}
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Mailbox> mailboxes;                   // by world rank
+  std::map<std::pair<int, int64_t>, Round> rounds;  // by (context, sequence number)
+  std::map<SplitKey, Rendezvous> splits;
+  int next_context = 1;
+  Status abort_status;  // not ok once aborted
+};
+
+// The functions below REQUIRE state.mu held.
+
+// Hands `message` to the oldest receive posted at `world_rank` that matches it, or queues it.
+void DeliverLocked(WorldState& state, int world_rank, Message message);
+// Matches `recv` with the oldest queued message at `world_rank`, or posts it.
+void PostRecvLocked(WorldState& state, int world_rank, PostedRecv recv);
+// Removes the posted receive of `transfer` at `world_rank`, if it is still posted.
+void WithdrawLocked(WorldState& state, int world_rank, const Transfer* transfer);
+// Checks that all parts agree and computes the round's result; sets done.
+void FinishRound(Round& round);
+
+enum class WaitResult { kReady, kAborted, kTimedOut };
+// Waits on state.cv until `ready()` (checked first), the world is aborted, or `deadline`.
+WaitResult WaitLocked(WorldState& state, std::unique_lock<std::mutex>& lock,
+                      Clock::time_point deadline, const std::function<bool()>& ready);
+
+}  // namespace trident::inprocess_internal

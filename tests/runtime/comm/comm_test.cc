@@ -1,0 +1,192 @@
+// The in-process backend: every shared scenario (comm_scenarios.h) with 1 to 4 ranks, plus
+// what only this backend checks (failure propagation, mismatched collectives, timeouts that
+// name the missing ranks) and the factory's errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "runtime/comm/comm_factory.h"
+#include "runtime/comm/inprocess_comm.h"
+#include "tests/runtime/comm/comm_scenarios.h"
+
+namespace trident {
+namespace {
+
+using comm_scenarios::Scenario;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+CommOptions TimeoutAfter(milliseconds timeout) {
+  CommOptions options;
+  options.collective_timeout = timeout;
+  return options;
+}
+
+class InProcessScenarioTest : public ::testing::TestWithParam<std::tuple<int, Scenario>> {};
+
+TEST_P(InProcessScenarioTest, Passes) {
+  const auto& [num_ranks, scenario] = GetParam();
+  Status status = RunInProcess(
+      num_ranks,
+      [&](Comm& comm) {
+        scenario.run(comm);
+        // A rank that failed an assertion aborts the world, so its peers do not wait for it.
+        if (comm_scenarios::TakeThreadFailure()) return Internal("a check failed on this rank");
+        return Status::Ok();
+      },
+      TimeoutAfter(std::chrono::seconds(10)));
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+std::string ScenarioTestName(
+    const ::testing::TestParamInfo<InProcessScenarioTest::ParamType>& info) {
+  return std::get<1>(info.param).name + "_" + std::to_string(std::get<0>(info.param)) + "ranks";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, InProcessScenarioTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                                            ::testing::ValuesIn(comm_scenarios::AllScenarios())),
+                         ScenarioTestName);
+
+TEST(RunInProcessTest, ReturnsTheFirstFailureAndReleasesWaitingPeers) {
+  Clock::time_point start = Clock::now();
+  Status status = RunInProcess(
+      3,
+      [](Comm& comm) -> Status {
+        if (comm.Rank() == 1) return Internal("boom");
+        return comm.Barrier();  // would wait a minute without the abort
+      },
+      TimeoutAfter(std::chrono::minutes(1)));
+  EXPECT_EQ(status.code(), StatusCode::kInternal);
+  EXPECT_EQ(status.message(), "rank 1: boom");
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(RunInProcessTest, TurnsExceptionsIntoErrors) {
+  Status status = RunInProcess(2, [](Comm& comm) -> Status {
+    if (comm.Rank() == 0) throw std::runtime_error("bad rank");
+    return comm.Barrier();
+  });
+  EXPECT_EQ(status.code(), StatusCode::kInternal);
+  EXPECT_THAT(status.message(), HasSubstr("rank 0: uncaught exception: bad rank"));
+}
+
+TEST(RunInProcessTest, RejectsZeroRanks) {
+  EXPECT_EQ(RunInProcess(0, [](Comm&) { return Status::Ok(); }).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(InProcessCommTest, MismatchedCollectivesFailOnEveryRank) {
+  Status status = RunInProcess(2, [](Comm& comm) -> Status {
+    std::vector<float> data(comm.Rank() == 0 ? 4 : 5, 1.0f);
+    Status result = comm.AllReduceSum(data);
+    if (result.code() != StatusCode::kInvalidArgument) return Internal(result.ToString());
+    if (result.message().find("rank 0 called AllReduceSum (4 floats) but rank 1 called "
+                              "AllReduceSum (5 floats)") == std::string::npos) {
+      return Internal(result.message());
+    }
+    return Status::Ok();
+  });
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+TEST(InProcessCommTest, CollectiveTimeoutNamesMissingRanksAndBreaksTheComm) {
+  Status status = RunInProcess(
+      3,
+      [](Comm& comm) -> Status {
+        if (comm.Rank() == 2) return Status::Ok();  // never joins
+        Status result = comm.Barrier();
+        if (!IsCommTimeout(result)) return Internal("expected a timeout: " + result.ToString());
+        if (result.message() !=
+            "Barrier on 3 ranks (waiting for ranks [2]) did not complete "
+            "within 50 ms; hint: those ranks may have failed or called "
+            "another collective") {
+          return Internal(result.message());
+        }
+        std::vector<float> data(1);
+        Status after = comm.AllReduceSum(data);
+        if (after.message().find("unusable after an earlier Barrier that timed out") ==
+            std::string::npos) {
+          return Internal(after.ToString());
+        }
+        return Status::Ok();
+      },
+      TimeoutAfter(milliseconds(50)));
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+TEST(InProcessCommTest, SplitTimesOutWhenAListedRankNeverCalls) {
+  Status status = RunInProcess(
+      2,
+      [](Comm& comm) -> Status {
+        if (comm.Rank() == 1) return Status::Ok();
+        StatusOr<std::unique_ptr<Comm>> sub = comm.Split({0, 1});
+        if (!IsCommTimeout(sub.status())) return Internal(sub.status().ToString());
+        if (sub.status().message().find("Split [0, 1] (waiting for ranks [1])") ==
+            std::string::npos) {
+          return Internal(sub.status().message());
+        }
+        return Status::Ok();
+      },
+      TimeoutAfter(milliseconds(50)));
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+TEST(InProcessWorldTest, AbortReleasesAPendingWait) {
+  InProcessWorld world(2);
+  std::unique_ptr<Comm> comm = world.MakeComm(0);
+  Status waited;
+  std::thread rank0([&] {
+    std::vector<float> buffer(1);
+    StatusOr<Request> recv = comm->Irecv(buffer, 1, 0);
+    if (recv.ok()) waited = comm->Wait(*recv, std::chrono::minutes(1));
+  });
+  std::this_thread::sleep_for(milliseconds(20));
+  world.Abort(Internal("rank 1 died"));
+  rank0.join();
+  EXPECT_EQ(waited.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(waited.message(), HasSubstr("aborted: rank 1 died"));
+  EXPECT_FALSE(IsCommTimeout(waited));
+}
+
+TEST(InProcessWorldTest, UnreceivedMessagesAreDroppedWithTheWorld) {
+  InProcessWorld world(2);
+  std::unique_ptr<Comm> comm = world.MakeComm(0);
+  std::vector<float> data = {1.0f, 2.0f};
+  StatusOr<Request> send = comm->Isend(data, 1, 3);
+  ASSERT_TRUE(send.ok()) << send.status().ToString();
+  EXPECT_TRUE(comm->Wait(*send, milliseconds(0)).ok());  // buffered: complete at once
+}
+
+TEST(CommFactoryTest, RejectsUnknownKind) {
+  StatusOr<std::unique_ptr<Comm>> comm = MakeWorldComm("carrier-pigeon");
+  EXPECT_EQ(comm.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(comm.status().message(), HasSubstr("unknown comm backend 'carrier-pigeon'"));
+}
+
+TEST(CommFactoryTest, MpiIsAClearErrorInABuildWithoutIt) {
+  std::vector<std::string> kinds = WorldCommKinds();
+  if (std::find(kinds.begin(), kinds.end(), "mpi") != kinds.end()) {
+    GTEST_SKIP() << "built with MPI: comm_mpi_test covers MakeWorldComm(\"mpi\")";
+  }
+  StatusOr<std::unique_ptr<Comm>> comm = MakeWorldComm("mpi");
+  EXPECT_EQ(comm.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(comm.status().message(), HasSubstr("configured without MPI"));
+}
+
+}  // namespace
+}  // namespace trident
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  trident::comm_scenarios::InstallThreadFailureListener();
+  return RUN_ALL_TESTS();
+}
