@@ -1,0 +1,171 @@
+// Causal multi-head self-attention on this rank's Al heads. Legend in layer.h.
+//   qkv = in·Wqkvᵀ + bqkv, [B, S, Al, 3, D]     (column-parallel)
+//   per sequence b and head i (one strided-batched GEMM over the heads, no permutes):
+//     P_i = causal-softmax(Q_i·K_iᵀ / √D)        [S, S]
+//     C_i = P_i·V_i                              [S, D], written at columns i·D of ctx_BSHl
+//   out = all-reduce(ctx·Wprojᵀ) + bproj          (row-parallel)
+// Backward: dC = dout·Wproj; dP_i = dC_i·V_iᵀ; dV_i = P_iᵀ·dC_i; dS = softmax'(dP);
+//   dQ_i = dS_i·K_i / √D; dK_i = dS_iᵀ·Q_i / √D; din = all-reduce(dqkv·Wqkv).
+#include <cmath>
+
+#include "runtime/layers/block_parts.h"
+
+namespace trident {
+
+namespace {
+
+struct Heads {
+  int64_t b = 0, s = 0, al = 0, d = 0;  // B, S, Al, D
+  int64_t hl() const { return al * d; }
+};
+
+Heads HeadsOf(const AttentionParams& p, const Tensor& in_BSH) {
+  TRIDENT_CHECK(in_BSH.rank() == 3)
+      << "attention input must be [B, S, H], got " << in_BSH.ToString();
+  Heads g;
+  g.b = in_BSH.dim(0);
+  g.s = in_BSH.dim(1);
+  g.d = in_BSH.dim(2) / p.heads;
+  g.al = p.qkv_weight.value.dim(0) / (3 * g.d);
+  return g;
+}
+
+// Q (which 0), K (1) or V (2) of every head of sequence b, in qkv_BS3Hl.
+MatrixLayout QkvLayout(const Heads& g, int64_t b, int which) {
+  return {b * g.s * 3 * g.hl() + which * g.d, g.s, g.d, 3 * g.hl(), 3 * g.d};
+}
+// The [S, S] score / probability matrices of sequence b, in a [B, Al, S, S] tensor.
+MatrixLayout ScoreLayout(const Heads& g, int64_t b) {
+  return {b * g.al * g.s * g.s, g.s, g.s, g.s, g.s * g.s};
+}
+// Head i's columns [i·D, (i+1)·D) of sequence b, in ctx_BSHl.
+MatrixLayout CtxLayout(const Heads& g, int64_t b) {
+  return {b * g.s * g.hl(), g.s, g.d, g.hl(), g.d};
+}
+
+void HeadGemm(Compute& compute, const Heads& g, bool trans_a, bool trans_b, float alpha,
+              MatrixLayout a, MatrixLayout b, MatrixLayout c, const Tensor& ta, const Tensor& tb,
+              Tensor& tc) {
+  BatchedGemm gemm{g.al, trans_a, trans_b, alpha, 0.0f, a, b, c};
+  compute.GemmStridedBatched(gemm, ta, tb, tc);
+}
+
+float Scale(const Heads& g) { return 1.0f / std::sqrt(static_cast<float>(g.d)); }
+
+void ComputeProbs(Compute& compute, const Heads& g, AttentionStash& st) {
+  st.probs_BAlSS = compute.Allocate({g.b, g.al, g.s, g.s});
+  for (int64_t b = 0; b < g.b; ++b) {
+    HeadGemm(compute, g, false, true, Scale(g), QkvLayout(g, b, 0), QkvLayout(g, b, 1),
+             ScoreLayout(g, b), st.qkv_BS3Hl, st.qkv_BS3Hl, st.probs_BAlSS);
+  }
+  compute.Softmax(st.probs_BAlSS, /*causal=*/true, st.probs_BAlSS);
+}
+
+void ComputeContext(Compute& compute, const Heads& g, AttentionStash& st) {
+  st.ctx_BSHl = compute.Allocate({g.b, g.s, g.hl()});
+  for (int64_t b = 0; b < g.b; ++b) {
+    HeadGemm(compute, g, false, false, 1.0f, ScoreLayout(g, b), QkvLayout(g, b, 2), CtxLayout(g, b),
+             st.probs_BAlSS, st.qkv_BS3Hl, st.ctx_BSHl);
+  }
+}
+
+// dprobs_BAlSS = dP, and dV into dqkv.
+void ContextBackward(Compute& compute, const Heads& g, AttentionStash& st, const Tensor& dctx,
+                     Tensor& dprobs, Tensor& dqkv) {
+  for (int64_t b = 0; b < g.b; ++b) {
+    HeadGemm(compute, g, false, true, 1.0f, CtxLayout(g, b), QkvLayout(g, b, 2), ScoreLayout(g, b),
+             dctx, st.qkv_BS3Hl, dprobs);
+    HeadGemm(compute, g, true, false, 1.0f, ScoreLayout(g, b), CtxLayout(g, b), QkvLayout(g, b, 2),
+             st.probs_BAlSS, dctx, dqkv);
+  }
+}
+
+// dQ and dK into dqkv from the score gradient dscores.
+void ScoreBackward(Compute& compute, const Heads& g, AttentionStash& st, const Tensor& dscores,
+                   Tensor& dqkv) {
+  for (int64_t b = 0; b < g.b; ++b) {
+    HeadGemm(compute, g, false, false, Scale(g), ScoreLayout(g, b), QkvLayout(g, b, 1),
+             QkvLayout(g, b, 0), dscores, st.qkv_BS3Hl, dqkv);
+    HeadGemm(compute, g, true, false, Scale(g), ScoreLayout(g, b), QkvLayout(g, b, 0),
+             QkvLayout(g, b, 1), dscores, st.qkv_BS3Hl, dqkv);
+  }
+}
+
+}  // namespace
+
+AttentionParams MakeAttentionParams(const LayerContext& context, const std::string& prefix,
+                                    int64_t hidden, int64_t heads) {
+  AttentionParams p;
+  p.heads = heads;
+  p.qkv_weight = MakeParameter(context, prefix + "qkv.weight", {3 * hidden, hidden},
+                               SliceAxis::kRows, WeightInit());
+  p.qkv_bias = MakeParameter(context, prefix + "qkv.bias", {3 * hidden}, SliceAxis::kRows,
+                             InitKind::Zeros());
+  p.proj_weight = MakeParameter(context, prefix + "proj.weight", {hidden, hidden},
+                                SliceAxis::kColumns, WeightInit());
+  p.proj_bias =
+      MakeParameter(context, prefix + "proj.bias", {hidden}, SliceAxis::kFull, InitKind::Zeros());
+  return p;
+}
+
+void AppendAttentionParams(AttentionParams& p, std::vector<Parameter>& out) {
+  for (OwnedParameter* q : {&p.qkv_weight, &p.qkv_bias, &p.proj_weight, &p.proj_bias}) {
+    out.push_back(q->Ref());
+  }
+}
+
+void AttentionRecompute(const LayerContext& context, AttentionParams& p, AttentionStash& stash) {
+  Compute& compute = *context.compute;
+  const Heads g = HeadsOf(p, stash.in_BSH);
+  const bool full = !stash.qkv_BS3Hl.defined();
+  if (full) {
+    stash.qkv_BS3Hl = compute.Allocate({g.b, g.s, 3 * g.hl()});
+    LinearForward(compute, stash.in_BSH, p.qkv_weight.value, &p.qkv_bias.value, stash.qkv_BS3Hl);
+  }
+  if (!stash.probs_BAlSS.defined()) ComputeProbs(compute, g, stash);
+  if (full) ComputeContext(compute, g, stash);
+}
+
+Tensor AttentionForward(const LayerContext& context, AttentionParams& p, Tensor in_BSH,
+                        AttentionStash& stash) {
+  stash.in_BSH = std::move(in_BSH);
+  AttentionRecompute(context, p, stash);
+  Tensor out_BSH = context.compute->Allocate(stash.in_BSH.shape());
+  LinearForward(*context.compute, stash.ctx_BSHl, p.proj_weight.value, nullptr, out_BSH);
+  TpAllReduce(context, out_BSH);
+  context.compute->AddBias(p.proj_bias.value, out_BSH);
+  return out_BSH;
+}
+
+Tensor AttentionBackwardInput(const LayerContext& context, AttentionParams& p,
+                              AttentionStash& stash, Tensor dout_BSH) {
+  Compute& compute = *context.compute;
+  const Heads g = HeadsOf(p, stash.in_BSH);
+  Tensor dctx_BSHl = compute.Allocate(stash.ctx_BSHl.shape());
+  LinearBackwardInput(compute, dout_BSH, p.proj_weight.value, dctx_BSHl);
+  Tensor dqkv_BS3Hl = compute.Allocate(stash.qkv_BS3Hl.shape());
+  Tensor dscores_BAlSS = compute.Allocate(stash.probs_BAlSS.shape());
+  ContextBackward(compute, g, stash, dctx_BSHl, dscores_BAlSS, dqkv_BS3Hl);
+  compute.SoftmaxBackward(stash.probs_BAlSS, dscores_BAlSS, dscores_BAlSS);
+  ScoreBackward(compute, g, stash, dscores_BAlSS, dqkv_BS3Hl);
+  stash.probs_BAlSS = Tensor();
+  stash.qkv_BS3Hl = Tensor();
+  Tensor din_BSH = compute.Allocate(stash.in_BSH.shape());
+  LinearBackwardInput(compute, dqkv_BS3Hl, p.qkv_weight.value, din_BSH);
+  TpAllReduce(context, din_BSH);
+  stash.dqkv_BS3Hl = std::move(dqkv_BS3Hl);
+  stash.dout_BSH = std::move(dout_BSH);
+  return din_BSH;
+}
+
+void AttentionBackwardWeight(const LayerContext& context, AttentionParams& p,
+                             AttentionStash& stash) {
+  Compute& compute = *context.compute;
+  LinearBackwardWeight(compute, stash.ctx_BSHl, stash.dout_BSH, p.proj_weight.grad,
+                       &p.proj_bias.grad);
+  LinearBackwardWeight(compute, stash.in_BSH, stash.dqkv_BS3Hl, p.qkv_weight.grad,
+                       &p.qkv_bias.grad);
+  stash = AttentionStash();
+}
+
+}  // namespace trident

@@ -1,0 +1,138 @@
+// Token (+ learned position) embedding, vocabulary-parallel. Legend in layer.h.
+//   x_BSH = all-reduce(token_VlH[ids − begin], 0 where ids lie outside [begin, end))
+//           + position_SH[s]                  (added after the all-reduce, once)
+// Rank r holds the token rows [begin, end) of ShardSlice (Megatron's padded split). The output
+// gradient is whole on every rank, so backward needs no collective; the weight gradient
+// scatter-adds it into the local rows. Stash: the local ids, 4·B·S bytes (as the cost model).
+#include <span>
+#include <vector>
+
+#include "runtime/layers/layers_internal.h"
+
+namespace trident {
+
+namespace {
+
+struct EmbeddingStash {
+  Tensor local_ids_BS;                 // ids − begin, 0 where masked
+  std::vector<int64_t> masked_tokens;  // host-side: tokens whose id another rank holds
+  Tensor dy_BSH;                       // kept from BackwardInput for BackwardWeight
+  int64_t Bytes() const { return SumBytes({&local_ids_BS, &dy_BSH}); }
+};
+
+class Embedding final : public Layer {
+ public:
+  Embedding(const ModelSpec& model, const LayerContext& context) : context_(context) {
+    token_ = MakeParameter(context, "token.weight", {model.vocab_size, model.hidden},
+                           SliceAxis::kRows, WeightInit());
+    TRIDENT_CHECK(token_.value.dim(0) > 0)
+        << "tp " << context.tp_size << " leaves rank " << context.tp_rank << " no vocabulary rows";
+    if (model.positions == PositionKind::kLearned) {
+      position_ = MakeParameter(context, "position.weight", {model.max_seq_len, model.hidden},
+                                SliceAxis::kFull, WeightInit());
+    }
+  }
+
+  Tensor Forward(int micro_batch, Tensor ids_BS, const Tensor* /*targets*/) override {
+    Compute& compute = *context_.compute;
+    TRIDENT_CHECK(ids_BS.rank() == 2)
+        << "embedding input must be ids [B, S], got " << ids_BS.ToString();
+    EmbeddingStash stash = LocalIds(ids_BS);
+    const int64_t hidden = token_.value.dim(1);
+    Tensor x_BSH = compute.Allocate({ids_BS.dim(0), ids_BS.dim(1), hidden});
+    compute.Embedding(stash.local_ids_BS, token_.value, x_BSH);
+    for (int64_t n : stash.masked_tokens) {
+      Tensor row = x_BSH.View(n * hidden, {hidden});
+      compute.Fill(0.0f, row);
+    }
+    TpAllReduce(context_, x_BSH);
+    if (position_.value.defined()) AddPositions(x_BSH);
+    stashes_.Put(micro_batch, std::move(stash));
+    return x_BSH;
+  }
+
+  Tensor BackwardInput(int micro_batch, Tensor dy_BSH) override {
+    stashes_.Get(micro_batch).dy_BSH = std::move(dy_BSH);
+    return Tensor();
+  }
+
+  void BackwardWeight(int micro_batch) override {
+    Compute& compute = *context_.compute;
+    EmbeddingStash& st = stashes_.Get(micro_batch);
+    if (position_.value.defined()) {
+      Tensor positions_BS = PositionIds(st.dy_BSH.dim(0), st.dy_BSH.dim(1));
+      compute.EmbeddingBackward(positions_BS, st.dy_BSH, position_.grad);
+    }
+    const int64_t hidden = st.dy_BSH.dim(-1);
+    for (int64_t n : st.masked_tokens) {
+      Tensor row = st.dy_BSH.View(n * hidden, {hidden});
+      compute.Fill(0.0f, row);
+    }
+    compute.EmbeddingBackward(st.local_ids_BS, st.dy_BSH, token_.grad);
+    stashes_.Erase(micro_batch);
+  }
+
+  void Discard(int micro_batch) override { stashes_.Erase(micro_batch); }
+
+  std::vector<Parameter> Parameters() override {
+    std::vector<Parameter> out = {token_.Ref()};
+    if (position_.value.defined()) out.push_back(position_.Ref());
+    return out;
+  }
+
+  int64_t StashBytes(int micro_batch) const override { return stashes_.Bytes(micro_batch); }
+
+ private:
+  // The ids as this rank's rows: id − begin, or 0 (and listed as masked) outside its range.
+  EmbeddingStash LocalIds(const Tensor& ids_BS) {
+    Compute& compute = *context_.compute;
+    std::vector<int32_t> ids(static_cast<size_t>(ids_BS.numel()));
+    compute.CopyToHost(ids_BS, std::span<int32_t>(ids));
+    EmbeddingStash stash;
+    const int64_t begin = token_.slice.axis == SliceAxis::kRows ? token_.slice.begin : 0;
+    const int64_t rows = token_.value.dim(0);
+    for (size_t n = 0; n < ids.size(); ++n) {
+      int64_t local = ids[n] - begin;
+      if (local < 0 || local >= rows) {
+        stash.masked_tokens.push_back(static_cast<int64_t>(n));
+        local = 0;
+      }
+      ids[n] = static_cast<int32_t>(local);
+    }
+    stash.local_ids_BS = compute.Allocate(ids_BS.shape(), ElementType::kInt32);
+    compute.CopyFromHost(std::span<const int32_t>(ids), stash.local_ids_BS);
+    return stash;
+  }
+
+  // [B, S] int32 holding s in column s.
+  Tensor PositionIds(int64_t batch, int64_t seq) {
+    TRIDENT_CHECK(seq <= position_.value.dim(0))
+        << "sequence of " << seq << " tokens exceeds max_seq_len " << position_.value.dim(0);
+    std::vector<int32_t> ids(static_cast<size_t>(batch * seq));
+    for (size_t n = 0; n < ids.size(); ++n) ids[n] = static_cast<int32_t>(n % seq);
+    Tensor positions_BS = context_.compute->Allocate({batch, seq}, ElementType::kInt32);
+    context_.compute->CopyFromHost(std::span<const int32_t>(ids), positions_BS);
+    return positions_BS;
+  }
+
+  void AddPositions(Tensor& x_BSH) {
+    Compute& compute = *context_.compute;
+    Tensor positions_BS = PositionIds(x_BSH.dim(0), x_BSH.dim(1));
+    Tensor pos_BSH = compute.Allocate(x_BSH.shape());
+    compute.Embedding(positions_BS, position_.value, pos_BSH);
+    compute.Add(x_BSH, pos_BSH, x_BSH);
+  }
+
+  LayerContext context_;
+  OwnedParameter token_;     // [V, H] -> [Vl, H]
+  OwnedParameter position_;  // [max_seq_len, H], whole; undefined with RoPE
+  StashMap<EmbeddingStash> stashes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> MakeEmbedding(const ModelSpec& model, const LayerContext& context) {
+  return std::make_unique<Embedding>(model, context);
+}
+
+}  // namespace trident

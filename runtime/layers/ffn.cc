@@ -1,0 +1,72 @@
+// The GELU MLP half of a block. Legend in layer.h.
+//   forward   h = in·W1ᵀ + b1 (column-parallel, local Fl)   act = gelu(h)
+//             out = all-reduce(act·W2ᵀ) + b2                 (row-parallel)
+//   backward  dact = dout·W2   dh = gelu'(h) ⊙ dact   din = all-reduce(dh·W1)
+//             dW2 += doutᵀ·act  db2 += Σ dout  dW1 += dhᵀ·in  db1 += Σ dh
+#include "runtime/layers/block_parts.h"
+
+namespace trident {
+
+FfnParams MakeFfnParams(const LayerContext& context, const std::string& prefix, int64_t hidden,
+                        int64_t ffn_hidden) {
+  FfnParams p;
+  p.fc1_weight = MakeParameter(context, prefix + "fc1.weight", {ffn_hidden, hidden},
+                               SliceAxis::kRows, WeightInit());
+  p.fc1_bias = MakeParameter(context, prefix + "fc1.bias", {ffn_hidden}, SliceAxis::kRows,
+                             InitKind::Zeros());
+  p.fc2_weight = MakeParameter(context, prefix + "fc2.weight", {hidden, ffn_hidden},
+                               SliceAxis::kColumns, WeightInit());
+  p.fc2_bias =
+      MakeParameter(context, prefix + "fc2.bias", {hidden}, SliceAxis::kFull, InitKind::Zeros());
+  return p;
+}
+
+void AppendFfnParams(FfnParams& p, std::vector<Parameter>& out) {
+  for (OwnedParameter* q : {&p.fc1_weight, &p.fc1_bias, &p.fc2_weight, &p.fc2_bias}) {
+    out.push_back(q->Ref());
+  }
+}
+
+void FfnRecompute(const LayerContext& context, FfnParams& p, FfnStash& stash) {
+  Compute& compute = *context.compute;
+  const int64_t ffn_local = p.fc1_weight.value.dim(0);
+  stash.h_BSFl = compute.Allocate(WithLastDim(stash.in_BSH, ffn_local));
+  LinearForward(compute, stash.in_BSH, p.fc1_weight.value, &p.fc1_bias.value, stash.h_BSFl);
+  stash.act_BSFl = compute.Allocate(stash.h_BSFl.shape());
+  compute.Activation(ActivationKind::kGelu, stash.h_BSFl, stash.act_BSFl);
+}
+
+Tensor FfnForward(const LayerContext& context, FfnParams& p, Tensor in_BSH, FfnStash& stash) {
+  stash.in_BSH = std::move(in_BSH);
+  FfnRecompute(context, p, stash);
+  Tensor out_BSH = context.compute->Allocate(stash.in_BSH.shape());
+  LinearForward(*context.compute, stash.act_BSFl, p.fc2_weight.value, nullptr, out_BSH);
+  TpAllReduce(context, out_BSH);
+  context.compute->AddBias(p.fc2_bias.value, out_BSH);
+  return out_BSH;
+}
+
+Tensor FfnBackwardInput(const LayerContext& context, FfnParams& p, FfnStash& stash,
+                        Tensor dout_BSH) {
+  Compute& compute = *context.compute;
+  Tensor dact_BSFl = compute.Allocate(stash.act_BSFl.shape());
+  LinearBackwardInput(compute, dout_BSH, p.fc2_weight.value, dact_BSFl);
+  compute.ActivationBackward(ActivationKind::kGelu, stash.h_BSFl, dact_BSFl, dact_BSFl);
+  stash.h_BSFl = Tensor();
+  Tensor din_BSH = compute.Allocate(stash.in_BSH.shape());
+  LinearBackwardInput(compute, dact_BSFl, p.fc1_weight.value, din_BSH);
+  TpAllReduce(context, din_BSH);
+  stash.dh_BSFl = std::move(dact_BSFl);
+  stash.dout_BSH = std::move(dout_BSH);
+  return din_BSH;
+}
+
+void FfnBackwardWeight(const LayerContext& context, FfnParams& p, FfnStash& stash) {
+  Compute& compute = *context.compute;
+  LinearBackwardWeight(compute, stash.act_BSFl, stash.dout_BSH, p.fc2_weight.grad,
+                       &p.fc2_bias.grad);
+  LinearBackwardWeight(compute, stash.in_BSH, stash.dh_BSFl, p.fc1_weight.grad, &p.fc1_bias.grad);
+  stash = FfnStash();
+}
+
+}  // namespace trident

@@ -1,0 +1,48 @@
+#include "runtime/layers/layer.h"
+
+#include "core/check.h"
+#include "runtime/layers/layers_internal.h"
+
+namespace trident {
+
+namespace {
+
+void CheckContext(const ModelSpec& model, const LayerContext& context) {
+  TRIDENT_CHECK(context.compute != nullptr) << "LayerContext::compute is not set";
+  TRIDENT_CHECK(context.tp_size >= 1 && context.tp_rank >= 0 && context.tp_rank < context.tp_size)
+      << "tp rank " << context.tp_rank << " of " << context.tp_size;
+  if (context.tp_size > 1) {
+    TRIDENT_CHECK(context.tp_comm != nullptr) << "tp " << context.tp_size << " needs tp_comm";
+    TRIDENT_CHECK(context.tp_comm->Size() == context.tp_size &&
+                  context.tp_comm->Rank() == context.tp_rank)
+        << "tp_comm is rank " << context.tp_comm->Rank() << " of " << context.tp_comm->Size()
+        << " but the context says " << context.tp_rank << " of " << context.tp_size;
+  }
+  const std::string problem = model.TensorParallelProblem(context.tp_size);
+  TRIDENT_CHECK(problem.empty()) << model.name << ": " << problem;
+}
+
+}  // namespace
+
+std::unique_ptr<Layer> MakeLayer(const ModelSpec& model, LayerKind kind,
+                                 const LayerContext& context) {
+  CheckContext(model, context);
+  switch (kind) {
+    case LayerKind::kEmbedding:
+      return MakeEmbedding(model, context);
+    case LayerKind::kGptBlock:
+      return MakeGptBlock(model, context);
+    case LayerKind::kMlpBlock:
+      return MakeMlpBlock(model, context);
+    case LayerKind::kFinalNorm:
+      return MakeFinalNorm(model, context);
+    case LayerKind::kLmHead:
+      return MakeLmHead(model, context);
+    case LayerKind::kLlamaBlock:
+      return MakeLlamaBlock(model, context);
+  }
+  TRIDENT_CHECK(false) << "unknown layer kind " << static_cast<int>(kind);
+  return nullptr;
+}
+
+}  // namespace trident

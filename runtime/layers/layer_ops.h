@@ -1,0 +1,84 @@
+// Building blocks shared by the layers: parameters with plan-independent initialization, linear
+// products in [out, in] weight layout, tp all-reduces and per-micro-batch stashes.
+// Legend as in layer.h: N tokens, I in-features, O out-features.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+#include "runtime/checkpoint/init_values.h"
+#include "runtime/layers/layer.h"
+
+namespace trident {
+
+// A parameter owned by a layer: value and gradient tensors plus where they sit in the full one.
+struct OwnedParameter {
+  std::string name;
+  Tensor value;
+  Tensor grad;
+  Shape full_shape;
+  Slice slice;
+
+  Parameter Ref() { return {name, &value, &grad, full_shape, slice}; }
+};
+
+// Allocates this rank's slice (ShardSlice along `axis`) of parameter `name` and fills it with
+// InitValues(context.seed, context.layer_index, name, init, full_shape, slice); grad is zero.
+OwnedParameter MakeParameter(const LayerContext& context, std::string name, Shape full_shape,
+                             SliceAxis axis, const InitKind& init);
+
+// GPT-2 initialization: weights normal(0, 0.02).
+inline InitKind WeightInit() { return InitKind::Normal(0.02); }
+
+// y_NO = x_NI · w_OI^T (+ bias_O when defined). Overwrites y.
+void LinearForward(Compute& compute, const Tensor& x_NI, const Tensor& w_OI, const Tensor* bias_O,
+                   Tensor& y_NO);
+// dx_NI = dy_NO · w_OI (overwrites).
+void LinearBackwardInput(Compute& compute, const Tensor& dy_NO, const Tensor& w_OI, Tensor& dx_NI);
+// dw_OI += dy_NO^T · x_NI; dbias_O += column sums of dy (when dbias is given).
+void LinearBackwardWeight(Compute& compute, const Tensor& x_NI, const Tensor& dy_NO, Tensor& dw_OI,
+                          Tensor* dbias_O);
+
+// Sums `t` over the tp group in place; nothing for tp 1. Aborts on a failed collective.
+void TpAllReduce(const LayerContext& context, Tensor& t);
+
+// A copy of `src` (same shape) in a new tensor.
+Tensor Clone(Compute& compute, const Tensor& src);
+
+// The shape of `t` with its last dimension replaced by `last` ([B, S, H] -> [B, S, F]).
+std::vector<int64_t> WithLastDim(const Tensor& t, int64_t last);
+
+// Bytes of the listed tensors (undefined ones count 0).
+int64_t SumBytes(std::initializer_list<const Tensor*> tensors);
+
+// The stashes of the micro-batches in flight. T has `int64_t Bytes() const`.
+template <typename T>
+class StashMap {
+ public:
+  void Put(int micro_batch, T stash) {
+    TRIDENT_CHECK(!map_.contains(micro_batch))
+        << "micro-batch " << micro_batch << " already has a stash (Forward called twice?)";
+    map_.emplace(micro_batch, std::move(stash));
+  }
+  T& Get(int micro_batch) {
+    auto it = map_.find(micro_batch);
+    TRIDENT_CHECK(it != map_.end())
+        << "no stash for micro-batch " << micro_batch << " (Forward not called, or already freed)";
+    return it->second;
+  }
+  void Erase(int micro_batch) { map_.erase(micro_batch); }
+  int64_t Bytes(int micro_batch) const {
+    auto it = map_.find(micro_batch);
+    return it == map_.end() ? 0 : it->second.Bytes();
+  }
+
+ private:
+  std::map<int, T> map_;
+};
+
+}  // namespace trident

@@ -1,0 +1,154 @@
+// RoPE and grouped-query attention (see llama_parts.h for the formulas).
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include "runtime/layers/llama_parts.h"
+
+namespace trident {
+
+namespace {
+
+int64_t Group(const GqaShape& g) { return g.al / g.kl; }
+
+// The G query heads of kv group j in sequence b (also the layout of ctx and its gradient).
+MatrixLayout QueryGroup(const GqaShape& g, int64_t b, int64_t j) {
+  return {b * g.s * g.hl() + j * Group(g) * g.d, g.s, g.d, g.hl(), g.d};
+}
+MatrixLayout QueryHead(const GqaShape& g, int64_t b, int64_t i) {
+  return {b * g.s * g.hl() + i * g.d, g.s, g.d, g.hl(), 0};
+}
+// Kv head j of sequence b, repeated for every query head of its group (stride 0).
+MatrixLayout KvHead(const GqaShape& g, int64_t b, int64_t j) {
+  return {b * g.s * g.kvl() + j * g.d, g.s, g.d, g.kvl(), 0};
+}
+MatrixLayout ScoreGroup(const GqaShape& g, int64_t b, int64_t j) {
+  return {(b * g.al + j * Group(g)) * g.s * g.s, g.s, g.s, g.s, g.s * g.s};
+}
+MatrixLayout ScoreHead(const GqaShape& g, int64_t b, int64_t i) {
+  return {(b * g.al + i) * g.s * g.s, g.s, g.s, g.s, 0};
+}
+
+float Scale(const GqaShape& g) { return 1.0f / std::sqrt(static_cast<float>(g.d)); }
+
+void Gemm(Compute& compute, BatchedGemm gemm, const Tensor& a, const Tensor& b, Tensor& c) {
+  compute.GemmStridedBatched(gemm, a, b, c);
+}
+
+// Per kv head, the gradient summed over its group's query heads:
+// dkv_j += scale · Σ_i op(scores_i)ᵀ · rows_i.
+void GroupSum(Compute& compute, const GqaShape& g, float scale, const Tensor& scores,
+              const Tensor& rows, Tensor& dkv) {
+  for (int64_t b = 0; b < g.b; ++b) {
+    for (int64_t i = 0; i < g.al; ++i) {
+      Gemm(compute,
+           {1, true, false, scale, 1.0f, ScoreHead(g, b, i), QueryHead(g, b, i),
+            KvHead(g, b, i / Group(g))},
+           scores, rows, dkv);
+    }
+  }
+}
+
+}  // namespace
+
+RopeTables MakeRopeTables(Compute& compute, int64_t b, int64_t s, int64_t heads, int64_t d,
+                          double theta) {
+  std::vector<float> cos_values, sin_values;
+  cos_values.reserve(static_cast<size_t>(b * s * heads * d));
+  sin_values.reserve(cos_values.capacity());
+  for (int64_t n = 0; n < b * s * heads; ++n) {
+    const double position = static_cast<double>((n / heads) % s);
+    for (int64_t c = 0; c < d; ++c) {
+      const double j = static_cast<double>(c % (d / 2));
+      const double angle = position * std::pow(theta, -2.0 * j / static_cast<double>(d));
+      cos_values.push_back(static_cast<float>(std::cos(angle)));
+      sin_values.push_back(static_cast<float>(std::sin(angle)));
+    }
+  }
+  RopeTables t{compute.Allocate({b, s, heads, d}), compute.Allocate({b, s, heads, d})};
+  compute.CopyFromHost(std::span<const float>(cos_values), t.cos_BSND);
+  compute.CopyFromHost(std::span<const float>(sin_values), t.sin_BSND);
+  return t;
+}
+
+Tensor MakeRotateHalf(Compute& compute, int64_t d) {
+  std::vector<float> r(static_cast<size_t>(d * d), 0.0f);
+  for (int64_t j = 0; j < d / 2; ++j) {
+    r[static_cast<size_t>((j + d / 2) * d + j)] = -1.0f;
+    r[static_cast<size_t>(j * d + j + d / 2)] = 1.0f;
+  }
+  Tensor rotate_DD = compute.Allocate({d, d});
+  compute.CopyFromHost(std::span<const float>(r), rotate_DD);
+  return rotate_DD;
+}
+
+void RopeForward(Compute& compute, const RopeTables& tables, const Tensor& rotate_DD, Tensor& x) {
+  const int64_t d = rotate_DD.dim(0);
+  Tensor x_ND = x.View(0, {x.numel() / d, d});
+  Tensor rotated_ND = compute.Allocate(x_ND.shape());
+  compute.Gemm(false, false, 1.0f, x_ND, rotate_DD, 0.0f, rotated_ND);
+  compute.Mul(x, tables.cos_BSND, x);
+  compute.Mul(rotated_ND, tables.sin_BSND, rotated_ND);
+  compute.Add(x, rotated_ND, x);
+}
+
+void RopeBackward(Compute& compute, const RopeTables& tables, const Tensor& rotate_DD, Tensor& dy) {
+  const int64_t d = rotate_DD.dim(0);
+  Tensor scaled_ND = compute.Allocate({dy.numel() / d, d});
+  compute.Mul(dy, tables.sin_BSND, scaled_ND);
+  Tensor back_ND = compute.Allocate(scaled_ND.shape());
+  compute.Gemm(false, true, 1.0f, scaled_ND, rotate_DD, 0.0f, back_ND);
+  compute.Mul(dy, tables.cos_BSND, dy);
+  compute.Add(dy, back_ND, dy);
+}
+
+void GqaProbs(Compute& compute, const GqaShape& g, const Tensor& q_BSHl, const Tensor& k_BSKVl,
+              Tensor& probs_BAlSS) {
+  for (int64_t b = 0; b < g.b; ++b) {
+    for (int64_t j = 0; j < g.kl; ++j) {
+      Gemm(compute,
+           {Group(g), false, true, Scale(g), 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
+            ScoreGroup(g, b, j)},
+           q_BSHl, k_BSKVl, probs_BAlSS);
+    }
+  }
+  compute.Softmax(probs_BAlSS, /*causal=*/true, probs_BAlSS);
+}
+
+void GqaContext(Compute& compute, const GqaShape& g, const Tensor& probs_BAlSS,
+                const Tensor& v_BSKVl, Tensor& ctx_BSHl) {
+  for (int64_t b = 0; b < g.b; ++b) {
+    for (int64_t j = 0; j < g.kl; ++j) {
+      Gemm(compute,
+           {Group(g), false, false, 1.0f, 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
+            QueryGroup(g, b, j)},
+           probs_BAlSS, v_BSKVl, ctx_BSHl);
+    }
+  }
+}
+
+void GqaBackward(Compute& compute, const GqaShape& g, const GqaInputs& in, const Tensor& dctx_BSHl,
+                 Tensor& dq_BSHl, Tensor& dk_BSKVl, Tensor& dv_BSKVl) {
+  Tensor dscores_BAlSS = compute.Allocate(in.probs_BAlSS->shape());
+  for (int64_t b = 0; b < g.b; ++b) {
+    for (int64_t j = 0; j < g.kl; ++j) {
+      Gemm(compute,
+           {Group(g), false, true, 1.0f, 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
+            ScoreGroup(g, b, j)},
+           dctx_BSHl, *in.v_BSKVl, dscores_BAlSS);
+    }
+  }
+  GroupSum(compute, g, 1.0f, *in.probs_BAlSS, dctx_BSHl, dv_BSKVl);
+  compute.SoftmaxBackward(*in.probs_BAlSS, dscores_BAlSS, dscores_BAlSS);
+  for (int64_t b = 0; b < g.b; ++b) {
+    for (int64_t j = 0; j < g.kl; ++j) {
+      Gemm(compute,
+           {Group(g), false, false, Scale(g), 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
+            QueryGroup(g, b, j)},
+           dscores_BAlSS, *in.k_BSKVl, dq_BSHl);
+    }
+  }
+  GroupSum(compute, g, Scale(g), dscores_BAlSS, *in.q_BSHl, dk_BSKVl);
+}
+
+}  // namespace trident

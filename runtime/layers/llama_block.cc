@@ -1,0 +1,203 @@
+// The Llama block (no biases; RMSNorm weights only). Legend in layer.h and llama_parts.h.
+//   x1 = x  + all-reduce(Attn(RoPE(N1(x)·Wqᵀ), RoPE(N1(x)·Wkᵀ), N1(x)·Wvᵀ)·Woᵀ)
+//   y  = x1 + all-reduce((silu(N2(x1)·Wgᵀ) ⊙ N2(x1)·Wuᵀ)·Wdᵀ)
+// Weights [out, in]: q [H, H], k and v [K·D, H], gate and up [F, H] column-parallel (rows, so
+// whole heads and kv heads per rank); o [H, H] and down [H, F] row-parallel (columns).
+// Stash (recompute none), matching models/llama_block_cost.cc: x, N1 output, x1, N2 output
+// 4·e·BSH; q, k, v after RoPE, context, gate, up, SwiGLU output e·BS(2Hl + 2KVl + 3Fl);
+// softmax e·Al·B·S²; plus the fp32 RMSNorm rstd (2 · 4·BS bytes, left out by the cost model).
+#include "runtime/layers/layers_internal.h"
+#include "runtime/layers/llama_parts.h"
+
+namespace trident {
+
+namespace {
+
+struct LlamaStash {
+  Tensor x, rstd1, n1, q, k, v, probs, ctx, x1, rstd2, n2, gate, up, act;
+  Tensor dq, dk, dv, dattn, dgate, dup, dmlp;  // kept from BackwardInput for BackwardWeight
+  int64_t Bytes() const {
+    return SumBytes({&x,    &rstd1, &n1,  &q,  &k,  &v,  &probs, &ctx,   &x1,  &rstd2, &n2,
+                     &gate, &up,    &act, &dq, &dk, &dv, &dattn, &dgate, &dup, &dmlp});
+  }
+};
+
+class LlamaBlock final : public Layer {
+ public:
+  LlamaBlock(const ModelSpec& model, const LayerContext& context)
+      : context_(context),
+        eps_(static_cast<float>(model.norm_eps)),
+        theta_(model.rope_theta),
+        head_dim_(model.HeadDim()) {
+    const int64_t h = model.hidden, kvd = model.kv_heads * head_dim_, f = model.ffn_hidden;
+    norm1_ = MakeParameter(context, "norm1.weight", {h}, SliceAxis::kFull, InitKind::Ones());
+    wq_ = MakeParameter(context, "attn.q.weight", {h, h}, SliceAxis::kRows, WeightInit());
+    wk_ = MakeParameter(context, "attn.k.weight", {kvd, h}, SliceAxis::kRows, WeightInit());
+    wv_ = MakeParameter(context, "attn.v.weight", {kvd, h}, SliceAxis::kRows, WeightInit());
+    wo_ = MakeParameter(context, "attn.o.weight", {h, h}, SliceAxis::kColumns, WeightInit());
+    norm2_ = MakeParameter(context, "norm2.weight", {h}, SliceAxis::kFull, InitKind::Ones());
+    wg_ = MakeParameter(context, "mlp.gate.weight", {f, h}, SliceAxis::kRows, WeightInit());
+    wu_ = MakeParameter(context, "mlp.up.weight", {f, h}, SliceAxis::kRows, WeightInit());
+    wd_ = MakeParameter(context, "mlp.down.weight", {h, f}, SliceAxis::kColumns, WeightInit());
+    rotate_ = MakeRotateHalf(*context.compute, head_dim_);
+  }
+
+  Tensor Forward(int micro_batch, Tensor input, const Tensor* /*targets*/) override {
+    LlamaStash st;
+    st.x = std::move(input);
+    Tensor y = Run(st);
+    if (context_.recompute == RecomputeMode::kSelective) st.probs = Tensor();
+    if (context_.recompute == RecomputeMode::kFull) {
+      Tensor x = std::move(st.x);
+      st = LlamaStash();
+      st.x = std::move(x);
+    }
+    stashes_.Put(micro_batch, std::move(st));
+    return y;
+  }
+
+  Tensor BackwardInput(int micro_batch, Tensor dy) override {
+    Compute& compute = *context_.compute;
+    LlamaStash& st = stashes_.Get(micro_batch);
+    if (!st.x1.defined()) Run(st);  // full recompute
+    if (!st.probs.defined()) {
+      st.probs =
+          compute.Allocate({st.x.dim(0), wq_.value.dim(0) / head_dim_, st.x.dim(1), st.x.dim(1)});
+      GqaProbs(compute, GqaOf(st), st.q, st.k, st.probs);
+    }
+    Tensor dx1 = Clone(compute, dy);
+    MlpBackward(st, std::move(dy), dx1);
+    Tensor dx = Clone(compute, dx1);
+    AttentionBackward(st, std::move(dx1), dx);
+    return dx;
+  }
+
+  void BackwardWeight(int micro_batch) override {
+    Compute& compute = *context_.compute;
+    LlamaStash& st = stashes_.Get(micro_batch);
+    LinearBackwardWeight(compute, st.act, st.dmlp, wd_.grad, nullptr);
+    LinearBackwardWeight(compute, st.n2, st.dgate, wg_.grad, nullptr);
+    LinearBackwardWeight(compute, st.n2, st.dup, wu_.grad, nullptr);
+    LinearBackwardWeight(compute, st.ctx, st.dattn, wo_.grad, nullptr);
+    LinearBackwardWeight(compute, st.n1, st.dq, wq_.grad, nullptr);
+    LinearBackwardWeight(compute, st.n1, st.dk, wk_.grad, nullptr);
+    LinearBackwardWeight(compute, st.n1, st.dv, wv_.grad, nullptr);
+    stashes_.Erase(micro_batch);
+  }
+
+  void Discard(int micro_batch) override { stashes_.Erase(micro_batch); }
+
+  std::vector<Parameter> Parameters() override {
+    std::vector<Parameter> out;
+    for (OwnedParameter* p : {&norm1_, &wq_, &wk_, &wv_, &wo_, &norm2_, &wg_, &wu_, &wd_}) {
+      out.push_back(p->Ref());
+    }
+    return out;
+  }
+
+  int64_t StashBytes(int micro_batch) const override { return stashes_.Bytes(micro_batch); }
+
+ private:
+  GqaShape GqaOf(const LlamaStash& st) const {
+    return {st.x.dim(0), st.x.dim(1), wq_.value.dim(0) / head_dim_, wk_.value.dim(0) / head_dim_,
+            head_dim_};
+  }
+
+  Tensor Linear(const Tensor& in, const OwnedParameter& w) {
+    Tensor out = context_.compute->Allocate(WithLastDim(in, w.value.dim(0)));
+    LinearForward(*context_.compute, in, w.value, nullptr, out);
+    return out;
+  }
+
+  void Norm(const Tensor& x, const OwnedParameter& w, Tensor& out, Tensor& rstd) {
+    out = context_.compute->Allocate(x.shape());
+    rstd = context_.compute->Allocate({x.numel() / x.dim(-1)});
+    context_.compute->RmsNorm(x, w.value, eps_, out, rstd);
+  }
+
+  // The forward from st.x, filling every stash entry; returns y.
+  Tensor Run(LlamaStash& st) {
+    Compute& compute = *context_.compute;
+    const GqaShape g = GqaOf(st);
+    Norm(st.x, norm1_, st.n1, st.rstd1);
+    st.q = Linear(st.n1, wq_);
+    st.k = Linear(st.n1, wk_);
+    st.v = Linear(st.n1, wv_);
+    RopeForward(compute, MakeRopeTables(compute, g.b, g.s, g.al, g.d, theta_), rotate_, st.q);
+    RopeForward(compute, MakeRopeTables(compute, g.b, g.s, g.kl, g.d, theta_), rotate_, st.k);
+    st.probs = compute.Allocate({g.b, g.al, g.s, g.s});
+    GqaProbs(compute, g, st.q, st.k, st.probs);
+    st.ctx = compute.Allocate(st.q.shape());
+    GqaContext(compute, g, st.probs, st.v, st.ctx);
+    st.x1 = Linear(st.ctx, wo_);
+    TpAllReduce(context_, st.x1);
+    compute.Add(st.x1, st.x, st.x1);
+    Norm(st.x1, norm2_, st.n2, st.rstd2);
+    st.gate = Linear(st.n2, wg_);
+    st.up = Linear(st.n2, wu_);
+    st.act = compute.Allocate(st.gate.shape());
+    compute.SwiGlu(st.gate, st.up, st.act);
+    Tensor y = Linear(st.act, wd_);
+    TpAllReduce(context_, y);
+    compute.Add(y, st.x1, y);
+    return y;
+  }
+
+  // dx1 += the MLP path's gradient (through N2); keeps what the MLP weights need.
+  void MlpBackward(LlamaStash& st, Tensor dy, Tensor& dx1) {
+    Compute& compute = *context_.compute;
+    Tensor dact = compute.Allocate(st.act.shape());
+    LinearBackwardInput(compute, dy, wd_.value, dact);
+    st.dgate = compute.Allocate(st.gate.shape());
+    st.dup = compute.Allocate(st.up.shape());
+    compute.SwiGluBackward(st.gate, st.up, dact, st.dgate, st.dup);
+    st.gate = Tensor();
+    st.up = Tensor();
+    Tensor dn2 = compute.Allocate(st.n2.shape());
+    LinearBackwardInput(compute, st.dgate, wg_.value, dn2);
+    compute.Gemm(false, false, 1.0f, st.dup, wu_.value, 1.0f, dn2);
+    TpAllReduce(context_, dn2);
+    compute.RmsNormBackward(st.x1, norm2_.value, st.rstd2, dn2, dx1, norm2_.grad);
+    st.dmlp = std::move(dy);
+    st.x1 = Tensor();
+    st.rstd2 = Tensor();
+  }
+
+  // dx += the attention path's gradient (through N1); keeps what q, k, v and o need.
+  void AttentionBackward(LlamaStash& st, Tensor dx1, Tensor& dx) {
+    Compute& compute = *context_.compute;
+    const GqaShape g = GqaOf(st);
+    Tensor dctx = compute.Allocate(st.ctx.shape());
+    LinearBackwardInput(compute, dx1, wo_.value, dctx);
+    st.dq = compute.Allocate(st.q.shape());
+    st.dk = compute.Allocate(st.k.shape());
+    st.dv = compute.Allocate(st.v.shape());
+    GqaBackward(compute, g, {&st.q, &st.k, &st.v, &st.probs}, dctx, st.dq, st.dk, st.dv);
+    RopeBackward(compute, MakeRopeTables(compute, g.b, g.s, g.al, g.d, theta_), rotate_, st.dq);
+    RopeBackward(compute, MakeRopeTables(compute, g.b, g.s, g.kl, g.d, theta_), rotate_, st.dk);
+    Tensor dn1 = compute.Allocate(st.n1.shape());
+    LinearBackwardInput(compute, st.dq, wq_.value, dn1);
+    compute.Gemm(false, false, 1.0f, st.dk, wk_.value, 1.0f, dn1);
+    compute.Gemm(false, false, 1.0f, st.dv, wv_.value, 1.0f, dn1);
+    TpAllReduce(context_, dn1);
+    compute.RmsNormBackward(st.x, norm1_.value, st.rstd1, dn1, dx, norm1_.grad);
+    st.dattn = std::move(dx1);
+    for (Tensor* t : {&st.x, &st.rstd1, &st.q, &st.k, &st.v, &st.probs}) *t = Tensor();
+  }
+
+  LayerContext context_;
+  float eps_;
+  double theta_;
+  int64_t head_dim_;
+  OwnedParameter norm1_, wq_, wk_, wv_, wo_, norm2_, wg_, wu_, wd_;
+  Tensor rotate_;  // [D, D], see llama_parts.h
+  StashMap<LlamaStash> stashes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> MakeLlamaBlock(const ModelSpec& model, const LayerContext& context) {
+  return std::make_unique<LlamaBlock>(model, context);
+}
+
+}  // namespace trident

@@ -1,0 +1,214 @@
+// Tensor parallelism: tp = 2 and 4 ranks (threads of RunInProcess) give the outputs, input
+// gradients and (gathered) weight gradients of tp = 1, to a relative difference
+// max|a − b| / max|b| ≤ 1e-5 (fp32 partial sums added in another order). Every rank starts from
+// the same full weights (plan-independent init), so no perturbation is applied. The vocabulary
+// of 10 does not divide by 4: rank 3 of tp 4 holds one row (Megatron's padded split).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <string>
+
+#include "models/layer_cost.h"
+#include "runtime/comm/inprocess_comm.h"
+#include "tests/runtime/layers/layer_test_util.h"
+
+namespace trident {
+namespace {
+
+ModelSpec TpModel() {
+  ModelSpec m = SmallGpt();
+  m.name = "tp-gpt";
+  m.vocab_size = 10;
+  m.hidden = 16;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.ffn_hidden = 64;
+  return m;
+}
+
+// GQA with kv heads divisible by 4: h 32, a 8, kv 4 (D 4, groups of 2), f 64.
+ModelSpec TpLlama() {
+  ModelSpec m = SmallLlama();
+  m.name = "tp-llama";
+  m.vocab_size = 10;
+  m.hidden = 32;
+  m.heads = 8;
+  m.kv_heads = 4;
+  m.ffn_hidden = 64;
+  return m;
+}
+
+ModelSpec ModelFor(LayerKind kind) {
+  return kind == LayerKind::kLlamaBlock ? TpLlama() : TpModel();
+}
+
+struct RankResult {
+  std::vector<float> y, dx;
+  std::vector<Parameter> params;  // value/grad pointers are cleared: only names and slices
+  std::vector<HostTensor> grads;
+  int64_t param_count = 0;
+};
+
+RankResult RunOneRank(LayerKind kind, RecomputeMode recompute, Comm* comm, int tp, int rank) {
+  ModelSpec model = ModelFor(kind);
+  CpuCompute compute;
+  LayerContext context{&compute, comm, rank, tp, 42, 1, recompute};
+  std::unique_ptr<Layer> layer = MakeLayer(model, kind, context);
+  LayerInput input = MakeInput(model, kind, 2, 4, 9);
+  Tensor targets = IdsFromHost(compute, {2, 4}, RandomIds(8, model.vocab_size, 11));
+  Tensor y = layer->Forward(0, ToTensor(compute, input), &targets);
+  std::vector<float> dy = RandomValues(y.numel(), 1.0f, 10);
+  Tensor dx = layer->BackwardInput(0, FromHost(compute, y.shape(), dy));
+  layer->BackwardWeight(0);
+  RankResult r;
+  r.y = ToHost(compute, y);
+  if (dx.defined()) r.dx = ToHost(compute, dx);
+  for (Parameter p : layer->Parameters()) {
+    r.grads.push_back({p.grad->shape(), ToHost(compute, *p.grad)});
+    r.param_count += p.value->numel();
+    p.value = p.grad = nullptr;
+    r.params.push_back(p);
+  }
+  return r;
+}
+
+double RelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+// The full gradient of parameter k from the ranks' shards (whole ones must agree).
+HostTensor Gather(const std::vector<RankResult>& ranks, size_t k) {
+  SliceAxis axis = ranks[0].params[k].slice.axis;
+  if (axis == SliceAxis::kFull) return ranks[0].grads[k];
+  std::vector<HostTensor> shards;
+  for (const RankResult& r : ranks) shards.push_back(r.grads[k]);
+  StatusOr<HostTensor> full = ConcatenateShards(shards, axis);
+  EXPECT_TRUE(full.ok()) << full.status().ToString();
+  return full.ok() ? *full : HostTensor();
+}
+
+struct TpCase {
+  std::string name;
+  LayerKind kind;
+  RecomputeMode recompute = RecomputeMode::kNone;
+};
+void PrintTo(const TpCase& c, std::ostream* os) { *os << c.name; }
+
+class TensorParallelTest : public testing::TestWithParam<std::tuple<TpCase, int>> {};
+
+TEST_P(TensorParallelTest, MatchesOneRank) {
+  const auto& [c, tp] = GetParam();
+  RankResult reference = RunOneRank(c.kind, c.recompute, nullptr, 1, 0);
+  std::vector<RankResult> ranks(static_cast<size_t>(tp));
+  Status status = RunInProcess(tp, [&](Comm& comm) -> Status {
+    ranks[static_cast<size_t>(comm.Rank())] =
+        RunOneRank(c.kind, c.recompute, &comm, tp, comm.Rank());
+    return Status::Ok();
+  });
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  LayerShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 4;
+  shape.tp = tp;
+  const int64_t expected_params = AnalyticLayerCost(ModelFor(c.kind), c.kind, shape).params;
+  for (const RankResult& r : ranks) {
+    EXPECT_LE(RelativeDifference(r.y, reference.y), 1e-5) << "output";
+    EXPECT_LE(RelativeDifference(r.dx, reference.dx), 1e-5) << "input gradient";
+    // The cost model counts ceil(V/tp) vocabulary rows on every rank (the padded split, the
+    // memory of the fullest rank); the last ranks hold fewer real rows.
+    EXPECT_LE(r.param_count, expected_params);
+    for (size_t k = 0; k < r.grads.size(); ++k) {
+      if (r.params[k].slice.axis != SliceAxis::kFull) continue;
+      EXPECT_LE(RelativeDifference(r.grads[k].values, reference.grads[k].values), 1e-5)
+          << r.params[k].name << " (replicated)";
+    }
+  }
+  EXPECT_EQ(ranks[0].param_count, expected_params);
+  for (size_t k = 0; k < reference.grads.size(); ++k) {
+    HostTensor full = Gather(ranks, k);
+    EXPECT_EQ(full.shape, reference.grads[k].shape) << reference.params[k].name;
+    EXPECT_LE(RelativeDifference(full.values, reference.grads[k].values), 1e-5)
+        << reference.params[k].name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layers, TensorParallelTest,
+    testing::Combine(testing::Values(TpCase{"embedding", LayerKind::kEmbedding},
+                                     TpCase{"final_norm", LayerKind::kFinalNorm},
+                                     TpCase{"lm_head", LayerKind::kLmHead},
+                                     TpCase{"mlp_block", LayerKind::kMlpBlock},
+                                     TpCase{"gpt_block", LayerKind::kGptBlock},
+                                     TpCase{"gpt_block_full_recompute", LayerKind::kGptBlock,
+                                            RecomputeMode::kFull},
+                                     TpCase{"llama_block", LayerKind::kLlamaBlock}),
+                     testing::Values(2, 4)),
+    [](const testing::TestParamInfo<std::tuple<TpCase, int>>& param_info) {
+      return std::get<0>(param_info.param).name + "_tp" +
+             std::to_string(std::get<1>(param_info.param));
+    });
+
+// Same seed, same loss: a whole model (embedding, block, MLP block, final norm, LM head) run
+// under tp 2 gives the loss and the gathered gradients of every layer that tp 1 gives.
+RankResult RunModel(const ModelSpec& model, Comm* comm, int tp, int rank) {
+  CpuCompute compute;
+  std::vector<std::unique_ptr<Layer>> layers;
+  std::vector<LayerKind> kinds = model.ExpandLayers();
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    LayerContext context{&compute, comm, rank, tp, 42, static_cast<int>(i), RecomputeMode::kNone};
+    layers.push_back(MakeLayer(model, kinds[i], context));
+  }
+  Tensor targets = IdsFromHost(compute, {2, 4}, RandomIds(8, model.vocab_size, 11));
+  Tensor x = IdsFromHost(compute, {2, 4}, RandomIds(8, model.vocab_size, 12));
+  for (auto& layer : layers) x = layer->Forward(0, std::move(x), &targets);
+  RankResult r;
+  r.y = ToHost(compute, x);
+  Tensor dy = FromHost(compute, {1}, {1.0f});
+  for (size_t i = layers.size(); i-- > 0;) dy = layers[i]->BackwardInput(0, std::move(dy));
+  for (auto& layer : layers) {
+    layer->BackwardWeight(0);
+    for (Parameter p : layer->Parameters()) {
+      r.grads.push_back({p.grad->shape(), ToHost(compute, *p.grad)});
+      p.value = p.grad = nullptr;
+      r.params.push_back(p);
+    }
+  }
+  return r;
+}
+
+class WholeModelTest : public testing::TestWithParam<std::tuple<bool, int>> {};
+
+TEST_P(WholeModelTest, SameLossAndGradientsAsOneRank) {
+  const auto& [llama, tp] = GetParam();
+  const ModelSpec model = llama ? TpLlama() : TpModel();
+  RankResult reference = RunModel(model, nullptr, 1, 0);
+  std::vector<RankResult> ranks(static_cast<size_t>(tp));
+  Status status = RunInProcess(tp, [&](Comm& comm) -> Status {
+    ranks[static_cast<size_t>(comm.Rank())] = RunModel(model, &comm, tp, comm.Rank());
+    return Status::Ok();
+  });
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  for (const RankResult& r : ranks) EXPECT_LE(RelativeDifference(r.y, reference.y), 1e-5);
+  for (size_t k = 0; k < reference.grads.size(); ++k) {
+    EXPECT_LE(RelativeDifference(Gather(ranks, k).values, reference.grads[k].values), 1e-5)
+        << reference.params[k].name << " (parameter " << k << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, WholeModelTest,
+                         testing::Combine(testing::Bool(), testing::Values(2, 4)),
+                         [](const testing::TestParamInfo<std::tuple<bool, int>>& param_info) {
+                           return std::string(std::get<0>(param_info.param) ? "llama" : "gpt") +
+                                  "_tp" + std::to_string(std::get<1>(param_info.param));
+                         });
+
+}  // namespace
+}  // namespace trident
