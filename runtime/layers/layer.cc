@@ -20,6 +20,8 @@ void CheckContext(const ModelSpec& model, const LayerContext& context) {
   }
   const std::string problem = model.TensorParallelProblem(context.tp_size);
   TRIDENT_CHECK(problem.empty()) << model.name << ": " << problem;
+  TRIDENT_CHECK(model.dropout == 0) << model.name << ": dropout " << model.dropout
+                                    << " is not implemented by the layers; set dropout: 0";
 }
 
 }  // namespace

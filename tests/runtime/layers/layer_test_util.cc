@@ -1,5 +1,8 @@
 #include "tests/runtime/layers/layer_test_util.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <span>
 
@@ -144,6 +147,65 @@ std::vector<LayerCase> AllLayerCases() {
           {"llama_block", LayerKind::kLlamaBlock, none, rms, true},
           {"llama_block_selective", LayerKind::kLlamaBlock, selective, rms, true},
           {"llama_block_full", LayerKind::kLlamaBlock, full, rms, true}};
+}
+
+ModelSpec TpModel() {
+  ModelSpec m = SmallGpt();
+  m.name = "tp-gpt";
+  m.vocab_size = 10;
+  m.hidden = 16;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.ffn_hidden = 64;
+  return m;
+}
+
+ModelSpec TpLlama() {
+  ModelSpec m = SmallLlama();
+  m.name = "tp-llama";
+  m.vocab_size = 10;
+  m.hidden = 32;
+  m.heads = 8;
+  m.kv_heads = 4;
+  m.ffn_hidden = 64;
+  return m;
+}
+
+ModelSpec ModelFor(LayerKind kind) {
+  return kind == LayerKind::kLlamaBlock ? TpLlama() : TpModel();
+}
+
+RankResult RunOneRank(LayerKind kind, RecomputeMode recompute, Comm* comm, int tp, int rank) {
+  ModelSpec model = ModelFor(kind);
+  CpuCompute compute;
+  LayerContext context{&compute, comm, rank, tp, 42, 1, recompute};
+  std::unique_ptr<Layer> layer = MakeLayer(model, kind, context);
+  LayerInput input = MakeInput(model, kind, 2, 4, 9);
+  Tensor targets = IdsFromHost(compute, {2, 4}, RandomIds(8, model.vocab_size, 11));
+  Tensor y = layer->Forward(0, ToTensor(compute, input), &targets);
+  std::vector<float> dy = RandomValues(y.numel(), 1.0f, 10);
+  Tensor dx = layer->BackwardInput(0, FromHost(compute, y.shape(), dy));
+  layer->BackwardWeight(0);
+  RankResult r;
+  r.y = ToHost(compute, y);
+  if (dx.defined()) r.dx = ToHost(compute, dx);
+  for (Parameter p : layer->Parameters()) {
+    r.grads.push_back({p.grad->shape(), ToHost(compute, *p.grad)});
+    r.param_count += p.value->numel();
+    p.value = p.grad = nullptr;
+    r.params.push_back(p);
+  }
+  return r;
+}
+
+double RelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
 }
 
 }  // namespace trident

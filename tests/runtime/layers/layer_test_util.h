@@ -64,4 +64,28 @@ void PrintTo(const LayerCase& c, std::ostream* os);
 // Every layer kind, with each recompute mode for the blocks.
 std::vector<LayerCase> AllLayerCases();
 
+// Tensor-parallel tests (in-process threads and MPI processes share these).
+// A GPT whose heads and ffn divide by 4, and a vocabulary (10) that does not: V 10, h 16, a 4,
+// f 64.
+ModelSpec TpModel();
+// GQA with kv heads divisible by 4: h 32, a 8, kv 4 (D 4, groups of 2), f 64.
+ModelSpec TpLlama();
+// TpLlama for the Llama block, TpModel otherwise.
+ModelSpec ModelFor(LayerKind kind);
+
+// What one rank computes for one micro-batch [2, 4] of one layer.
+struct RankResult {
+  std::vector<float> y, dx;
+  std::vector<Parameter> params;  // value/grad pointers are cleared: only names and slices
+  std::vector<HostTensor> grads;
+  int64_t param_count = 0;
+};
+// Forward, input gradient and weight gradient of layer `kind` (ModelFor(kind), seed 42,
+// layer index 1) on rank `rank` of `tp`, with fixed seeded input, targets and output gradient.
+// `comm` is the tp group (nullptr for tp 1).
+RankResult RunOneRank(LayerKind kind, RecomputeMode recompute, Comm* comm, int tp, int rank);
+
+// max|a − b| / max|b|; infinity when the sizes differ.
+double RelativeDifference(const std::vector<float>& a, const std::vector<float>& b);
+
 }  // namespace trident

@@ -5,8 +5,6 @@
 // of 10 does not divide by 4: rank 3 of tp 4 holds one row (Megatron's padded split).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
 #include <ostream>
 #include <string>
 
@@ -16,73 +14,6 @@
 
 namespace trident {
 namespace {
-
-ModelSpec TpModel() {
-  ModelSpec m = SmallGpt();
-  m.name = "tp-gpt";
-  m.vocab_size = 10;
-  m.hidden = 16;
-  m.heads = 4;
-  m.kv_heads = 4;
-  m.ffn_hidden = 64;
-  return m;
-}
-
-// GQA with kv heads divisible by 4: h 32, a 8, kv 4 (D 4, groups of 2), f 64.
-ModelSpec TpLlama() {
-  ModelSpec m = SmallLlama();
-  m.name = "tp-llama";
-  m.vocab_size = 10;
-  m.hidden = 32;
-  m.heads = 8;
-  m.kv_heads = 4;
-  m.ffn_hidden = 64;
-  return m;
-}
-
-ModelSpec ModelFor(LayerKind kind) {
-  return kind == LayerKind::kLlamaBlock ? TpLlama() : TpModel();
-}
-
-struct RankResult {
-  std::vector<float> y, dx;
-  std::vector<Parameter> params;  // value/grad pointers are cleared: only names and slices
-  std::vector<HostTensor> grads;
-  int64_t param_count = 0;
-};
-
-RankResult RunOneRank(LayerKind kind, RecomputeMode recompute, Comm* comm, int tp, int rank) {
-  ModelSpec model = ModelFor(kind);
-  CpuCompute compute;
-  LayerContext context{&compute, comm, rank, tp, 42, 1, recompute};
-  std::unique_ptr<Layer> layer = MakeLayer(model, kind, context);
-  LayerInput input = MakeInput(model, kind, 2, 4, 9);
-  Tensor targets = IdsFromHost(compute, {2, 4}, RandomIds(8, model.vocab_size, 11));
-  Tensor y = layer->Forward(0, ToTensor(compute, input), &targets);
-  std::vector<float> dy = RandomValues(y.numel(), 1.0f, 10);
-  Tensor dx = layer->BackwardInput(0, FromHost(compute, y.shape(), dy));
-  layer->BackwardWeight(0);
-  RankResult r;
-  r.y = ToHost(compute, y);
-  if (dx.defined()) r.dx = ToHost(compute, dx);
-  for (Parameter p : layer->Parameters()) {
-    r.grads.push_back({p.grad->shape(), ToHost(compute, *p.grad)});
-    r.param_count += p.value->numel();
-    p.value = p.grad = nullptr;
-    r.params.push_back(p);
-  }
-  return r;
-}
-
-double RelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0, scale = 1e-30;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
 
 // The full gradient of parameter k from the ranks' shards (whole ones must agree).
 HostTensor Gather(const std::vector<RankResult>& ranks, size_t k) {
