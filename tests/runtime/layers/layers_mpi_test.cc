@@ -4,70 +4,20 @@
 // every weight gradient, to a relative difference max|a − b| / max|b| ≤ 1e-5 (as the in-process
 // tensor_parallel_test does with threads; both use RunOneRank of layer_test_util.h).
 //
-// Harness as in tests/runtime/comm/comm_mpi_test.cc: rank 0 prints gtest's usual output, the
-// other ranks only their failures tagged with their rank; after each test the ranks agree, on a
-// communicator of their own, whether any of them failed, and fail it together (--gtest_fail_fast
-// on by default). The exit status is non-zero on every rank if any rank failed.
+// The harness (output from rank 0, failures agreed by all ranks) is tests/runtime/mpi_gtest.
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdio>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "models/layer_cost.h"
-#include "runtime/comm/comm_factory.h"
 #include "tests/runtime/layers/layer_test_util.h"
+#include "tests/runtime/mpi_gtest/mpi_gtest.h"
 
 namespace trident {
 namespace {
-
-// Set by main for the tests (a test harness; the library itself has no globals).
-struct Job {
-  Comm* world = nullptr;    // the tp group the layers run on
-  Comm* harness = nullptr;  // the harness's own agreement, apart from the layers' traffic
-};
-Job job;
-
-// Stands in for gtest's printer on ranks other than 0: prints failures only, with the rank.
-// (It must not ask gtest for the current test inside OnTestPartResult: gtest holds its lock
-// there, so it remembers the name from OnTestStart.)
-class FailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit FailurePrinter(int rank) : rank_(rank) {}
-
-  void OnTestStart(const ::testing::TestInfo& test) override {
-    test_name_ = std::string(test.test_suite_name()) + "." + test.name();
-  }
-
-  void OnTestPartResult(const ::testing::TestPartResult& result) override {
-    if (!result.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s: %s:%d: Failure\n%s\n", rank_, test_name_.c_str(),
-                 result.file_name() ? result.file_name() : "?", result.line_number(),
-                 result.message());
-  }
-
- private:
-  int rank_;
-  std::string test_name_;
-};
-
-// The number of ranks that report `failed`, or all of them if the ranks cannot agree.
-int CountFailedRanks(Comm& comm, bool failed) {
-  std::vector<float> count = {failed ? 1.0f : 0.0f};
-  if (!comm.AllReduceSum(count).ok()) return comm.Size();
-  return static_cast<int>(count[0]);
-}
-
-// Ends every test: all ranks learn whether any of them failed it, and fail it too.
-void AgreeOnFailure(bool failed_here) {
-  int failed = CountFailedRanks(*job.harness, failed_here);
-  if (failed > 0 && !failed_here) {
-    ADD_FAILURE() << failed << " other rank(s) failed this test; see their [rank N] lines";
-  }
-}
 
 struct MpiTpCase {
   std::string name;
@@ -78,7 +28,7 @@ void PrintTo(const MpiTpCase& c, std::ostream* os) { *os << c.name; }
 
 // The checks of one case on this rank (its ASSERTs return here, before the agreement).
 void CheckAgainstOneRank(const MpiTpCase& c) {
-  Comm& world = *job.world;
+  Comm& world = mpi_gtest::World();
   const int tp = world.Size(), rank = world.Rank();
   RankResult reference = RunOneRank(c.kind, c.recompute, nullptr, 1, 0);
   RankResult here = RunOneRank(c.kind, c.recompute, &world, tp, rank);
@@ -113,7 +63,7 @@ class MpiTensorParallelTest : public ::testing::TestWithParam<MpiTpCase> {};
 
 TEST_P(MpiTensorParallelTest, MatchesOneRank) {
   CheckAgainstOneRank(GetParam());
-  AgreeOnFailure(HasFailure());
+  mpi_gtest::AgreeOnFailure(HasFailure());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -127,46 +77,7 @@ INSTANTIATE_TEST_SUITE_P(
         MpiTpCase{"llama_block", LayerKind::kLlamaBlock}),
     [](const ::testing::TestParamInfo<MpiTpCase>& param_info) { return param_info.param.name; });
 
-void PrintOnlyFromRankZero(int rank) {
-  if (rank == 0) return;
-  ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
-  delete listeners.Release(listeners.default_result_printer());
-  listeners.Append(new FailurePrinter(rank));
-}
-
-StatusOr<std::unique_ptr<Comm>> MakeWorld(std::chrono::milliseconds collective_timeout) {
-  CommOptions options;
-  options.collective_timeout = collective_timeout;
-  return MakeWorldComm("mpi", options);
-}
-
-int Run() {
-  // The harness waits longer than the layers' collectives, so a rank held up by one still joins
-  // the agreement in time.
-  StatusOr<std::unique_ptr<Comm>> world = MakeWorld(std::chrono::seconds(10));
-  StatusOr<std::unique_ptr<Comm>> harness = MakeWorld(std::chrono::seconds(25));
-  if (!world.ok() || !harness.ok()) {
-    Status status = world.ok() ? harness.status() : world.status();
-    std::fprintf(stderr, "layers_mpi_test: %s\n", status.ToString().c_str());
-    return 2;
-  }
-  job = Job{world->get(), harness->get()};
-  PrintOnlyFromRankZero(job.world->Rank());
-  bool failed = RUN_ALL_TESTS() != 0;
-  int failed_ranks = CountFailedRanks(*job.harness, failed);
-  if (job.world->Rank() == 0 && failed_ranks > 0) {
-    std::fprintf(stderr, "layers_mpi_test: %d of %d ranks failed\n", failed_ranks,
-                 job.world->Size());
-  }
-  job = Job{};
-  return failed_ranks > 0 ? 1 : 0;
-}
-
 }  // namespace
 }  // namespace trident
 
-int main(int argc, char** argv) {
-  GTEST_FLAG_SET(fail_fast, true);  // before InitGoogleTest, so the command line can override it
-  ::testing::InitGoogleTest(&argc, argv);
-  return trident::Run();
-}
+int main(int argc, char** argv) { return trident::mpi_gtest::Main("layers_mpi_test", argc, argv); }
