@@ -252,29 +252,13 @@ std::string At(int position, int index, const Action& action) {
 }
 
 // Where each (kind, stage, micro-batch) sits in the schedule, and whether it has run in the
-// dry run. REQUIRES: actions passed to Slot are in range.
-class ActionTable {
- public:
-  struct Entry {
-    int position = -1;  // -1: not in the schedule
-    int index = -1;
-    bool done = false;
-  };
-  explicit ActionTable(const Schedule& s)
-      : num_stages_(s.NumStages()),
-        num_micro_batches_(s.num_micro_batches),
-        entries_(static_cast<size_t>(3) * num_stages_ * num_micro_batches_) {}
-
-  Entry& Slot(const Action& a) {
-    size_t kind = static_cast<size_t>(a.kind);
-    return entries_[(kind * num_stages_ + a.stage) * num_micro_batches_ + a.micro_batch];
-  }
-
- private:
-  int num_stages_;
-  int num_micro_batches_;
-  std::vector<Entry> entries_;
+// dry run.
+struct ActionEntry {
+  int position = -1;  // -1: not in the schedule
+  int index = -1;
+  bool done = false;
 };
+using ActionTable = ActionMap<ActionEntry>;
 
 Status CheckShape(const Schedule& s) {
   if (s.pp < 1 || s.virtual_stages < 1 || s.num_micro_batches < 1) {
@@ -314,7 +298,7 @@ Status IndexActions(const Schedule& s, ActionTable* table) {
     for (int i = 0; i < static_cast<int>(s.positions[p].size()); ++i) {
       const Action& a = s.positions[p][i];
       TRIDENT_RETURN_IF_ERROR(CheckAction(s, p, i, a));
-      ActionTable::Entry& entry = table->Slot(a);
+      ActionEntry& entry = (*table)[a];
       if (entry.position >= 0) {
         return InvalidArgument(At(p, i, a) + ": duplicate of action " + Str(entry.index));
       }
@@ -337,14 +321,14 @@ Status CheckCompleteAndOrdered(const Schedule& s, ActionTable* table) {
     for (int j = 0; j < s.num_micro_batches; ++j) {
       for (size_t k = 0; k < kinds.size(); ++k) {
         Action a{kinds[k], stage, j};
-        const ActionTable::Entry& entry = table->Slot(a);
+        const ActionEntry& entry = (*table)[a];
         if (entry.position < 0) {
           return InvalidArgument("position " + Str(s.PositionOf(stage)) + ": " + ActionToString(a) +
                                  " is missing");
         }
         if (k == 0) continue;
         Action before{kinds[k - 1], stage, j};
-        const ActionTable::Entry& prior = table->Slot(before);
+        const ActionEntry& prior = (*table)[before];
         if (prior.index > entry.index) {
           return InvalidArgument(At(entry.position, entry.index, a) + ": runs before " +
                                  ActionToString(before) + " (action " + Str(prior.index) +
@@ -359,7 +343,7 @@ Status CheckCompleteAndOrdered(const Schedule& s, ActionTable* table) {
 // The first prerequisite of `a` that has not run, if any.
 const Action* FirstPending(const Prerequisites& pre, ActionTable* table) {
   for (int d = 0; d < pre.count; ++d) {
-    if (!table->Slot(pre.actions[d]).done) return &pre.actions[d];
+    if (!(*table)[pre.actions[d]].done) return &pre.actions[d];
   }
   return nullptr;
 }
@@ -393,7 +377,7 @@ Status DryRun(const Schedule& s, ActionTable* table) {
     }
     if (ran.empty()) return Deadlock(s, next, table);
     for (const Action& a : ran) {
-      table->Slot(a).done = true;
+      (*table)[a].done = true;
       ++next[s.PositionOf(a.stage)];
     }
     remaining -= ran.size();
@@ -405,7 +389,7 @@ Status DryRun(const Schedule& s, ActionTable* table) {
 
 Status ValidateSchedule(const Schedule& schedule) {
   TRIDENT_RETURN_IF_ERROR(CheckShape(schedule));
-  ActionTable table(schedule);
+  ActionTable table(schedule, ActionEntry{});
   TRIDENT_RETURN_IF_ERROR(IndexActions(schedule, &table));
   TRIDENT_RETURN_IF_ERROR(CheckCompleteAndOrdered(schedule, &table));
   return DryRun(schedule, &table);

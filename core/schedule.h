@@ -63,6 +63,27 @@ struct Schedule {
   bool operator==(const Schedule&) const = default;
 };
 
+// One value per (kind, stage, micro-batch) of a schedule, e.g. where an action sits or when
+// it ended. REQUIRES: actions passed to operator[] are in range for the schedule.
+template <typename T>
+class ActionMap {
+ public:
+  ActionMap(const Schedule& s, T initial)
+      : num_stages_(s.NumStages()),
+        num_micro_batches_(s.num_micro_batches),
+        values_(static_cast<size_t>(3) * num_stages_ * num_micro_batches_, initial) {}
+
+  T& operator[](const Action& a) {
+    size_t kind = static_cast<size_t>(a.kind);
+    return values_[(kind * num_stages_ + a.stage) * num_micro_batches_ + a.micro_batch];
+  }
+
+ private:
+  int num_stages_;
+  int num_micro_batches_;
+  std::vector<T> values_;
+};
+
 // The actions `action` waits for (see the table above): at most two.
 struct Prerequisites {
   int count = 0;

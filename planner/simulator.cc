@@ -69,23 +69,8 @@ double DurationMs(const SimulationInput& in, const Action& a) {
   return 0;
 }
 
-// End time of each action that has run; negative while it has not.
-class EndTimes {
- public:
-  explicit EndTimes(const Schedule& s)
-      : num_stages_(s.NumStages()),
-        num_micro_batches_(s.num_micro_batches),
-        ends_ms_(static_cast<size_t>(3) * num_stages_ * num_micro_batches_, -1.0) {}
-  double& operator[](const Action& a) {
-    size_t kind = static_cast<size_t>(a.kind);
-    return ends_ms_[(kind * num_stages_ + a.stage) * num_micro_batches_ + a.micro_batch];
-  }
-
- private:
-  int num_stages_;
-  int num_micro_batches_;
-  std::vector<double> ends_ms_;
-};
+// When each action ended; negative until it has run.
+using EndTimes = ActionMap<double>;
 
 // When `a`'s inputs are all there, or a negative value if a prerequisite has not run.
 double ReadyMs(const Schedule& s, const SimulationInput& in, const Action& a, EndTimes* ends) {
@@ -155,7 +140,7 @@ SimulationResult Summarize(const Schedule& s, Timeline timeline) {
 
 // One replay of `s` (already validated) with `in`'s times.
 StatusOr<SimulationResult> Replay(const Schedule& s, const SimulationInput& in) {
-  EndTimes ends(s);
+  EndTimes ends(s, -1.0);
   Timeline timeline(s.pp);
   bool progress = true;
   while (progress) {
