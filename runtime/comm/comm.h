@@ -12,8 +12,9 @@
 //
 // Errors: argument errors are InvalidArgument, found before anything is sent, with the same
 // message in every backend. A wait that passes its deadline returns DeadlineExceeded whose
-// message names the operation, the peer, the tag and how long it waited; IsCommTimeout()
-// recognizes it.
+// message names the operation (the peer and tag of a transfer, or the collective and its size)
+// and how long it waited; IsCommTimeout() recognizes it. A rank that cannot go on calls
+// AbortJob, which ends every process of the job so no peer waits for it.
 //
 // Thread-safety: a Comm is used by one thread at a time (MPI_THREAD_SERIALIZED). Different
 // Comms, including the sub-communicators of one Comm, may be used from different threads only
@@ -41,7 +42,8 @@ struct CommOptions {
 
 class Comm;
 
-// A handle to one outstanding Isend or Irecv, valid only with the Comm that made it.
+// A handle to one outstanding Isend, Irecv or started collective (StartAllReduceSum), valid
+// only with the Comm that made it.
 // Move-only; a moved-from or default-constructed Request is inactive, and Wait, Test and Cancel
 // on it return ok at once (like MPI_REQUEST_NULL). A request becomes inactive when it
 // completes, fails or is cancelled; it stays active after a Wait that timed out.
@@ -65,7 +67,8 @@ class Request {
 
 class Comm {
  public:
-  // Withdraws pending receives and lets pending sends finish in the background.
+  // Withdraws pending receives and lets pending sends finish in the background. Started
+  // collectives should be completed first (see StartAllReduceSum).
   virtual ~Comm() = default;
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
@@ -94,16 +97,20 @@ class Comm {
   // request's error.
   virtual StatusOr<bool> Test(Request& request) = 0;
   // Withdraws a pending receive; if it has already matched a message it completes normally
-  // (the data is in its buffer). Either way the request becomes inactive. Sends cannot be
-  // cancelled (InvalidArgument; the request stays active).
+  // (the data is in its buffer). Either way the request becomes inactive. Sends and started
+  // collectives cannot be cancelled (InvalidArgument; the request stays active).
   virtual Status Cancel(Request& request) = 0;
 
   // Collectives: every rank of the communicator calls the same collective, in the same order,
-  // with the same sizes (and root). They block until done or until the collective timeout
-  // passes; after a timeout the communicator is broken (every later call fails) and the job
-  // should abort. The in-process backend sums in rank order, ((x0 + x1) + x2) + ...; MPI and
-  // NCCL choose their own order, so backends agree bit for bit when every order gives the same
-  // sum (exactly representable inputs), and up to reassociation otherwise.
+  // with the same sizes (and root). Blocking and started collectives (StartAllReduceSum) share
+  // one order: a rank's k-th collective call on a communicator, of either kind, matches the
+  // k-th of every other rank, and must be the same call (a StartAllReduceSum matches only a
+  // StartAllReduceSum). Split is not counted. Blocking collectives return when done or when
+  // the collective timeout passes; after such a timeout the communicator is broken (every later
+  // call fails) and the job should abort. The in-process backend sums in rank order,
+  // ((x0 + x1) + x2) + ...; MPI and NCCL choose their own order, so backends agree bit for bit
+  // when every order gives the same sum (exactly representable inputs), and up to
+  // reassociation otherwise.
 
   // data := elementwise sum of every rank's data.
   virtual Status AllReduceSum(std::span<float> data) = 0;
@@ -117,6 +124,18 @@ class Comm {
   // Returns once every rank has entered the barrier.
   virtual Status Barrier() = 0;
 
+  // Starts data := elementwise sum of every rank's data, like AllReduceSum (same checks, same
+  // result bits), and returns without waiting for the other ranks. Complete it with Wait or
+  // Test; `data` holds the sum once the request completes, and every rank's request completes
+  // only after every rank has started this all-reduce. Several may be outstanding at once, with
+  // Isend/Irecv in flight too, and they may be completed in any order. A Wait that times out
+  // leaves the request active and the communicator usable (its message names the all-reduce,
+  // "AllReduceSum of 1024 floats"); Cancel refuses it, as for a send. Complete every started
+  // collective before destroying the Comm (the MPI backend waits up to the collective timeout
+  // for one still pending, then breaks off).
+  // REQUIRES: `data` stays valid and untouched until the request completes.
+  virtual StatusOr<Request> StartAllReduceSum(std::span<float> data) = 0;
+
   // A sub-communicator of the listed ranks of this communicator; rank i of the result is
   // ranks[i]. Every listed rank calls Split with the same list (the others do not call it), and
   // it blocks until they all have, or the collective timeout passes (then this communicator is
@@ -127,6 +146,12 @@ class Comm {
   // 0..Size()-1 or does not contain Rank(). Lists that differ between the listed ranks are
   // InvalidArgument in the MPI backend when they share the first rank, a timeout otherwise.
   virtual StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) = 0;
+
+  // Ends every process of the job at once with `exit_code`, for a rank that hit an error it
+  // cannot recover from; its peers need not call anything. Never returns. Flushes stdout and
+  // stderr first; print the reason before calling it. MPI: MPI_Abort on MPI_COMM_WORLD. The
+  // in-process backend has one process and ends it (std::_Exit): every rank ends with it.
+  [[noreturn]] virtual void AbortJob(int exit_code) = 0;
 
  protected:
   Comm() = default;

@@ -1,6 +1,8 @@
 #include "runtime/comm/comm_checks.h"
 
 #include <climits>
+#include <cstdio>
+#include <iostream>
 #include <set>
 
 namespace trident::comm_internal {
@@ -14,6 +16,10 @@ std::string Str(int n) { return std::to_string(n); }
 std::string DescribeTransfer(bool is_send, int peer, int tag, size_t count) {
   std::string text = is_send ? "Isend to rank " : "Irecv from rank ";
   return text + Str(peer) + " (tag " + Str(tag) + ", " + Str(count) + " floats)";
+}
+
+std::string DescribeCollective(std::string_view op, size_t count) {
+  return std::string(op) + " of " + Str(count) + " floats";
 }
 
 std::string RankList(const std::vector<int>& ranks) {
@@ -98,6 +104,12 @@ Status CancelSendError(std::string_view transfer) {
                          " is a send, and sends cannot be cancelled; hint: Wait for it");
 }
 
+Status CancelCollectiveError(std::string_view collective) {
+  return InvalidArgument("Cancel: " + std::string(collective) +
+                         " is a started collective, and collectives cannot be cancelled; hint: "
+                         "Wait for it");
+}
+
 Status MessageSizeError(std::string_view transfer, std::string_view got) {
   return InvalidArgument(std::string(transfer) + ": the message holds " + std::string(got) +
                          " floats; hint: sender and receiver must use the same count");
@@ -106,6 +118,12 @@ Status MessageSizeError(std::string_view transfer, std::string_view got) {
 Status BrokenCommError(std::string_view op, std::string_view cause) {
   return FailedPrecondition(std::string(op) + ": the communicator is unusable after an earlier " +
                             std::string(cause) + "; hint: abort the job");
+}
+
+void FlushOutputStreams() {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
 }
 
 }  // namespace trident::comm_internal

@@ -20,6 +20,13 @@ inline constexpr std::string_view kTimeoutPhrase = " did not complete within ";
 // "Irecv from rank 1 (tag 99, 4 floats)" / "Isend to rank 2 (tag 3, 8 floats)".
 std::string DescribeTransfer(bool is_send, int peer, int tag, size_t count);
 
+// "AllReduceSum of 1024 floats": a started collective, in messages.
+std::string DescribeCollective(std::string_view op, size_t count);
+
+// The hint of a timed-out Wait on a started collective.
+inline constexpr std::string_view kStartedCollectiveHint =
+    "a rank may have failed, or not started the same collective";
+
 // "[0, 2, 3]".
 std::string RankList(const std::vector<int>& ranks);
 
@@ -39,9 +46,15 @@ Status CheckSplitRanks(const std::vector<int>& ranks, int rank, int size);
 // A request that this Comm did not make, or that already completed.
 Status UnknownRequestError(std::string_view op);
 Status CancelSendError(std::string_view transfer);
+// `collective` as DescribeCollective writes it.
+Status CancelCollectiveError(std::string_view collective);
 // A received message whose length differs from the buffer; `got` is a count or "more".
 Status MessageSizeError(std::string_view transfer, std::string_view got);
 // Every call after a collective timed out.
 Status BrokenCommError(std::string_view op, std::string_view cause);
+
+// For AbortJob: flushes std::cout, std::cerr and every C output stream, so that what the
+// caller printed survives the abort.
+void FlushOutputStreams();
 
 }  // namespace trident::comm_internal

@@ -1,6 +1,7 @@
 #include "runtime/comm/inprocess_comm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <string>
@@ -20,6 +21,7 @@ using inprocess_internal::Contribution;
 using inprocess_internal::Message;
 using inprocess_internal::PostedRecv;
 using inprocess_internal::Round;
+using inprocess_internal::RoundKey;
 using inprocess_internal::Transfer;
 using inprocess_internal::WaitLocked;
 using inprocess_internal::WaitResult;
@@ -37,6 +39,7 @@ class InProcessComm final : public Comm {
         world_ranks_(std::move(world_ranks)),
         rank_(rank),
         options_(options) {}
+  ~InProcessComm() override;
 
   int Rank() const override { return rank_; }
   int Size() const override { return static_cast<int>(world_ranks_.size()); }
@@ -52,15 +55,28 @@ class InProcessComm final : public Comm {
   Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) override;
   Status Broadcast(std::span<float> data, int root) override;
   Status Barrier() override;
+  StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
+  [[noreturn]] void AbortJob(int exit_code) override;
 
  private:
+  // An outstanding Isend or Irecv (`transfer` set), or a started collective (`collective`
+  // names it; it completes with its round, and its result goes to `out`).
   struct Pending {
     bool is_send = false;
     int peer = 0;
     int tag = 0;
     size_t count = 0;
-    std::shared_ptr<Transfer> transfer;
+    std::shared_ptr<Transfer> transfer = nullptr;
+    std::string_view collective = {};  // "AllReduceSum"; empty for p2p
+    RoundKey round = {};
+    std::span<float> out = {};
+
+    bool IsCollective() const { return !collective.empty(); }
+    std::string Describe() const {
+      if (IsCollective()) return comm_internal::DescribeCollective(collective, count);
+      return comm_internal::DescribeTransfer(is_send, peer, tag, count);
+    }
   };
 
   Status CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
@@ -69,12 +85,18 @@ class InProcessComm final : public Comm {
   // REQUIRES: world_->mu held.
   Status AbortedError(std::string_view op) const;
   Request Track(Pending pending);
-  // Ends `it`'s request: forgets it, deactivates `request`, returns the transfer's status.
+  // Whether `p` has completed. REQUIRES: world_->mu held.
+  bool ReadyLocked(const Pending& p) const;
+  // The timeout error of a Wait on `p`. REQUIRES: world_->mu held.
+  Status WaitTimeoutLocked(const Pending& p, std::chrono::milliseconds timeout) const;
+  // Ends `it`'s completed request: forgets it, deactivates `request`, returns its status (a
+  // started collective leaves its round, with the result in its buffer).
   // REQUIRES: world_->mu not held.
   Status Finish(std::map<int64_t, Pending>::iterator it, Request& request);
   std::map<int64_t, Pending>::iterator Find(const Request& request);
-  // Adds this rank's part to the next round and copies out.size() floats of the result,
-  // starting at `offset`.
+  RoundKey NextRoundKey() { return RoundKey(context_, collective_seq_++); }
+  // Adds this rank's part to the next round, waits for it and copies out.size() floats of the
+  // result, starting at `offset`.
   Status RunCollective(std::string_view op, Contribution mine, std::span<float> out, size_t offset);
   Status CollectiveTimeout(std::string_view op, const Round& round);
   StatusOr<int> MeetForSplit(const std::vector<int>& ranks);
@@ -109,17 +131,45 @@ Status InProcessComm::AbortedError(std::string_view op) const {
       std::string(op) + ": the in-process world was aborted: " + world_->abort_status.message());
 }
 
+InProcessComm::~InProcessComm() {
+  std::lock_guard<std::mutex> lock(world_->mu);
+  for (auto& [id, p] : pending_) {
+    if (p.IsCollective()) {
+      (void)LeaveRoundLocked(*world_, p.round, Size(), {}, 0);  // drops the result
+    } else if (!p.is_send) {
+      WithdrawLocked(*world_, world_ranks_[rank_], p.transfer.get());
+    }
+  }
+}
+
 Request InProcessComm::Track(Pending pending) {
   int64_t id = next_request_id_++;
   pending_.emplace(id, std::move(pending));
   return MakeRequest(id);
 }
 
+bool InProcessComm::ReadyLocked(const Pending& p) const {
+  if (p.IsCollective()) return world_->rounds.at(p.round).done;
+  return p.transfer->done;
+}
+
+Status InProcessComm::WaitTimeoutLocked(const Pending& p, std::chrono::milliseconds timeout) const {
+  if (!p.IsCollective()) {
+    return comm_internal::TimeoutError("Wait: " + p.Describe(), timeout, kTransferHint);
+  }
+  std::vector<int> missing = MissingRanks(world_->rounds.at(p.round));
+  return comm_internal::TimeoutError(
+      "Wait: " + p.Describe() + " (waiting for ranks " + comm_internal::RankList(missing) + ")",
+      timeout, comm_internal::kStartedCollectiveHint);
+}
+
 Status InProcessComm::Finish(std::map<int64_t, Pending>::iterator it, Request& request) {
   Status status;
   {
     std::lock_guard<std::mutex> lock(world_->mu);
-    status = it->second.transfer->status;
+    Pending& p = it->second;
+    status = p.IsCollective() ? LeaveRoundLocked(*world_, p.round, Size(), p.out, 0)
+                              : p.transfer->status;
   }
   pending_.erase(it);
   Deactivate(request);
@@ -167,13 +217,9 @@ Status InProcessComm::Wait(Request& request, std::chrono::milliseconds timeout) 
   {
     std::unique_lock<std::mutex> lock(world_->mu);
     WaitResult result =
-        WaitLocked(*world_, lock, Clock::now() + timeout, [&] { return p.transfer->done; });
+        WaitLocked(*world_, lock, Clock::now() + timeout, [&] { return ReadyLocked(p); });
     if (result == WaitResult::kAborted) return AbortedError("Wait");
-    if (result == WaitResult::kTimedOut) {
-      std::string what =
-          "Wait: " + comm_internal::DescribeTransfer(p.is_send, p.peer, p.tag, p.count);
-      return comm_internal::TimeoutError(what, timeout, kTransferHint);
-    }
+    if (result == WaitResult::kTimedOut) return WaitTimeoutLocked(p, timeout);
   }
   return Finish(it, request);
 }
@@ -184,7 +230,7 @@ StatusOr<bool> InProcessComm::Test(Request& request) {
   if (it == pending_.end()) return comm_internal::UnknownRequestError("Test");
   {
     std::lock_guard<std::mutex> lock(world_->mu);
-    if (!it->second.transfer->done) {
+    if (!ReadyLocked(it->second)) {
       if (!world_->abort_status.ok()) return AbortedError("Test");
       return false;
     }
@@ -198,10 +244,8 @@ Status InProcessComm::Cancel(Request& request) {
   auto it = Find(request);
   if (it == pending_.end()) return comm_internal::UnknownRequestError("Cancel");
   const Pending& p = it->second;
-  if (p.is_send) {
-    return comm_internal::CancelSendError(
-        comm_internal::DescribeTransfer(true, p.peer, p.tag, p.count));
-  }
+  if (p.IsCollective()) return comm_internal::CancelCollectiveError(p.Describe());
+  if (p.is_send) return comm_internal::CancelSendError(p.Describe());
   {
     std::lock_guard<std::mutex> lock(world_->mu);
     if (!p.transfer->done) {
@@ -217,32 +261,17 @@ Status InProcessComm::RunCollective(std::string_view op, Contribution mine, std:
   TRIDENT_RETURN_IF_ERROR(CheckUsable(op));
   std::unique_lock<std::mutex> lock(world_->mu);
   if (!world_->abort_status.ok()) return AbortedError(op);
-  auto key = std::make_pair(context_, collective_seq_++);
-  Round& round = world_->rounds[key];
-  if (round.parts.empty()) round.parts.resize(world_ranks_.size());
-  round.parts[rank_] = std::move(mine);
-  if (++round.arrived == Size()) {
-    FinishRound(round);
-    world_->cv.notify_all();
-  }
+  RoundKey key = NextRoundKey();
+  Round& round = JoinRoundLocked(*world_, key, rank_, Size(), std::move(mine));
   WaitResult result = WaitLocked(*world_, lock, Clock::now() + options_.collective_timeout,
                                  [&] { return round.done; });
   if (result == WaitResult::kAborted) return AbortedError(op);
   if (result == WaitResult::kTimedOut) return CollectiveTimeout(op, round);
-  Status status = round.status;
-  if (status.ok()) {
-    std::copy_n(round.result.begin() + static_cast<std::ptrdiff_t>(offset), out.size(),
-                out.begin());
-  }
-  if (++round.departed == Size()) world_->rounds.erase(key);
-  return status;
+  return LeaveRoundLocked(*world_, key, Size(), out, offset);
 }
 
 Status InProcessComm::CollectiveTimeout(std::string_view op, const Round& round) {
-  std::vector<int> missing;
-  for (size_t r = 0; r < round.parts.size(); ++r) {
-    if (!round.parts[r]) missing.push_back(static_cast<int>(r));
-  }
+  std::vector<int> missing = MissingRanks(round);
   broken_ = std::string(op) + " that timed out";
   return comm_internal::TimeoutError(
       std::string(op) + " on " + std::to_string(Size()) + " ranks (waiting for ranks " +
@@ -284,6 +313,22 @@ Status InProcessComm::Broadcast(std::span<float> data, int root) {
 
 Status InProcessComm::Barrier() { return RunCollective("Barrier", Contribution{}, {}, 0); }
 
+StatusOr<Request> InProcessComm::StartAllReduceSum(std::span<float> data) {
+  TRIDENT_RETURN_IF_ERROR(CheckUsable("StartAllReduceSum"));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckCount("StartAllReduceSum", data.size()));
+  std::vector<float> copy(data.begin(), data.end());
+  Contribution mine{CollectiveKind::kStartAllReduceSum, data.size(), data.size(), 0,
+                    std::move(copy)};
+  Pending p{.count = data.size(), .collective = "AllReduceSum", .out = data};
+  {
+    std::lock_guard<std::mutex> lock(world_->mu);
+    if (!world_->abort_status.ok()) return AbortedError("StartAllReduceSum");
+    p.round = NextRoundKey();
+    JoinRoundLocked(*world_, p.round, rank_, Size(), std::move(mine));
+  }
+  return Track(std::move(p));
+}
+
 StatusOr<int> InProcessComm::MeetForSplit(const std::vector<int>& ranks) {
   auto key = std::make_tuple(context_, ranks, split_counts_[ranks]++);
   size_t index = std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin();
@@ -313,6 +358,11 @@ StatusOr<int> InProcessComm::MeetForSplit(const std::vector<int>& ranks) {
   int context = meeting.context;
   if (++meeting.departed == static_cast<int>(ranks.size())) world_->splits.erase(key);
   return context;
+}
+
+void InProcessComm::AbortJob(int exit_code) {
+  comm_internal::FlushOutputStreams();
+  std::_Exit(exit_code);
 }
 
 StatusOr<std::unique_ptr<Comm>> InProcessComm::Split(std::vector<int> ranks) {

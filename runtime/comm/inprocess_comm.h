@@ -10,7 +10,11 @@
 // taken in rank order, so exactly representable inputs give the same bits as MPI. It also
 // checks what MPI cannot: every rank of a collective must call the same collective with the
 // same sizes (InvalidArgument otherwise), and timeouts name the ranks that did not arrive.
-// Sends are buffered: an Isend completes at once.
+// Sends are buffered: an Isend completes at once. StartAllReduceSum never waits: it leaves this
+// rank's copy of the data in the round, and the round's result is copied into the buffer when
+// Wait or Test completes the request. AbortJob ends the whole process, every rank with it; to
+// stop only the ranks of one world, return an error from RunInProcess's body (or call
+// InProcessWorld::Abort).
 //
 // Thread-safety: each rank's Comm (and its sub-communicators) is used by one thread; the
 // world's shared state is guarded inside. Abort() may be called from any thread.

@@ -34,6 +34,8 @@ std::string_view KindName(CollectiveKind kind) {
       return "Broadcast";
     case CollectiveKind::kBarrier:
       return "Barrier";
+    case CollectiveKind::kStartAllReduceSum:
+      return "StartAllReduceSum";
   }
   return "?";
 }
@@ -122,6 +124,7 @@ void FinishRound(Round& round) {
   const Contribution& first = *round.parts[0];
   switch (first.kind) {
     case CollectiveKind::kAllReduceSum:
+    case CollectiveKind::kStartAllReduceSum:
     case CollectiveKind::kReduceScatterSum:
       round.result = SumInRankOrder(round.parts);
       return;
@@ -134,6 +137,38 @@ void FinishRound(Round& round) {
     case CollectiveKind::kBarrier:
       return;
   }
+}
+
+Round& JoinRoundLocked(WorldState& state, const RoundKey& key, int rank, int size,
+                       Contribution part) {
+  Round& round = state.rounds[key];
+  if (round.parts.empty()) round.parts.resize(size);
+  round.parts[rank] = std::move(part);
+  if (++round.arrived == size) {
+    FinishRound(round);
+    state.cv.notify_all();
+  }
+  return round;
+}
+
+Status LeaveRoundLocked(WorldState& state, const RoundKey& key, int size, std::span<float> out,
+                        size_t offset) {
+  Round& round = state.rounds.at(key);
+  Status status = round.status;
+  if (status.ok() && !out.empty()) {
+    std::copy_n(round.result.begin() + static_cast<std::ptrdiff_t>(offset), out.size(),
+                out.begin());
+  }
+  if (++round.departed == size) state.rounds.erase(key);
+  return status;
+}
+
+std::vector<int> MissingRanks(const Round& round) {
+  std::vector<int> missing;
+  for (size_t r = 0; r < round.parts.size(); ++r) {
+    if (!round.parts[r]) missing.push_back(static_cast<int>(r));
+  }
+  return missing;
 }
 
 WaitResult WaitLocked(WorldState& state, std::unique_lock<std::mutex>& lock,

@@ -56,7 +56,14 @@ struct Mailbox {
   std::deque<PostedRecv> posted;
 };
 
-enum class CollectiveKind { kAllReduceSum, kAllGather, kReduceScatterSum, kBroadcast, kBarrier };
+enum class CollectiveKind {
+  kAllReduceSum,
+  kAllGather,
+  kReduceScatterSum,
+  kBroadcast,
+  kBarrier,
+  kStartAllReduceSum,
+};
 
 // One rank's part of a collective.
 struct Contribution {
@@ -68,7 +75,9 @@ struct Contribution {
 };
 
 // One collective call on one communicator. The last rank to arrive computes `result` (the
-// whole output; each rank copies its slice), and the last to leave erases the round.
+// whole output; each rank copies its slice), and the last to leave erases the round. A rank
+// leaves when its blocking call returns or its started collective's request completes (or its
+// Comm is destroyed); a rank whose blocking call timed out never leaves.
 struct Round {
   std::vector<std::optional<Contribution>> parts;  // by communicator rank
   int arrived = 0;
@@ -86,6 +95,9 @@ struct Rendezvous {
   int departed = 0;
 };
 
+// (context, sequence number): a communicator's k-th collective call.
+using RoundKey = std::pair<int, int64_t>;
+
 // (parent context, rank list, how many times this list was split from that parent before).
 using SplitKey = std::tuple<int, std::vector<int>, int>;
 
@@ -94,8 +106,8 @@ struct WorldState {
 
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<Mailbox> mailboxes;                   // by world rank
-  std::map<std::pair<int, int64_t>, Round> rounds;  // by (context, sequence number)
+  std::vector<Mailbox> mailboxes;    // by world rank
+  std::map<RoundKey, Round> rounds;  // collectives in progress
   std::map<SplitKey, Rendezvous> splits;
   int next_context = 1;
   Status abort_status;  // not ok once aborted
@@ -111,6 +123,17 @@ void PostRecvLocked(WorldState& state, int world_rank, PostedRecv recv);
 void WithdrawLocked(WorldState& state, int world_rank, const Transfer* transfer);
 // Checks that all parts agree and computes the round's result; sets done.
 void FinishRound(Round& round);
+// Adds `part` as rank `rank` of a `size`-rank communicator to round `key` (creating it), and
+// finishes the round and wakes its waiters if that was the last part. Never waits.
+Round& JoinRoundLocked(WorldState& state, const RoundKey& key, int rank, int size,
+                       Contribution part);
+// Leaves round `key`: copies out.size() floats of its result, starting at `offset`, into `out`
+// if the round succeeded, and erases the round if this was the last of `size` ranks to leave.
+// Returns the round's status. REQUIRES: the round exists and this rank has not left it.
+Status LeaveRoundLocked(WorldState& state, const RoundKey& key, int size, std::span<float> out,
+                        size_t offset);
+// The communicator ranks whose part `round` still lacks, for timeout messages.
+std::vector<int> MissingRanks(const Round& round);
 
 enum class WaitResult { kReady, kAborted, kTimedOut };
 // Waits on state.cv until `ready()` (checked first), the world is aborted, or `deadline`.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <thread>
@@ -90,17 +91,24 @@ class MpiComm final : public Comm {
   Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) override;
   Status Broadcast(std::span<float> data, int root) override;
   Status Barrier() override;
+  StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
+  [[noreturn]] void AbortJob(int exit_code) override;
 
  private:
+  // An outstanding Isend or Irecv (peer and tag set), or a started collective (`collective`
+  // names it; MPI forbids cancelling or freeing its request).
   struct Pending {
     bool is_send = false;
     int peer = 0;
     int tag = 0;
     size_t count = 0;
     MPI_Request request = MPI_REQUEST_NULL;
+    std::string_view collective = {};  // "AllReduceSum"; empty for p2p
 
+    bool IsCollective() const { return !collective.empty(); }
     std::string Describe() const {
+      if (IsCollective()) return comm_internal::DescribeCollective(collective, count);
       return comm_internal::DescribeTransfer(is_send, peer, tag, count);
     }
   };
@@ -157,6 +165,10 @@ StatusOr<std::unique_ptr<Comm>> MpiComm::Wrap(std::shared_ptr<MpiSession> sessio
 
 MpiComm::~MpiComm() {
   for (auto& [id, p] : pending_) {
+    if (p.IsCollective()) {  // breaks the communicator if it does not complete in time
+      ReportIfError(Complete(p.collective, p.request));
+      continue;
+    }
     if (p.is_send) {
       ReportIfError(TRIDENT_MPI_CALL(MPI_Request_free(&p.request)));
       continue;
@@ -217,7 +229,7 @@ StatusOr<bool> MpiComm::TestOnce(PendingMap::iterator it) {
     return comm_internal::MessageSizeError(p.Describe(), "more than " + std::to_string(p.count));
   }
   TRIDENT_RETURN_IF_ERROR(mpi_internal::MpiResult(code, "MPI_Test", __FILE__, __LINE__));
-  if (!done || p.is_send) return done != 0;
+  if (!done || p.is_send || p.IsCollective()) return done != 0;
   int received = 0;
   TRIDENT_MPI_RETURN_IF_ERROR(MPI_Get_count(&status, MPI_FLOAT, &received));
   if (static_cast<size_t>(received) != p.count) {
@@ -244,7 +256,10 @@ Status MpiComm::Wait(Request& request, std::chrono::milliseconds timeout) {
     if (Clock::now() - start >= timeout) break;
     Backoff(start);
   }
-  return comm_internal::TimeoutError("Wait: " + it->second.Describe(), timeout, kTransferHint);
+  const Pending& p = it->second;
+  return comm_internal::TimeoutError(
+      "Wait: " + p.Describe(), timeout,
+      p.IsCollective() ? comm_internal::kStartedCollectiveHint : kTransferHint);
 }
 
 StatusOr<bool> MpiComm::Test(Request& request) {
@@ -263,6 +278,7 @@ Status MpiComm::Cancel(Request& request) {
   auto it = Find(request);
   if (it == pending_.end()) return comm_internal::UnknownRequestError("Cancel");
   Pending& p = it->second;
+  if (p.IsCollective()) return comm_internal::CancelCollectiveError(p.Describe());
   if (p.is_send) return comm_internal::CancelSendError(p.Describe());
   MPI_Status status;
   Status result = TRIDENT_MPI_CALL(MPI_Cancel(&p.request));
@@ -341,6 +357,23 @@ Status MpiComm::Barrier() {
   MPI_Request request;
   TRIDENT_MPI_RETURN_IF_ERROR(MPI_Ibarrier(comm_, &request));
   return Complete("Barrier", request);
+}
+
+StatusOr<Request> MpiComm::StartAllReduceSum(std::span<float> data) {
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartAllReduceSum", data.size()));
+  Pending p{.count = data.size(), .collective = "AllReduceSum"};
+  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Iallreduce(MPI_IN_PLACE, data.data(),
+                                             static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
+                                             comm_, &p.request));
+  return Track(p);
+}
+
+// MPI_COMM_WORLD rather than comm_: MPI promises to end only the processes of the communicator
+// passed, and this may be a sub-communicator.
+void MpiComm::AbortJob(int exit_code) {
+  comm_internal::FlushOutputStreams();
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; if it ever did, end this rank at least
 }
 
 Status MpiComm::MeetForSplit(const std::vector<int>& ranks) {

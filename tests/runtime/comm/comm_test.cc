@@ -1,11 +1,12 @@
 // The in-process backend: every shared scenario (comm_scenarios.h) with 1 to 4 ranks, plus
 // what only this backend checks (failure propagation, mismatched collectives, timeouts that
-// name the missing ranks) and the factory's errors.
+// name the missing ranks), AbortJob, and the factory's errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -117,9 +118,50 @@ TEST(InProcessCommTest, CollectiveTimeoutNamesMissingRanksAndBreaksTheComm) {
             std::string::npos) {
           return Internal(after.ToString());
         }
+        Status started = comm.StartAllReduceSum(data).status();
+        if (started.message().find("StartAllReduceSum: the communicator is unusable") ==
+            std::string::npos) {
+          return Internal(started.ToString());
+        }
         return Status::Ok();
       },
       TimeoutAfter(milliseconds(50)));
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+TEST(InProcessCommTest, StartedAndBlockingAllReduceDoNotMatch) {
+  Status status = RunInProcess(2, [](Comm& comm) -> Status {
+    std::vector<float> data(4, 1.0f);
+    Status result;
+    if (comm.Rank() == 0) {
+      result = comm.AllReduceSum(data);
+    } else {
+      TRIDENT_ASSIGN_OR_RETURN(Request request, comm.StartAllReduceSum(data));
+      result = comm.Wait(request, milliseconds(10000));
+    }
+    if (result.message().find("rank 0 called AllReduceSum (4 floats) but rank 1 called "
+                              "StartAllReduceSum (4 floats)") == std::string::npos) {
+      return Internal(result.ToString());
+    }
+    return Status::Ok();
+  });
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+TEST(InProcessCommTest, StartedAllReduceTimeoutNamesMissingRanks) {
+  Status status = RunInProcess(3, [](Comm& comm) -> Status {
+    if (comm.Rank() == 2) return Status::Ok();  // never starts
+    std::vector<float> data(4, 1.0f);
+    TRIDENT_ASSIGN_OR_RETURN(Request request, comm.StartAllReduceSum(data));
+    Status result = comm.Wait(request, milliseconds(50));
+    if (result.message() !=
+        "Wait: AllReduceSum of 4 floats (waiting for ranks [2]) did not complete within 50 ms; "
+        "hint: a rank may have failed, or not started the same collective") {
+      return Internal(result.ToString());
+    }
+    if (!request.active()) return Internal("the timed-out request became inactive");
+    return Status::Ok();  // destroying the Comm drops the pending all-reduce
+  });
   EXPECT_TRUE(status.ok()) << status.ToString();
 }
 
@@ -155,6 +197,34 @@ TEST(InProcessWorldTest, AbortReleasesAPendingWait) {
   EXPECT_EQ(waited.code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(waited.message(), HasSubstr("aborted: rank 1 died"));
   EXPECT_FALSE(IsCommTimeout(waited));
+}
+
+// Regression: a destroyed Comm left its receives posted, and a later message was written into
+// the buffer the receive had been given.
+TEST(InProcessWorldTest, DestroyingACommWithdrawsItsReceives) {
+  InProcessWorld world(2);
+  std::unique_ptr<Comm> comm0 = world.MakeComm(0);
+  std::unique_ptr<Comm> comm1 = world.MakeComm(1);
+  std::vector<float> buffer = {-1.0f};
+  StatusOr<Request> recv = comm0->Irecv(buffer, 1, 5);
+  ASSERT_TRUE(recv.ok()) << recv.status().ToString();
+  comm0.reset();
+  std::vector<float> data = {2.0f};
+  StatusOr<Request> send = comm1->Isend(data, 0, 5);
+  ASSERT_TRUE(send.ok()) << send.status().ToString();
+  EXPECT_EQ(buffer, std::vector<float>{-1.0f});
+}
+
+TEST(InProcessCommDeathTest, AbortJobEndsTheProcessWithItsExitCode) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  InProcessWorld world(2);
+  std::unique_ptr<Comm> comm = world.MakeComm(1);
+  EXPECT_EXIT(
+      {
+        std::fprintf(stderr, "rank 1: unrecoverable\n");
+        comm->AbortJob(3);
+      },
+      ::testing::ExitedWithCode(3), "rank 1: unrecoverable");
 }
 
 TEST(InProcessWorldTest, UnreceivedMessagesAreDroppedWithTheWorld) {

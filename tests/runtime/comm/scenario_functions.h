@@ -31,6 +31,15 @@ void ReduceScatterSum(Comm& comm);
 void BroadcastFromEveryRoot(Comm& comm);
 void BarrierWaitsForLateRank(Comm& comm);
 
+// started_collective_scenarios.cc
+void StartedAllReduceSumMatchesBlocking(Comm& comm);
+void StartedAllReducesCompleteInReverseOrder(Comm& comm);
+void StartDoesNotWaitForPeers(Comm& comm);
+void StartedAllReduceOverlapsP2p(Comm& comm);
+void TestPollsStartedAllReduce(Comm& comm);
+void StartedAllReduceWaitTimesOut(Comm& comm);
+void CancelRefusesStartedAllReduce(Comm& comm);
+
 // split_scenarios.cc
 void SplitTpAndDpGroups(Comm& comm);
 void SplitReversedOrder(Comm& comm);
