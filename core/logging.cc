@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -13,6 +14,15 @@ std::optional<int> RankFromEnvironment() {
     if (const char* value = std::getenv(name)) return std::atoi(value);
   }
   return std::nullopt;
+}
+
+std::optional<MeshCoords> CoordsFromEnvironment() {
+  const char* value = std::getenv(kMeshCoordsVariable);
+  MeshCoords c;
+  if (value == nullptr || std::sscanf(value, "%d,%d,%d", &c.dp, &c.pp, &c.tp) != 3) {
+    return std::nullopt;
+  }
+  return c;
 }
 
 std::string_view LevelName(LogLevel level) {
@@ -36,6 +46,7 @@ LogContext LogContext::FromEnvironment() {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) context.host = host;
   context.rank = RankFromEnvironment();
+  context.coords = CoordsFromEnvironment();
   return context;
 }
 

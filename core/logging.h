@@ -16,13 +16,17 @@
 
 namespace trident {
 
+// The environment variable that carries a rank's coordinates to log lines and failed checks.
+inline constexpr const char* kMeshCoordsVariable = "TRIDENT_MESH_COORDS";
+
 struct LogContext {
   std::string host;
   std::optional<int> rank;
   std::optional<MeshCoords> coords;
 
   // Host from gethostname(); rank from the launcher's environment (OMPI_COMM_WORLD_RANK,
-  // PMI_RANK or SLURM_PROCID) when present.
+  // PMI_RANK or SLURM_PROCID) when present; coordinates from kMeshCoordsVariable ("dp,pp,tp",
+  // which a worker sets once it knows them) when present.
   static LogContext FromEnvironment();
 
   // "host rank 3 (dp 0, pp 1, tp 1)", or "host" alone when the rank is unknown.

@@ -1,0 +1,132 @@
+// trident-worker: one rank of a training job, as mpirun starts it:
+//
+//   mpirun -np 4 trident-worker plan.yaml --steps 100 --out run/
+//
+// Reads the plan (self-contained: the model is embedded), checks the job against it, trains
+// with runtime/train's Trainer and writes OUT/metrics.jsonl (and OUT/trace.json for
+// --trace-steps). Any failure on any rank prints "[host rank R (dp, pp, tp)] error: ..." and
+// ends the whole job (Comm::AbortJob). Exit codes: 0 ok, 1 failure, 2 usage.
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "core/logging.h"
+#include "core/plan.h"
+#include "runtime/comm/comm_factory.h"
+#include "runtime/compute/cpu_compute.h"
+#include "runtime/train/trainer.h"
+
+namespace trident {
+namespace {
+
+struct WorkerFlags {
+  std::string plan;
+  std::string out = "run";
+  std::string optimizer = "adamw";
+  double bucket_mb = 25;
+  double timeout_s = 300;
+  int threads = 1;
+  TrainOptions train;
+};
+
+void AddFlags(CLI::App& app, WorkerFlags* f) {
+  TrainOptions& t = f->train;
+  OptimizerOptions& o = t.optimizer;
+  app.add_option("plan", f->plan, "Plan file (trident plan -o PLAN)")->required();
+  app.add_option("--steps", t.steps, "Train until this many optimizer steps")->capture_default_str();
+  app.add_option("--data", t.data, "Text file or folder; 'synthetic' for random tokens "
+                                   "[default: /usr/share/common-licenses]");
+  app.add_option("--seed", t.seed, "Seed of initialization and data order")->capture_default_str();
+  app.add_option("--optimizer", f->optimizer, "adamw or sgd")
+      ->check(CLI::IsMember(NamesOf(OptimizerKindNames())))
+      ->capture_default_str();
+  app.add_option("--lr", o.schedule.lr, "Peak learning rate")->capture_default_str();
+  app.add_option("--min-lr", o.schedule.min_lr, "Learning rate at the end of the decay")
+      ->capture_default_str();
+  app.add_option("--warmup-steps", o.schedule.warmup_steps, "Linear warm-up steps")
+      ->capture_default_str();
+  app.add_option("--decay-steps", o.schedule.decay_steps,
+                 "Cosine decay reaches --min-lr at this step (0: constant after warm-up)")
+      ->capture_default_str();
+  app.add_option("--weight-decay", o.weight_decay, "Decoupled weight decay of matrices")
+      ->capture_default_str();
+  app.add_option("--beta1", o.beta1, "AdamW beta1")->capture_default_str();
+  app.add_option("--beta2", o.beta2, "AdamW beta2")->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--clip-grad", o.clip_grad_norm, "Clip the global gradient norm (0: off)")
+      ->capture_default_str();
+  app.add_option("--out", f->out, "Folder for metrics.jsonl and trace.json")->capture_default_str();
+  app.add_option("--trace-steps", t.trace_steps, "Steps to trace, e.g. 2,3 (OUT/trace.json)")
+      ->delimiter(',');
+  app.add_option("--save", t.save_dir, "Folder for checkpoints (one at the end)");
+  app.add_option("--save-every", t.save_every, "Also save every N steps")->capture_default_str();
+  app.add_option("--load", t.load_path, "Resume from this checkpoint (any plan's)");
+  app.add_option("--bucket-mb", f->bucket_mb, "Gradient all-reduce bucket size in MiB")
+      ->capture_default_str();
+  app.add_option("--timeout", f->timeout_s, "Seconds a rank waits for a peer before aborting")
+      ->capture_default_str();
+  app.add_option("--threads", f->threads, "Compute threads per rank")->capture_default_str();
+  app.add_flag("--quiet", t.quiet, "No per-step line on stdout");
+}
+
+// Fills what the flags give indirectly; creates OUT.
+Status Finish(WorkerFlags* f) {
+  TrainOptions& t = f->train;
+  t.optimizer.kind = *ValueOf(OptimizerKindNames(), f->optimizer);
+  t.bucket_bytes = static_cast<int64_t>(f->bucket_mb * (1 << 20));
+  t.comm_timeout = std::chrono::milliseconds(static_cast<int64_t>(f->timeout_s * 1000));
+  if (!(f->timeout_s > 0)) return InvalidArgument("--timeout must be > 0 seconds");
+  std::error_code ec;
+  std::filesystem::create_directories(f->out, ec);
+  if (ec) return IoError(f->out + ": cannot create the folder: " + ec.message());
+  t.metrics_path = f->out + "/metrics.jsonl";
+  if (!t.trace_steps.empty()) t.trace_path = f->out + "/trace.json";
+  return Status::Ok();
+}
+
+// Reports `status` with this rank's identity and ends the job: every rank, if the job has
+// started (a peer may be waiting), else this process.
+[[noreturn]] void Fail(const Status& status, Comm* world) {
+  Logger(LogContext::FromEnvironment()).Error(status.message());
+  if (world != nullptr && world->Size() > 1) world->AbortJob(1);
+  std::exit(1);
+}
+
+void Train(WorkerFlags& flags) {
+  Status status = Finish(&flags);
+  if (!status.ok()) Fail(status, nullptr);
+  StatusOr<Plan> plan = LoadPlan(flags.plan);
+  if (!plan.ok()) Fail(plan.status(), nullptr);
+  StatusOr<std::unique_ptr<Comm>> world = MakeWorldComm("mpi");
+  if (!world.ok()) Fail(world.status(), nullptr);
+  Comm* comm = world->get();
+  if (comm->Size() == plan->devices) {
+    MeshCoords c = plan->MakeRankMap().Coords(comm->Rank());
+    std::string coords = std::to_string(c.dp) + "," + std::to_string(c.pp) + "," + std::to_string(c.tp);
+    setenv(kMeshCoordsVariable, coords.c_str(), 1);
+  }
+  CpuCompute compute(CpuComputeOptions{flags.threads});
+  StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(*plan, flags.train, comm, &compute);
+  if (!trainer.ok()) Fail(trainer.status(), comm);
+  status = (*trainer)->Run();
+  if (!status.ok()) Fail(status, comm);
+}
+
+}  // namespace
+}  // namespace trident
+
+int main(int argc, char** argv) {
+  CLI::App app{"trident-worker: one rank of a Trident training job (started by mpirun, e.g.\n"
+               "  mpirun -np 4 trident-worker plan.yaml --steps 100)"};
+  trident::WorkerFlags flags;
+  trident::AddFlags(app, &flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  trident::Train(flags);
+  return 0;
+}

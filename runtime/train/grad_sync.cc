@@ -1,0 +1,66 @@
+#include "runtime/train/grad_sync.h"
+
+namespace trident {
+
+GradSync::GradSync(Compute* compute, StageModel* model, Comm* dp_comm, Comm* tie_comm,
+                   int64_t bucket_bytes)
+    : compute_(compute), dp_comm_(dp_comm), tie_comm_(tie_comm) {
+  for (ModelParameter& p : model->parameters()) {
+    if (p.tied_copy || p.tied_source) {
+      if (tie_comm_ != nullptr) tied_.push_back(p.param.grad);
+      continue;
+    }
+    if (dp_comm_ == nullptr) continue;
+    if (buckets_.empty() || buckets_.back().stage != p.stage ||
+        (buckets_.back().numel + p.param.grad->numel()) * 4 > bucket_bytes) {
+      buckets_.emplace_back();
+      buckets_.back().stage = p.stage;
+    }
+    buckets_.back().grads.push_back(p.param.grad);
+    buckets_.back().numel += p.param.grad->numel();
+  }
+  for (Bucket& b : buckets_) b.flat = compute_->Allocate({b.numel});
+}
+
+void GradSync::Pack(Bucket& bucket) {
+  int64_t offset = 0;
+  for (Tensor* g : bucket.grads) {
+    Tensor view = bucket.flat.View(offset, g->shape());
+    compute_->Copy(*g, view);
+    offset += g->numel();
+  }
+}
+
+void GradSync::Unpack(Bucket& bucket) {
+  int64_t offset = 0;
+  for (Tensor* g : bucket.grads) {
+    compute_->Copy(bucket.flat.View(offset, g->shape()), *g);
+    offset += g->numel();
+  }
+}
+
+Status GradSync::StageDone(int stage) {
+  for (Bucket& b : buckets_) {
+    if (b.stage != stage) continue;
+    Pack(b);
+    compute_->Synchronize();
+    std::span<float> flat(b.flat.data<float>(), static_cast<size_t>(b.flat.numel()));
+    TRIDENT_ASSIGN_OR_RETURN(b.request, dp_comm_->StartAllReduceSum(flat));
+  }
+  return Status::Ok();
+}
+
+Status GradSync::Finish(std::chrono::milliseconds timeout) {
+  for (Bucket& b : buckets_) {
+    TRIDENT_RETURN_IF_ERROR(dp_comm_->Wait(b.request, timeout));
+    Unpack(b);
+  }
+  for (Tensor* g : tied_) {
+    compute_->Synchronize();
+    TRIDENT_RETURN_IF_ERROR(
+        tie_comm_->AllReduceSum(std::span<float>(g->data<float>(), static_cast<size_t>(g->numel()))));
+  }
+  return Status::Ok();
+}
+
+}  // namespace trident

@@ -1,0 +1,59 @@
+// GradSync: sums each parameter's gradient over every rank that holds a copy of it, so that all
+// copies take the same optimizer step.
+//
+// Replicas (data parallelism and per-stage replication): the gradients of a stage are summed
+// over the ranks of its dp group (RankMap::DpGroup). They go in buckets of about
+// `bucket_bytes`, each packed into one flat buffer; a stage's buckets start their all-reduce
+// (Comm::StartAllReduceSum) as soon as the interpreter reports the stage's gradients complete,
+// so they travel while the rank's later backward work runs, and Finish waits for them and
+// unpacks the sums. The sum is right because each micro-batch's loss gradient already carries
+// 1 / M (the mean over the global batch).
+//
+// Tied embeddings split over two positions: the embedding's table and the head's copy are
+// left out of the buckets and summed instead over the tie group — every replica of the
+// embedding's position and of the head's, same tp rank — after the buckets.
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/comm/comm.h"
+#include "runtime/compute/compute.h"
+#include "runtime/train/stage_model.h"
+
+namespace trident {
+
+class GradSync {
+ public:
+  // `dp_comm` (nullptr when the rank has no replicas) and `tie_comm` (nullptr when the rank
+  // holds neither side of a split tie) must outlive the object, as must `model`.
+  GradSync(Compute* compute, StageModel* model, Comm* dp_comm, Comm* tie_comm,
+           int64_t bucket_bytes);
+
+  // Starts the all-reduce of every bucket of `stage`.
+  Status StageDone(int stage);
+  // Waits for the started buckets (up to `timeout` each), writes the sums back, then sums the
+  // tied table over the tie group.
+  Status Finish(std::chrono::milliseconds timeout);
+
+ private:
+  struct Bucket {
+    int stage = 0;
+    std::vector<Tensor*> grads;
+    int64_t numel = 0;
+    Tensor flat;
+    Request request;
+  };
+  void Pack(Bucket& bucket);
+  void Unpack(Bucket& bucket);
+
+  Compute* compute_;
+  Comm* dp_comm_;
+  Comm* tie_comm_;
+  std::vector<Bucket> buckets_;
+  std::vector<Tensor*> tied_;
+};
+
+}  // namespace trident

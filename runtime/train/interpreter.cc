@@ -1,0 +1,284 @@
+#include "runtime/train/interpreter.h"
+
+#include <cmath>
+#include <set>
+
+#include "core/check.h"
+
+namespace trident {
+namespace {
+
+std::string Str(int64_t value) { return std::to_string(value); }
+
+bool IsGradientEnd(const Action& a, bool split) {
+  return a.kind == (split ? ActionKind::kWeight : ActionKind::kBackward);
+}
+
+// Per list index: whether the action completes its stage's gradients of its step.
+std::vector<char> StageCompletions(const std::vector<Action>& program, bool split, int m) {
+  std::vector<char> out(program.size(), 0);
+  std::set<std::pair<int, int>> seen;  // (stage, step)
+  for (size_t i = program.size(); i-- > 0;) {
+    const Action& a = program[i];
+    if (IsGradientEnd(a, split) && seen.insert({a.stage, a.micro_batch / m}).second) out[i] = 1;
+  }
+  return out;
+}
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+bool AllFinite(Compute& compute, const Tensor& x) {
+  std::vector<float> host(static_cast<size_t>(x.numel()));
+  compute.CopyToHost(x, std::span<float>(host));
+  for (float v : host) {
+    if (!std::isfinite(v)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Interpreter::Interpreter(const JobLayout* layout, int rank, Compute* compute, Comm* world,
+                         StageModel* model, const Dataset* data, InterpreterOptions options)
+    : layout_(layout),
+      rank_(rank),
+      tp_rank_(layout->rank_map().Coords(rank).tp),
+      compute_(compute),
+      world_(world),
+      model_(model),
+      data_(data),
+      options_(options),
+      program_(&layout->ProgramOf(rank)),
+      completes_stage_(StageCompletions(*program_, layout->SplitBackward(),
+                                        layout->plan().num_micro_batches)) {}
+
+std::string Interpreter::Describe(const Action& a) const {
+  return "rank " + Str(rank_) + ", action " + ActionToString(a);
+}
+
+std::optional<int> Interpreter::SourceOf(const Action& a) const {
+  if (a.kind == ActionKind::kForward && a.stage > 0) {
+    return layout_->RankOf(a.stage - 1, a.micro_batch, tp_rank_);
+  }
+  if (a.kind == ActionKind::kBackward && a.stage < layout_->LastStage()) {
+    return layout_->RankOf(a.stage + 1, a.micro_batch, tp_rank_);
+  }
+  return std::nullopt;
+}
+
+// tag = (j mod K) · slots + 2 · boundary + direction, with slots = 2 · (stages − 1) and K the
+// largest count that keeps tags <= kMaxTag. Two transfers share a tag only when their
+// micro-batches differ by a multiple of K (>= 1000 for up to 16 stages), and those are never in
+// flight together between one pair of ranks.
+int Interpreter::TagOf(const Action& a, bool sending) const {
+  const int slots = std::max(1, 2 * layout_->LastStage());
+  const int k = std::max(1, (kMaxTag + 1) / slots);
+  const bool forward = a.kind == ActionKind::kForward;
+  int boundary = forward ? a.stage - (sending ? 0 : 1) : a.stage - (sending ? 1 : 0);
+  return (a.micro_batch % k) * slots + 2 * boundary + (forward ? 0 : 1);
+}
+
+Tensor Interpreter::ActivationTensor() {
+  const Plan& plan = layout_->plan();
+  return compute_->Allocate({plan.micro_batch_size, plan.seq_len, plan.model.hidden});
+}
+
+Status Interpreter::PostReceive(size_t index) {
+  const Action& a = (*program_)[index];
+  std::optional<int> source = SourceOf(a);
+  if (!source || *source == rank_ || receives_.count(index)) return Status::Ok();
+  Transfer t{Request(), ActivationTensor()};
+  std::span<float> span(t.buffer.data<float>(), static_cast<size_t>(t.buffer.numel()));
+  StatusOr<Request> request = world_->Irecv(span, *source, TagOf(a, false));
+  if (!request.ok()) return Internal(Describe(a) + ": " + request.status().message());
+  t.request = std::move(*request);
+  receives_.emplace(index, std::move(t));
+  return Status::Ok();
+}
+
+StatusOr<Tensor> Interpreter::TakeInput(size_t index, double* wait_ms) {
+  const Action& a = (*program_)[index];
+  const int source = *SourceOf(a);
+  if (source == rank_) {
+    auto it = local_.find({TagOf(a, false), a.micro_batch});
+    if (it == local_.end()) return Internal(Describe(a) + ": its input was never produced");
+    Tensor x = std::move(it->second);
+    local_.erase(it);
+    return x;
+  }
+  TRIDENT_RETURN_IF_ERROR(PostReceive(index));
+  Transfer& t = receives_.at(index);
+  auto start = Clock::now();
+  Status waited = world_->Wait(t.request, options_.p2p_timeout);
+  *wait_ms += MsSince(start);
+  if (!waited.ok()) {
+    return Status(waited.code(), Describe(a) + ": waiting for its input from rank " +
+                                     Str(source) + ": " + waited.message());
+  }
+  Tensor x = std::move(t.buffer);
+  receives_.erase(index);
+  return x;
+}
+
+Status Interpreter::Send(const Action& a, Tensor tensor) {
+  const bool forward = a.kind == ActionKind::kForward;
+  const int dest = layout_->RankOf(a.stage + (forward ? 1 : -1), a.micro_batch, tp_rank_);
+  const int tag = TagOf(a, true);
+  if (dest == rank_) {
+    local_[{tag, a.micro_batch}] = std::move(tensor);
+    return Status::Ok();
+  }
+  std::span<const float> span(tensor.data<float>(), static_cast<size_t>(tensor.numel()));
+  StatusOr<Request> request = world_->Isend(span, dest, tag);
+  if (!request.ok()) return Internal(Describe(a) + ": " + request.status().message());
+  sends_.push_back({std::move(*request), std::move(tensor)});
+  return Status::Ok();
+}
+
+Status Interpreter::ReapSends(bool wait_all, double* wait_ms) {
+  auto start = Clock::now();
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    bool done = false;
+    if (wait_all) {
+      TRIDENT_RETURN_IF_ERROR(world_->Wait(it->request, options_.p2p_timeout));
+      done = true;
+    } else {
+      TRIDENT_ASSIGN_OR_RETURN(done, world_->Test(it->request));
+    }
+    it = done ? sends_.erase(it) : it + 1;
+  }
+  if (wait_all) *wait_ms += MsSince(start);
+  return Status::Ok();
+}
+
+// Token ids (stage 0) and targets (last stage) of micro-batch `a.micro_batch`.
+Tensor Interpreter::ReadBatch(const Action& a, int64_t first_step) {
+  const Plan& plan = layout_->plan();
+  const int64_t m = plan.num_micro_batches;
+  TokenBatch batch = data_->Batch(first_step + a.micro_batch / m,
+                                  (a.micro_batch % m) * plan.micro_batch_size,
+                                  plan.micro_batch_size);
+  const std::vector<int64_t> shape = {plan.micro_batch_size, plan.seq_len};
+  Tensor ids;
+  if (a.stage == 0) {
+    ids = compute_->Allocate(shape, ElementType::kInt32);
+    compute_->CopyFromHost(std::span<const int32_t>(batch.inputs_BS), ids);
+  }
+  if (a.stage == layout_->LastStage()) {
+    Tensor targets = compute_->Allocate(shape, ElementType::kInt32);
+    compute_->CopyFromHost(std::span<const int32_t>(batch.targets_BS), targets);
+    targets_[a.micro_batch] = std::move(targets);
+  }
+  return ids;
+}
+
+void Interpreter::NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record) {
+  if (!options_.check_finite || tp_rank_ != 0 || AllFinite(*compute_, x)) return;
+  if (record->first_nonfinite_stage < 0 || a.stage < record->first_nonfinite_stage) {
+    record->first_nonfinite_stage = a.stage;
+    record->first_nonfinite_micro_batch = a.micro_batch;
+  }
+}
+
+Status Interpreter::Forward(size_t index, int64_t first_step, StepRecord* record,
+                            double* wait_ms) {
+  const Action& a = (*program_)[index];
+  Tensor x = ReadBatch(a, first_step);
+  if (a.stage > 0) {
+    TRIDENT_ASSIGN_OR_RETURN(x, TakeInput(index, wait_ms));
+  }
+  const Tensor* targets = a.stage == layout_->LastStage() ? &targets_.at(a.micro_batch) : nullptr;
+  for (auto& layer : model_->Stage(a.stage).layers) {
+    x = layer->Forward(a.micro_batch, std::move(x), targets);
+  }
+  NoteNonFinite(a, x, record);
+  if (a.stage < layout_->LastStage()) return Send(a, std::move(x));
+  float loss = 0;
+  compute_->CopyToHost(x, std::span<float>(&loss, 1));
+  if (tp_rank_ == 0) {
+    record->loss_sum += loss;
+    ++record->losses;
+  }
+  return Status::Ok();
+}
+
+Status Interpreter::Backward(size_t index, bool with_weights, double* wait_ms) {
+  const Action& a = (*program_)[index];
+  Tensor dy;
+  if (a.stage == layout_->LastStage()) {
+    dy = compute_->Allocate({1});
+    compute_->Fill(1.0f / static_cast<float>(layout_->plan().num_micro_batches), dy);
+  } else {
+    TRIDENT_ASSIGN_OR_RETURN(dy, TakeInput(index, wait_ms));
+  }
+  auto& layers = model_->Stage(a.stage).layers;
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    dy = (*it)->BackwardInput(a.micro_batch, std::move(dy));
+    if (with_weights) (*it)->BackwardWeight(a.micro_batch);
+  }
+  targets_.erase(a.micro_batch);
+  if (a.stage > 0) return Send(a, std::move(dy));
+  return Status::Ok();
+}
+
+void Interpreter::Weights(const Action& a) {
+  for (auto& layer : model_->Stage(a.stage).layers) layer->BackwardWeight(a.micro_batch);
+}
+
+Status Interpreter::RunAction(size_t index, int64_t first_step, const InterpreterHooks& hooks,
+                              StepRecord* record) {
+  const Action& a = (*program_)[index];
+  ActionRecord rec{a, MsSince(step_start_), 0, 0};
+  if (index + 1 < program_->size()) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
+  if (a.kind == ActionKind::kForward) {
+    if (hooks.before_forward) hooks.before_forward(a);
+    TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, record, &rec.wait_ms));
+  } else if (a.kind == ActionKind::kBackward) {
+    if (hooks.before_backward) hooks.before_backward(a);
+    TRIDENT_RETURN_IF_ERROR(Backward(index, !layout_->SplitBackward(), &rec.wait_ms));
+  } else {
+    Weights(a);
+  }
+  rec.end_ms = MsSince(step_start_);
+  record->compute_ms += rec.end_ms - rec.start_ms - rec.wait_ms;
+  record->wait_ms += rec.wait_ms;
+  record->actions.push_back(rec);
+  TRIDENT_RETURN_IF_ERROR(ReapSends(false, nullptr));
+  if (completes_stage_[index] && hooks.stage_gradients_done) {
+    return hooks.stage_gradients_done(a);
+  }
+  return Status::Ok();
+}
+
+Status Interpreter::Run(int64_t first_step, const InterpreterHooks& hooks, StepRecord* record) {
+  step_start_ = Clock::now();
+  for (size_t i = 0; i < program_->size(); ++i) {
+    Status status = RunAction(i, first_step, hooks, record);
+    if (!status.ok()) {
+      Abandon();
+      return status;
+    }
+  }
+  Status status = ReapSends(true, &record->wait_ms);
+  record->schedule_ms = MsSince(step_start_);
+  if (!status.ok()) return Status(status.code(), "rank " + Str(rank_) + ": " + status.message());
+  return Status::Ok();
+}
+
+// Frees every stash and withdraws the receives. Sends stay pending (their buffers with them)
+// until the interpreter is destroyed: the job is about to abort.
+void Interpreter::Abandon() {
+  for (const Action& a : *program_) {
+    if (a.kind != ActionKind::kForward) continue;
+    for (auto& layer : model_->Stage(a.stage).layers) layer->Discard(a.micro_batch);
+  }
+  for (auto& [index, t] : receives_) (void)world_->Cancel(t.request);
+  receives_.clear();
+  local_.clear();
+  targets_.clear();
+}
+
+}  // namespace trident

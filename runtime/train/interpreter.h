@@ -1,0 +1,134 @@
+// The schedule interpreter: runs one rank's list of actions (JobLayout::ProgramOf) over its
+// StageModel, moving activations and gradients between pipeline neighbours.
+//
+// For action F(s, j): the input is micro-batch j's token ids (stage 0) or the activation
+// received from stage s-1; the stage's layers run forward; the output goes to stage s+1 (the
+// LM head's output is the micro-batch loss). For B(s, j): the gradient comes from stage s+1
+// (the last stage starts from dloss = 1 / M, M micro-batches a step, so the gradients of a step
+// are those of the mean loss over its global batch); the layers run their input gradient in
+// reverse order and, unless the schedule splits backward, their weight gradient right after
+// each; the input gradient goes to stage s-1. W(s, j) runs the weight gradients.
+//
+// Transfers. Sends are non-blocking; the sent tensor is kept until its send completes and
+// freed then (completed sends are reaped after every action). The receive an action needs is
+// posted no later than the action before it (one action of look-ahead), so the transfer
+// overlaps that action's compute; the waits follow the list order, which JobLayout::
+// CheckNoDeadlock proves cannot deadlock. Message tags encode the boundary, the direction and
+// the micro-batch, so transfers of different micro-batches never match each other.
+// Transfers between stages of the same rank (pp 1 with virtual stages) stay in memory.
+//
+// Memory: a stage's layers keep what backward needs (per their recompute mode); the
+// interpreter keeps only in-flight transfers and each micro-batch's targets until the
+// LM head's backward.
+//
+// Failures: a receive not matched within `p2p_timeout` returns DeadlineExceeded naming this
+// rank, the action and the peer it waited for; the caller aborts the job.
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "runtime/comm/comm.h"
+#include "runtime/compute/compute.h"
+#include "runtime/data/dataset.h"
+#include "runtime/train/job_layout.h"
+#include "runtime/train/stage_model.h"
+
+namespace trident {
+
+// One executed action, times in ms since the start of the step.
+struct ActionRecord {
+  Action action;
+  double start_ms = 0;
+  double end_ms = 0;
+  double wait_ms = 0;  // of it, blocked on the action's input
+};
+
+struct StepRecord {
+  std::vector<ActionRecord> actions;
+  double compute_ms = 0;   // layer work: Σ (end − start − wait) over the actions
+  double wait_ms = 0;      // blocked on pipeline inputs and on sends at the end
+  double schedule_ms = 0;  // from the step's start to the end of its last send
+  double loss_sum = 0;     // Σ micro-batch losses on this rank (last stage), else 0
+  int losses = 0;
+  // The lowest stage of this rank whose forward output (or loss) was not finite, or -1.
+  int first_nonfinite_stage = -1;
+  int first_nonfinite_micro_batch = -1;
+};
+
+// Callbacks at points of the list that other parts of a rank care about.
+struct InterpreterHooks {
+  // Before F(s, j) and before B(s, j) (PipeDream's weight versions).
+  std::function<void(const Action&)> before_forward;
+  std::function<void(const Action&)> before_backward;
+  // After the action that completes stage s's gradients of the step that `action` belongs to
+  // (its last B, or W when backward is split), with that action.
+  std::function<Status(const Action&)> stage_gradients_done;
+};
+
+struct InterpreterOptions {
+  std::chrono::milliseconds p2p_timeout{std::chrono::minutes(5)};
+  // Check every forward output for NaN and infinity (tp rank 0 only).
+  bool check_finite = true;
+};
+
+class Interpreter {
+ public:
+  // Keeps pointers to everything; all must outlive it. `world` is the job's communicator
+  // (ranks as in the layout), `data` the training data.
+  Interpreter(const JobLayout* layout, int rank, Compute* compute, Comm* world,
+              StageModel* model, const Dataset* data, InterpreterOptions options);
+
+  // Runs the rank's whole list once. Micro-batch id g of the list reads step
+  // first_step + g / M, micro-batch g mod M of it. On error the step is abandoned (stashes
+  // discarded, receives cancelled) and the status names the rank and the action.
+  Status Run(int64_t first_step, const InterpreterHooks& hooks, StepRecord* record);
+
+ private:
+  struct Transfer {
+    Request request;
+    Tensor buffer;
+  };
+  using Clock = std::chrono::steady_clock;
+
+  Status RunAction(size_t index, int64_t first_step, const InterpreterHooks& hooks,
+                   StepRecord* record);
+  Tensor ReadBatch(const Action& a, int64_t first_step);
+  void NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record);
+  Status Forward(size_t index, int64_t first_step, StepRecord* record, double* wait_ms);
+  Status Backward(size_t index, bool with_weights, double* wait_ms);
+  void Weights(const Action& a);
+
+  // The peer rank that feeds `a` (nullopt when it needs no transfer), and the tag.
+  std::optional<int> SourceOf(const Action& a) const;
+  int TagOf(const Action& a, bool sending) const;
+  Status PostReceive(size_t index);
+  StatusOr<Tensor> TakeInput(size_t index, double* wait_ms);
+  Status Send(const Action& a, Tensor tensor);
+  Status ReapSends(bool wait_all, double* wait_ms);
+  void Abandon();
+  Tensor ActivationTensor();
+  std::string Describe(const Action& a) const;
+
+  const JobLayout* layout_;
+  int rank_;
+  int tp_rank_;
+  Compute* compute_;
+  Comm* world_;
+  StageModel* model_;
+  const Dataset* data_;
+  InterpreterOptions options_;
+  const std::vector<Action>* program_;
+  std::vector<char> completes_stage_;  // per list index: the stage's last gradient action
+  std::map<size_t, Transfer> receives_;  // by list index
+  std::map<std::pair<int, int>, Tensor> local_;  // same-rank transfers by (tag, micro-batch)
+  std::vector<Transfer> sends_;
+  std::map<int, Tensor> targets_;  // by micro-batch id, until the head's backward
+  Clock::time_point step_start_;
+};
+
+}  // namespace trident

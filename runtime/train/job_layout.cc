@@ -1,0 +1,142 @@
+#include "runtime/train/job_layout.h"
+
+#include "core/check.h"
+
+namespace trident {
+namespace {
+
+std::string Str(int64_t value) { return std::to_string(value); }
+
+std::string RankName(const RankMap& map, int rank) {
+  MeshCoords c = map.Coords(rank);
+  return "rank " + Str(rank) + " (dp " + Str(c.dp) + ", pp " + Str(c.pp) + ", tp " + Str(c.tp) +
+         ")";
+}
+
+Status CheckModelEnds(const ModelSpec& model) {
+  std::vector<LayerKind> kinds = model.ExpandLayers();
+  if (kinds.empty() || kinds.front() != LayerKind::kEmbedding ||
+      kinds.back() != LayerKind::kLmHead) {
+    return InvalidArgument("model " + model.name +
+                           ": the runtime trains language models whose first layer is an "
+                           "embedding and whose last is an lm_head");
+  }
+  return Status::Ok();
+}
+
+// Done flags of every (kind, stage, micro-batch) of a layout, for the dry run.
+class DoneSet {
+ public:
+  DoneSet(int stages, int micro_batches)
+      : stages_(stages), micro_batches_(micro_batches), done_(3 * stages * micro_batches, 0) {}
+  bool Has(const Action& a) const { return done_[Index(a)] != 0; }
+  void Add(const Action& a) { done_[Index(a)] = 1; }
+
+ private:
+  size_t Index(const Action& a) const {
+    return (static_cast<size_t>(a.kind) * stages_ + a.stage) * micro_batches_ + a.micro_batch;
+  }
+  int stages_;
+  int micro_batches_;
+  std::vector<char> done_;
+};
+
+// The prerequisites of `a` (schedule.h's table) that have not run yet; at most one is named.
+std::optional<Action> MissingPrerequisite(const Action& a, int last_stage, const DoneSet& done) {
+  std::vector<Action> needs;
+  if (a.kind == ActionKind::kForward && a.stage > 0) {
+    needs.push_back({ActionKind::kForward, a.stage - 1, a.micro_batch});
+  }
+  if (a.kind == ActionKind::kBackward) {
+    needs.push_back({ActionKind::kForward, a.stage, a.micro_batch});
+    if (a.stage < last_stage) needs.push_back({ActionKind::kBackward, a.stage + 1, a.micro_batch});
+  }
+  if (a.kind == ActionKind::kWeight) needs.push_back({ActionKind::kBackward, a.stage, a.micro_batch});
+  for (const Action& need : needs) {
+    if (!done.Has(need)) return need;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+StatusOr<JobLayout> JobLayout::Create(const Plan& plan, int steps) {
+  TRIDENT_RETURN_IF_ERROR(plan.Validate());
+  TRIDENT_RETURN_IF_ERROR(CheckModelEnds(plan.model));
+  if (steps < 1) return InvalidArgument("steps must be >= 1, got " + Str(steps));
+  JobLayout layout(plan, plan.MakeRankMap(), steps);
+  TRIDENT_RETURN_IF_ERROR(layout.BuildPrograms());
+  return layout;
+}
+
+int JobLayout::RankOf(int stage, int micro_batch, int tp) const {
+  int position = PositionOf(stage);
+  int replica = (micro_batch % plan_.num_micro_batches) % ReplicasOf(stage);
+  return rank_map_.Rank({replica, position, tp});
+}
+
+std::vector<int> JobLayout::StagesOf(int rank) const {
+  std::vector<int> stages;
+  int position = rank_map_.Coords(rank).pp;
+  for (int s = position; s < NumStages(); s += plan_.mesh.pp) stages.push_back(s);
+  return stages;
+}
+
+const std::vector<Action>& JobLayout::ProgramOf(int rank) const {
+  TRIDENT_CHECK(rank >= 0 && rank < NumRanks()) << "rank " << rank << " of " << NumRanks();
+  return programs_[rank];
+}
+
+Status JobLayout::BuildPrograms() {
+  const int pp = plan_.mesh.pp;
+  const int total = plan_.num_micro_batches;
+  programs_.assign(NumRanks(), {});
+  for (int p = 0; p < pp; ++p) {
+    const int r = plan_.stages[p].replicas;
+    const int local = total / r;
+    StatusOr<Schedule> one = GenerateSchedule(plan_.schedule, pp, plan_.virtual_stages, local);
+    StatusOr<Schedule> schedule = one.ok() ? UnrollSteps(*one, steps_) : one;
+    if (!schedule.ok()) {
+      return InvalidArgument("pipeline position " + Str(p) + " (" + Str(local) +
+                             " micro-batches per replica): " + schedule.status().message());
+    }
+    split_backward_ = schedule->split_backward;
+    for (int d = 0; d < r; ++d) {
+      std::vector<Action> program = schedule->positions[p];
+      for (Action& a : program) {
+        int step = a.micro_batch / local;
+        a.micro_batch = step * total + (a.micro_batch % local) * r + d;
+      }
+      for (int t = 0; t < plan_.mesh.tp; ++t) programs_[rank_map_.Rank({d, p, t})] = program;
+    }
+  }
+  return Status::Ok();
+}
+
+Status JobLayout::CheckNoDeadlock() const {
+  DoneSet done(NumStages(), TotalMicroBatches());
+  std::vector<size_t> next(NumRanks(), 0);
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int rank = 0; rank < NumRanks(); ++rank) {
+      const std::vector<Action>& program = programs_[rank];
+      while (next[rank] < program.size() &&
+             !MissingPrerequisite(program[next[rank]], LastStage(), done)) {
+        done.Add(program[next[rank]++]);
+        progress = true;
+      }
+    }
+  }
+  for (int rank = 0; rank < NumRanks(); ++rank) {
+    if (next[rank] == programs_[rank].size()) continue;
+    const Action& a = programs_[rank][next[rank]];
+    return InvalidArgument(RankName(rank_map_, rank) + ", action " + Str(next[rank]) + " (" +
+                           ActionToString(a) + "): waits for " +
+                           ActionToString(*MissingPrerequisite(a, LastStage(), done)) +
+                           ", which never runs (deadlock)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace trident

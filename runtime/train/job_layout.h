@@ -1,0 +1,80 @@
+// JobLayout: who runs what in a launched plan — each rank's coordinates, its stages and their
+// layers, its ordered list of actions for a step, and which rank holds the other end of every
+// pipeline transfer.
+//
+// Micro-batches. A step has M = plan.num_micro_batches micro-batches, numbered globally
+// 0..M-1; micro-batch j of a stage whose position has r replicas runs on replica j mod r
+// (plan.h). Replica d of position p runs position p's list of the plan's schedule generated
+// for m_p = M / r micro-batches, its local micro-batch i being global micro-batch i·r + d. With
+// uniform replication this is exactly the per-replica schedule the planner simulated; with
+// replication that differs between positions each position keeps its own schedule shape.
+// Worked example: M = 4, replicas {2, 1}, 1F1B, pp 2: position 0 replica 1 runs local
+// "0F0 0F1 0B0 0B1" = global F1 F3 B1 B3; position 1 runs F0 B0 F1 B1 F2 B2 F3 B3.
+//
+// Several steps (PipeDream, which never flushes): global micro-batch j of step k is k·M + j,
+// and a rank's list is its position's UnrollSteps list mapped the same way.
+//
+// Tensor parallelism: every rank of a tp group runs the same list; a pipeline transfer goes
+// from tp rank t of one stage's replica to tp rank t of the next stage's replica (activations
+// are whole on every tp rank).
+//
+// CheckNoDeadlock replays every rank's list at unit time (as ValidateSchedule does for one
+// pipeline) and names the rank, its list index and the action that can never run.
+// Thread-safety: immutable after Create.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/mesh.h"
+#include "core/plan.h"
+#include "core/rank_map.h"
+#include "core/schedule.h"
+#include "core/status.h"
+
+namespace trident {
+
+class JobLayout {
+ public:
+  // InvalidArgument when the plan fails Validate, its model does not start with an embedding
+  // and end with an lm_head, or the schedule cannot be generated for some position's
+  // micro-batch count (the generator's message, naming the position).
+  static StatusOr<JobLayout> Create(const Plan& plan, int steps = 1);
+
+  const Plan& plan() const { return plan_; }
+  const RankMap& rank_map() const { return rank_map_; }
+  int NumRanks() const { return rank_map_.NumRanks(); }
+  int NumStages() const { return static_cast<int>(plan_.stages.size()); }
+  int Steps() const { return steps_; }
+  // Micro-batches in the whole list: num_micro_batches · steps.
+  int TotalMicroBatches() const { return plan_.num_micro_batches * steps_; }
+  bool SplitBackward() const { return split_backward_; }
+
+  int PositionOf(int stage) const { return stage % plan_.mesh.pp; }
+  int ReplicasOf(int stage) const { return plan_.stages[stage].replicas; }
+  // The global rank that runs `stage` for global micro-batch `micro_batch` as tp rank `tp`.
+  int RankOf(int stage, int micro_batch, int tp) const;
+  // The stages rank `rank` runs, in increasing order (v of them).
+  std::vector<int> StagesOf(int rank) const;
+  // Rank `rank`'s actions for all Steps(), in order, with global micro-batch ids.
+  const std::vector<Action>& ProgramOf(int rank) const;
+
+  // The first layer index past the stage.
+  int EndLayer(int stage) const { return plan_.stages[stage].first_layer + plan_.stages[stage].num_layers; }
+  int LastStage() const { return NumStages() - 1; }
+
+  // See the file comment.
+  Status CheckNoDeadlock() const;
+
+ private:
+  JobLayout(Plan plan, RankMap rank_map, int steps) : plan_(std::move(plan)), rank_map_(std::move(rank_map)), steps_(steps) {}
+  Status BuildPrograms();
+
+  Plan plan_;
+  RankMap rank_map_;
+  int steps_ = 1;
+  bool split_backward_ = false;
+  std::vector<std::vector<Action>> programs_;  // by rank
+};
+
+}  // namespace trident
