@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Usage: worker_training.sh WORKER_BIN MPIRUN [MPIRUN_FLAG...]
+#
+# trident-worker under mpirun, end to end: gpt-tiny trained for 10 steps under many plans —
+# every synchronous schedule, pp 2 and 4 with uneven cuts and mixed recompute, tp 2, dp 2,
+# a stage replicated beside one that is not, interleaved with v 2, (dp 2, pp 2, tp 2) on 8
+# ranks, tied embeddings split across the first and last stage — gives the losses and the
+# final parameters of the single-process run within 1e-5 relative. Then: a checkpoint resumed
+# under another plan continues the same loss curve; a killed rank ends the job within 30 s;
+# a non-finite loss, a wrong world size and a missing checkpoint each end with exit 1 and a
+# clear message.
+# shellcheck source=testlib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+
+worker=$1
+mpirun=$2
+shift 2
+mpi_flags=("$@")
+steps=10
+# SGD with momentum for the comparisons of parameters: Adam divides each step by sqrt(v), and
+# the key bias's gradient is zero up to rounding (softmax ignores a shift shared by all keys),
+# so Adam turns rounding noise into lr-sized steps there; its losses are compared below.
+optimizer=(--optimizer sgd --lr 0.1 --momentum 0.9)
+
+# plan NAME DEVICES DP PP TP V MICRO_BATCH MICRO_BATCHES SCHEDULE STAGE_LINES
+plan() {
+  cat >"$WORK/$1.yaml" <<EOF
+format_version: 1
+kind: plan
+model:
+  name: gpt-tiny
+  vocab_size: 256
+  max_seq_len: 64
+  hidden: 64
+  heads: 4
+  kv_heads: 4
+  ffn_hidden: 256
+  norm: layer_norm
+  positions: learned
+  tied_embeddings: true
+  dropout: 0.0
+  layers:
+    - {kind: embedding}
+    - {kind: gpt_block, repeat: 2}
+    - {kind: final_norm}
+    - {kind: lm_head}
+cluster: local-cpu
+devices: $2
+devices_per_node: $2
+mesh: {dp: $3, pp: $4, tp: $5}
+virtual_stages: $6
+micro_batch_size: $7
+num_micro_batches: $8
+global_batch: $(($7 * $8))
+seq_len: 32
+dtype: fp32
+schedule: $9
+stages:
+${10}
+EOF
+}
+
+stage() { echo "  - {first_layer: $1, num_layers: $2, replicas: $3, recompute: $4}"; }
+
+# train NAME NP [worker flags...]: runs the plan NAME; output in $WORK/NAME.
+train() {
+  local name=$1 np=$2
+  shift 2
+  run timeout 120 "$mpirun" -np "$np" "${mpi_flags[@]}" "$worker" "$WORK/$name.yaml" \
+    --data synthetic --steps "$steps" --out "$WORK/$name" --save "$WORK/$name/ckpt" --quiet \
+    "${optimizer[@]}" "$@"
+}
+
+# Losses (metrics.jsonl, rank 0) and the final checkpoint of NAME against those of REFERENCE.
+COMPARE='
+import json, struct, sys
+def losses(d):
+    rows = [json.loads(l) for l in open(d + "/metrics.jsonl")]
+    return {r["step"]: r["loss"] for r in rows if r["rank"] == 0}
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    h.pop("__metadata__", None)
+    out = {}
+    for k, v in h.items():
+        s, e = v["data_offsets"]
+        out[k] = struct.unpack("<%df" % ((e - s) // 4), b[8 + n + s:8 + n + e])
+    return out
+ref, got, step, params = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "params"
+a, b = losses(ref), losses(got)
+for k in b:
+    if abs(a[k] - b[k]) > 1e-5 * abs(a[k]):
+        sys.exit(f"step {k}: loss {b[k]!r}, single process {a[k]!r}")
+if len(b) == 0: sys.exit("no losses")
+if not params: sys.exit(0)
+ta = tensors(f"{ref}/ckpt/step-{step}.safetensors")
+tb = tensors(f"{got}/ckpt/step-{step}.safetensors")
+if ta.keys() != tb.keys(): sys.exit(f"tensors differ: {sorted(ta.keys() ^ tb.keys())[:4]}")
+for k in ta:
+    scale = max(1e-6, max(abs(x) for x in ta[k]))
+    err = max(abs(x - y) for x, y in zip(ta[k], tb[k]))
+    if err > 1e-5 * scale: sys.exit(f"{k}: max difference {err:.3g} of scale {scale:.3g}")
+'
+same_as_single() {  # NAME [REFERENCE [losses]]
+  REASON=$(python3 -c "$COMPARE" "$WORK/${2:-single}" "$WORK/$1" "$steps" "${3:-params}" 2>&1)
+}
+
+two="$(stage 0 2 1 none)
+$(stage 2 3 1 none)"
+plan single 1 1 1 1 1 2 4 1f1b "$(stage 0 5 1 none)"
+train single 1 --save-every 3
+expect_rc 0 && [[ -s $WORK/single/ckpt/step-$steps.safetensors ]]
+verdict "the single-process reference trains"
+
+check_plan() {  # NAME NP DESCRIPTION
+  train "$1" "$2"
+  expect_rc 0 && same_as_single "$1"
+  verdict "$3: same losses and parameters as one process"
+}
+
+for kind in gpipe 1f1b zb_h1; do
+  plan "pp2_$kind" 2 1 2 1 1 2 4 "$kind" "$two"
+  check_plan "pp2_$kind" 2 "$kind, pp 2"
+done
+plan pp4 4 1 4 1 1 2 4 1f1b "$(stage 0 1 1 none)
+$(stage 1 1 1 full)
+$(stage 2 1 1 selective)
+$(stage 3 2 1 none)"
+check_plan pp4 4 "1f1b, pp 4, uneven cuts, recompute full and selective"
+plan pp4_zb 4 1 4 1 1 1 8 zb_h1 "$(stage 0 2 1 none)
+$(stage 2 1 1 full)
+$(stage 3 1 1 none)
+$(stage 4 1 1 none)"
+check_plan pp4_zb 4 "zb_h1, pp 4, micro-batch 1 x 8"
+plan interleaved 2 1 2 1 2 2 4 interleaved_1f1b "$(stage 0 1 1 none)
+$(stage 1 1 1 none)
+$(stage 2 1 1 none)
+$(stage 3 2 1 selective)"
+check_plan interleaved 2 "interleaved 1f1b, pp 2, v 2"
+plan tp2 2 1 1 2 1 2 4 1f1b "$(stage 0 5 1 none)"
+check_plan tp2 2 "tp 2"
+plan dp2 2 2 1 1 1 2 4 1f1b "$(stage 0 5 2 full)"
+check_plan dp2 2 "dp 2 with full recompute"
+plan replicated 3 2 2 1 1 2 4 1f1b "$(stage 0 2 2 none)
+$(stage 2 3 1 none)"
+check_plan replicated 3 "stage 0 replicated twice beside stage 1 alone"
+plan mesh8 8 2 2 2 1 2 4 1f1b "$(stage 0 3 2 none)
+$(stage 3 2 2 full)"
+check_plan mesh8 8 "dp 2 x pp 2 x tp 2 on 8 ranks"
+
+# naive model parallelism needs one micro-batch: the same 8 sequences as one micro-batch.
+plan naive 2 1 2 1 1 8 1 naive "$two"
+check_plan naive 2 "naive, pp 2, one micro-batch of 8"
+
+# Resume, with AdamW (whose moments the checkpoint carries): 6 steps under pp 2 saving at
+# step 3, against steps 4-6 from that checkpoint under tp 2.
+optimizer=(--optimizer adamw --lr 1e-3 --warmup-steps 2 --decay-steps 6 --clip-grad 1.0)
+steps=6
+train pp2_1f1b 2 --save-every 3
+expect_rc 0 && mv "$WORK/pp2_1f1b" "$WORK/adam"
+cp "$WORK/tp2.yaml" "$WORK/resumed.yaml"
+train resumed 2 --load "$WORK/adam/ckpt/step-3.safetensors"
+expect_rc 0 && same_as_single resumed adam losses &&
+  [[ $(wc -l <"$WORK/resumed/metrics.jsonl") -eq 6 ]]
+verdict "an AdamW checkpoint of a pp 2 run resumed under tp 2 continues the same losses"
+
+run timeout 60 "$mpirun" -np 1 "${mpi_flags[@]}" "$worker" "$WORK/tp2.yaml" --data synthetic \
+  --out "$WORK/wrong"
+expect_rc 1 && expect_in err "the plan needs 2 ranks" && expect_in err "mpirun -np 2"
+verdict "a plan for another world size is refused"
+
+run timeout 60 "$mpirun" -np 2 "${mpi_flags[@]}" "$worker" "$WORK/tp2.yaml" --data synthetic \
+  --out "$WORK/missing" --load "$WORK/nowhere.safetensors"
+expect_rc 1 && expect_in err "nowhere.safetensors"
+verdict "a missing checkpoint is named"
+
+run timeout 60 "$mpirun" -np 2 "${mpi_flags[@]}" "$worker" "$WORK/pp2_1f1b.yaml" --data synthetic \
+  --out "$WORK/nan" --lr 1e30 --optimizer sgd
+expect_rc 1 && expect_in err "the loss is not finite" && expect_match err "step [0-9]+"
+verdict "a non-finite loss stops training with the step and stage"
+
+# A killed rank: the job must end within 30 s, with mpirun naming the dead process.
+"$mpirun" -np 2 "${mpi_flags[@]}" "$worker" "$WORK/pp2_1f1b.yaml" --data synthetic \
+  --steps 1000000 --out "$WORK/killed" --quiet >"$WORK/out" 2>"$WORK/err" &
+job=$!
+for _ in $(seq 100); do
+  [[ -s $WORK/killed/metrics.jsonl ]] && break
+  sleep 0.2
+done
+victim=$(pgrep -f "trident-worker $WORK/pp2_1f1b.yaml" | tail -1)
+start=$(date +%s)
+kill -9 "$victim"
+for _ in $(seq 300); do
+  kill -0 "$job" 2>/dev/null || break
+  sleep 0.1
+done
+elapsed=$(($(date +%s) - start))
+if kill -0 "$job" 2>/dev/null; then
+  kill -9 "$job"
+  REASON="the job still runs $elapsed s after a rank was killed"
+  false
+else
+  wait "$job"
+  RC=$?
+  expect_rc_nonzero() { ((RC != 0)) || { REASON="exit status 0"; return 1; }; }
+  expect_rc_nonzero && expect_match err "(signal 9|Killed|exited)"
+fi
+verdict "a killed rank ends the job within 30 s ($elapsed s)"
+
+summary 16
