@@ -107,6 +107,11 @@ void Train(WorkerFlags& flags) {
     std::string coords = std::to_string(c.dp) + "," + std::to_string(c.pp) + "," + std::to_string(c.tp);
     setenv(kMeshCoordsVariable, coords.c_str(), 1);
   }
+  if (plan->zero1 && comm->Rank() == 0) {
+    Logger(LogContext::FromEnvironment())
+        .Warning(flags.plan + ": zero1 is not implemented by the runtime yet; every replica keeps "
+                 "the whole optimizer state (same numbers, more memory than the plan predicts)");
+  }
   CpuCompute compute(CpuComputeOptions{flags.threads});
   StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(*plan, flags.train, comm, &compute);
   if (!trainer.ok()) Fail(trainer.status(), comm);

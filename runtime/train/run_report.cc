@@ -73,6 +73,55 @@ std::string StepLine(const StepSummary& step, const std::vector<RankStepStats>& 
          FormatFixed(100 * bubble, 0) + "% | peak " + FormatBytes(peak);
 }
 
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string Row(const std::string& name, const std::string& value) {
+  std::string row = "  " + name;
+  row.resize(24, ' ');
+  return row + value + "\n";
+}
+
+}  // namespace
+
+std::string RunSummary(const std::vector<StepSummary>& steps,
+                       const std::vector<std::vector<RankStepStats>>& ranks,
+                       double predicted_step_ms) {
+  const size_t first = steps.size() > 1 ? 1 : 0;
+  std::vector<double> step_ms, busiest_ms, bubble;
+  int64_t peak = 0;
+  for (size_t k = first; k < steps.size(); ++k) {
+    double slowest = 0, compute = 0, mean_bubble = 0;
+    for (const RankStepStats& r : ranks[k]) {
+      slowest = std::max(slowest, r.step_ms);
+      compute = std::max(compute, r.compute_ms);
+      mean_bubble += r.BubbleFraction() / static_cast<double>(ranks[k].size());
+      peak = std::max(peak, r.peak_memory_bytes);
+    }
+    step_ms.push_back(slowest);
+    busiest_ms.push_back(compute);
+    bubble.push_back(mean_bubble);
+  }
+  const double step = Median(step_ms), busiest = Median(busiest_ms);
+  const int64_t tokens = steps.empty() ? 0 : steps.front().tokens;
+  std::string out = "run summary (medians over steps " + std::to_string(first + 1) + "-" +
+                    std::to_string(steps.size()) + "):\n";
+  out += Row("step time", FormatMs(step));
+  if (predicted_step_ms > 0) out += Row("predicted (plan)", FormatMs(predicted_step_ms));
+  out += Row("busiest rank compute", FormatMs(busiest) + " (sum of its action times)");
+  out += Row("step / compute", FormatFixed(busiest > 0 ? step / busiest : 0, 3));
+  out += Row("tokens/s", FormatCount(static_cast<int64_t>(step > 0 ? tokens / (step / 1e3) : 0)));
+  out += Row("bubble (mean rank)", FormatFixed(100 * Median(bubble), 1) + "%");
+  out += Row("peak memory", FormatBytes(static_cast<double>(peak)) + " (largest rank)");
+  return out;
+}
+
 std::string TraceToChromeJson(const std::vector<TraceEvent>& events, const RankMap& ranks) {
   nlohmann::json out = nlohmann::json::array();
   for (int r = 0; r < ranks.NumRanks(); ++r) {

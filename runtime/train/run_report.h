@@ -65,6 +65,15 @@ std::string MetricsLine(const StepSummary& step, int rank, const MeshCoords& coo
 // largest peak.
 std::string StepLine(const StepSummary& step, const std::vector<RankStepStats>& ranks);
 
+// The end-of-run table over `steps` (per step, every rank's figures), leaving out the first
+// step (warm-up) when there are more: medians of the step time (slowest rank), of the busiest
+// rank's compute (the sum of its action times) and their ratio — the runtime's own overhead
+// plus the schedule's bubble — with tokens/s, the mean bubble, the largest peak memory and the
+// plan's predicted step time for comparison (0: none).
+std::string RunSummary(const std::vector<StepSummary>& steps,
+                       const std::vector<std::vector<RankStepStats>>& ranks,
+                       double predicted_step_ms);
+
 struct TraceEvent {
   int rank = 0;
   int64_t step = 0;

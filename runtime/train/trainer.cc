@@ -337,9 +337,16 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const Plan& plan, const Train
 int64_t Trainer::start_step() const { return state_->start_step; }
 
 Status Trainer::Run(const std::function<void(const StepResult&)>& on_step) {
+  std::vector<StepSummary> steps;
+  std::vector<std::vector<RankStepStats>> ranks;
   for (int64_t step = state_->start_step + 1; step <= state_->options.steps; ++step) {
     TRIDENT_ASSIGN_OR_RETURN(StepResult result, state_->RunStep(step));
+    steps.push_back(result.summary);
+    ranks.push_back(result.ranks);
     if (on_step) on_step(result);
+  }
+  if (state_->rank == 0) {
+    std::cout << RunSummary(steps, ranks, state_->plan.predicted.step_time_ms) << std::flush;
   }
   return Status::Ok();
 }

@@ -44,7 +44,7 @@ struct TrainOptions {
   std::string save_dir;              // checkpoints ("" none): DIR/step-{k}.safetensors
   int64_t save_every = 0;            // also every k steps (0: only at the end)
   std::string load_path;             // resume from this checkpoint ("" start afresh)
-  bool quiet = false;                // no per-step line on stdout
+  bool quiet = false;  // no per-step line on stdout (the end-of-run summary still prints)
 
   // InvalidArgument naming the worker flag.
   Status Validate() const;
