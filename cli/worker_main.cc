@@ -35,9 +35,11 @@ void AddFlags(CLI::App& app, WorkerFlags* f) {
   TrainOptions& t = f->train;
   OptimizerOptions& o = t.optimizer;
   app.add_option("plan", f->plan, "Plan file (trident plan -o PLAN)")->required();
-  app.add_option("--steps", t.steps, "Train until this many optimizer steps")->capture_default_str();
-  app.add_option("--data", t.data, "Text file or folder; 'synthetic' for random tokens "
-                                   "[default: /usr/share/common-licenses]");
+  app.add_option("--steps", t.steps, "Train until this many optimizer steps")
+      ->capture_default_str();
+  app.add_option("--data", t.data,
+                 "Text file or folder; 'synthetic' for random tokens "
+                 "[default: /usr/share/common-licenses]");
   app.add_option("--seed", t.seed, "Seed of initialization and data order")->capture_default_str();
   app.add_option("--optimizer", f->optimizer, "adamw or sgd")
       ->check(CLI::IsMember(NamesOf(OptimizerKindNames())))
@@ -104,12 +106,14 @@ void Train(WorkerFlags& flags) {
   Comm* comm = world->get();
   if (comm->Size() == plan->devices) {
     MeshCoords c = plan->MakeRankMap().Coords(comm->Rank());
-    std::string coords = std::to_string(c.dp) + "," + std::to_string(c.pp) + "," + std::to_string(c.tp);
+    std::string coords =
+        std::to_string(c.dp) + "," + std::to_string(c.pp) + "," + std::to_string(c.tp);
     setenv(kMeshCoordsVariable, coords.c_str(), 1);
   }
   if (plan->zero1 && comm->Rank() == 0) {
     Logger(LogContext::FromEnvironment())
-        .Warning(flags.plan + ": zero1 is not implemented by the runtime yet; every replica keeps "
+        .Warning(flags.plan +
+                 ": zero1 is not implemented by the runtime yet; every replica keeps "
                  "the whole optimizer state (same numbers, more memory than the plan predicts)");
   }
   CpuCompute compute(CpuComputeOptions{flags.threads});
@@ -123,8 +127,9 @@ void Train(WorkerFlags& flags) {
 }  // namespace trident
 
 int main(int argc, char** argv) {
-  CLI::App app{"trident-worker: one rank of a Trident training job (started by mpirun, e.g.\n"
-               "  mpirun -np 4 trident-worker plan.yaml --steps 100)"};
+  CLI::App app{
+      "trident-worker: one rank of a Trident training job (started by mpirun, e.g.\n"
+      "  mpirun -np 4 trident-worker plan.yaml --steps 100)"};
   trident::WorkerFlags flags;
   trident::AddFlags(app, &flags);
   try {

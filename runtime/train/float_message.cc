@@ -64,7 +64,8 @@ Status SendMessage(Comm& comm, const std::vector<float>& message, int dest,
                    std::chrono::milliseconds timeout) {
   FloatWriter size;
   size.Int(static_cast<int64_t>(message.size()));
-  TRIDENT_ASSIGN_OR_RETURN(Request r, comm.Isend(std::span<const float>(size.out()), dest, kSizeTag));
+  TRIDENT_ASSIGN_OR_RETURN(Request r,
+                           comm.Isend(std::span<const float>(size.out()), dest, kSizeTag));
   TRIDENT_ASSIGN_OR_RETURN(Request p,
                            comm.Isend(std::span<const float>(message), dest, kPayloadTag));
   TRIDENT_RETURN_IF_ERROR(comm.Wait(r, timeout));

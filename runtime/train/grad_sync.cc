@@ -57,8 +57,8 @@ Status GradSync::Finish(std::chrono::milliseconds timeout) {
   }
   for (Tensor* g : tied_) {
     compute_->Synchronize();
-    TRIDENT_RETURN_IF_ERROR(
-        tie_comm_->AllReduceSum(std::span<float>(g->data<float>(), static_cast<size_t>(g->numel()))));
+    TRIDENT_RETURN_IF_ERROR(tie_comm_->AllReduceSum(
+        std::span<float>(g->data<float>(), static_cast<size_t>(g->numel()))));
   }
   return Status::Ok();
 }

@@ -52,8 +52,8 @@ Interpreter::Interpreter(const JobLayout* layout, int rank, Compute* compute, Co
       data_(data),
       options_(options),
       program_(&layout->ProgramOf(rank)),
-      completes_stage_(StageCompletions(*program_, layout->SplitBackward(),
-                                        layout->plan().num_micro_batches)) {}
+      completes_stage_(
+          StageCompletions(*program_, layout->SplitBackward(), layout->plan().num_micro_batches)) {}
 
 std::string Interpreter::Describe(const Action& a) const {
   return "rank " + Str(rank_) + ", action " + ActionToString(a);
@@ -115,8 +115,8 @@ StatusOr<Tensor> Interpreter::TakeInput(size_t index, double* wait_ms) {
   Status waited = world_->Wait(t.request, options_.p2p_timeout);
   *wait_ms += MsSince(start);
   if (!waited.ok()) {
-    return Status(waited.code(), Describe(a) + ": waiting for its input from rank " +
-                                     Str(source) + ": " + waited.message());
+    return Status(waited.code(), Describe(a) + ": waiting for its input from rank " + Str(source) +
+                                     ": " + waited.message());
   }
   Tensor x = std::move(t.buffer);
   receives_.erase(index);
@@ -158,9 +158,9 @@ Status Interpreter::ReapSends(bool wait_all, double* wait_ms) {
 Tensor Interpreter::ReadBatch(const Action& a, int64_t first_step) {
   const Plan& plan = layout_->plan();
   const int64_t m = plan.num_micro_batches;
-  TokenBatch batch = data_->Batch(first_step + a.micro_batch / m,
-                                  (a.micro_batch % m) * plan.micro_batch_size,
-                                  plan.micro_batch_size);
+  TokenBatch batch =
+      data_->Batch(first_step + a.micro_batch / m, (a.micro_batch % m) * plan.micro_batch_size,
+                   plan.micro_batch_size);
   const std::vector<int64_t> shape = {plan.micro_batch_size, plan.seq_len};
   Tensor ids;
   if (a.stage == 0) {
@@ -183,8 +183,7 @@ void Interpreter::NoteNonFinite(const Action& a, const Tensor& x, StepRecord* re
   }
 }
 
-Status Interpreter::Forward(size_t index, int64_t first_step, StepRecord* record,
-                            double* wait_ms) {
+Status Interpreter::Forward(size_t index, int64_t first_step, StepRecord* record, double* wait_ms) {
   const Action& a = (*program_)[index];
   Tensor x = ReadBatch(a, first_step);
   if (a.stage > 0) {

@@ -80,8 +80,8 @@ class Interpreter {
  public:
   // Keeps pointers to everything; all must outlive it. `world` is the job's communicator
   // (ranks as in the layout), `data` the training data.
-  Interpreter(const JobLayout* layout, int rank, Compute* compute, Comm* world,
-              StageModel* model, const Dataset* data, InterpreterOptions options);
+  Interpreter(const JobLayout* layout, int rank, Compute* compute, Comm* world, StageModel* model,
+              const Dataset* data, InterpreterOptions options);
 
   // Runs the rank's whole list once. Micro-batch id g of the list reads step
   // first_step + g / M, micro-batch g mod M of it. On error the step is abandoned (stashes
@@ -123,8 +123,8 @@ class Interpreter {
   const Dataset* data_;
   InterpreterOptions options_;
   const std::vector<Action>* program_;
-  std::vector<char> completes_stage_;  // per list index: the stage's last gradient action
-  std::map<size_t, Transfer> receives_;  // by list index
+  std::vector<char> completes_stage_;            // per list index: the stage's last gradient action
+  std::map<size_t, Transfer> receives_;          // by list index
   std::map<std::pair<int, int>, Tensor> local_;  // same-rank transfers by (tag, micro-batch)
   std::vector<Transfer> sends_;
   std::map<int, Tensor> targets_;  // by micro-batch id, until the head's backward

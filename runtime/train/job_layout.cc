@@ -51,7 +51,8 @@ std::optional<Action> MissingPrerequisite(const Action& a, int last_stage, const
     needs.push_back({ActionKind::kForward, a.stage, a.micro_batch});
     if (a.stage < last_stage) needs.push_back({ActionKind::kBackward, a.stage + 1, a.micro_batch});
   }
-  if (a.kind == ActionKind::kWeight) needs.push_back({ActionKind::kBackward, a.stage, a.micro_batch});
+  if (a.kind == ActionKind::kWeight)
+    needs.push_back({ActionKind::kBackward, a.stage, a.micro_batch});
   for (const Action& need : needs) {
     if (!done.Has(need)) return need;
   }

@@ -60,14 +60,17 @@ class JobLayout {
   const std::vector<Action>& ProgramOf(int rank) const;
 
   // The first layer index past the stage.
-  int EndLayer(int stage) const { return plan_.stages[stage].first_layer + plan_.stages[stage].num_layers; }
+  int EndLayer(int stage) const {
+    return plan_.stages[stage].first_layer + plan_.stages[stage].num_layers;
+  }
   int LastStage() const { return NumStages() - 1; }
 
   // See the file comment.
   Status CheckNoDeadlock() const;
 
  private:
-  JobLayout(Plan plan, RankMap rank_map, int steps) : plan_(std::move(plan)), rank_map_(std::move(rank_map)), steps_(steps) {}
+  JobLayout(Plan plan, RankMap rank_map, int steps)
+      : plan_(std::move(plan)), rank_map_(std::move(rank_map)), steps_(steps) {}
   Status BuildPrograms();
 
   Plan plan_;

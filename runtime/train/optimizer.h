@@ -42,7 +42,7 @@ struct OptimizerOptions {
   double beta2 = 0.95;
   double eps = 1e-8;
   double weight_decay = 0.0;
-  double momentum = 0.0;  // SGD only
+  double momentum = 0.0;        // SGD only
   double clip_grad_norm = 0.0;  // 0: no clipping
 
   // InvalidArgument naming the option (as the worker's flag) for out-of-range values.

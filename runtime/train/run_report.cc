@@ -17,10 +17,10 @@ double RankStepStats::BubbleFraction() const {
 
 std::vector<float> EncodeStats(const RankStepStats& s) {
   const int64_t peak = s.peak_memory_bytes;
-  return {static_cast<float>(s.step_ms),          static_cast<float>(s.schedule_ms),
-          static_cast<float>(s.compute_ms),       static_cast<float>(s.pipeline_wait_ms),
-          static_cast<float>(s.sync_ms),          static_cast<float>(s.optimizer_ms),
-          static_cast<float>(peak >> 32),         static_cast<float>((peak >> 16) & 0xFFFF),
+  return {static_cast<float>(s.step_ms),    static_cast<float>(s.schedule_ms),
+          static_cast<float>(s.compute_ms), static_cast<float>(s.pipeline_wait_ms),
+          static_cast<float>(s.sync_ms),    static_cast<float>(s.optimizer_ms),
+          static_cast<float>(peak >> 32),   static_cast<float>((peak >> 16) & 0xFFFF),
           static_cast<float>(peak & 0xFFFF)};
 }
 
@@ -126,26 +126,25 @@ std::string TraceToChromeJson(const std::vector<TraceEvent>& events, const RankM
   nlohmann::json out = nlohmann::json::array();
   for (int r = 0; r < ranks.NumRanks(); ++r) {
     MeshCoords c = ranks.Coords(r);
-    out.push_back({{"ph", "M"},
-                   {"name", "thread_name"},
-                   {"pid", 0},
-                   {"tid", r},
-                   {"args",
-                    {{"name", "rank " + std::to_string(r) + " (dp " + std::to_string(c.dp) +
-                                  ", pp " + std::to_string(c.pp) + ", tp " +
-                                  std::to_string(c.tp) + ")"}}}});
+    out.push_back(
+        {{"ph", "M"},
+         {"name", "thread_name"},
+         {"pid", 0},
+         {"tid", r},
+         {"args",
+          {{"name", "rank " + std::to_string(r) + " (dp " + std::to_string(c.dp) + ", pp " +
+                        std::to_string(c.pp) + ", tp " + std::to_string(c.tp) + ")"}}}});
   }
   for (const TraceEvent& e : events) {
-    out.push_back({{"ph", "X"},
-                   {"name", ActionToString(e.action)},
-                   {"pid", 0},
-                   {"tid", e.rank},
-                   {"ts", e.start_ms * 1e3},
-                   {"dur", (e.end_ms - e.start_ms) * 1e3},
-                   {"args",
-                    {{"stage", e.action.stage},
-                     {"micro_batch", e.action.micro_batch},
-                     {"step", e.step}}}});
+    out.push_back(
+        {{"ph", "X"},
+         {"name", ActionToString(e.action)},
+         {"pid", 0},
+         {"tid", e.rank},
+         {"ts", e.start_ms * 1e3},
+         {"dur", (e.end_ms - e.start_ms) * 1e3},
+         {"args",
+          {{"stage", e.action.stage}, {"micro_batch", e.action.micro_batch}, {"step", e.step}}}});
   }
   return nlohmann::json{{"traceEvents", out}, {"displayTimeUnit", "ms"}}.dump() + "\n";
 }

@@ -50,7 +50,7 @@ std::vector<float> EncodeStats(const RankStepStats& stats);
 RankStepStats DecodeStats(const float* floats);
 
 struct StepSummary {
-  int64_t step = 0;  // 1 for the first optimizer step
+  int64_t step = 0;   // 1 for the first optimizer step
   int64_t steps = 0;  // of the run
   double loss = 0;
   double lr = 0;

@@ -13,8 +13,8 @@ StageModel::StageModel(const JobLayout& layout, int rank, Compute* compute, Comm
                        uint64_t seed) {
   const Plan& plan = layout.plan();
   const std::vector<int> mine = layout.StagesOf(rank);
-  tie_split_ = plan.model.tied_embeddings &&
-               layout.PositionOf(0) != layout.PositionOf(layout.LastStage());
+  tie_split_ =
+      plan.model.tied_embeddings && layout.PositionOf(0) != layout.PositionOf(layout.LastStage());
   LayerContext base;
   base.compute = compute;
   base.tp_comm = plan.mesh.tp > 1 ? tp_comm : nullptr;
@@ -49,10 +49,11 @@ void StageModel::BuildStage(const JobLayout& layout, int stage, const LayerConte
         context.tied_weight = &tied_value_;
         context.tied_weight_grad = &tied_grad_;
       } else {
-        Layer& embedding = stages_.empty() ? *built.layers.front() : *stages_.front().layers.front();
+        Layer& embedding =
+            stages_.empty() ? *built.layers.front() : *stages_.front().layers.front();
         Parameter table = embedding.Parameters().front();
-        TRIDENT_CHECK(table.name == kTokenTable) << "the embedding's first parameter is "
-                                                 << table.name << ", not " << kTokenTable;
+        TRIDENT_CHECK(table.name == kTokenTable)
+            << "the embedding's first parameter is " << table.name << ", not " << kTokenTable;
         context.tied_weight = table.value;
         context.tied_weight_grad = table.grad;
       }

@@ -91,8 +91,7 @@ StatusOr<Checkpoint> Assemble(const std::vector<Shard>& shards, const TrainState
   Checkpoint ckpt;
   ckpt.metadata.step = step;
   ckpt.metadata.model = s.layout->plan().model.name;
-  ckpt.metadata.extra[kOptimizerKey] =
-      NameOf(OptimizerKindNames(), s.optimizer->options().kind);
+  ckpt.metadata.extra[kOptimizerKey] = NameOf(OptimizerKindNames(), s.optimizer->options().kind);
   for (const auto& [key, parts] : by_key) {
     TRIDENT_ASSIGN_OR_RETURN(HostTensor value, Join(parts, &Shard::value));
     ckpt.SetParam(key.first, key.second, std::move(value));

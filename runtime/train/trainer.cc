@@ -32,7 +32,8 @@ StatusOr<std::unique_ptr<Dataset>> OpenData(const TrainOptions& options, const P
   DataOptions data{plan.seq_len, plan.global_batch, options.seed};
   std::unique_ptr<Dataset> dataset;
   if (options.data == "synthetic") {
-    TRIDENT_ASSIGN_OR_RETURN(dataset, SyntheticDataset::Create(data, SyntheticOptions{plan.model.vocab_size}));
+    TRIDENT_ASSIGN_OR_RETURN(
+        dataset, SyntheticDataset::Create(data, SyntheticOptions{plan.model.vocab_size}));
   } else {
     TRIDENT_ASSIGN_OR_RETURN(dataset, OpenTextCorpus(options.data, data));
   }
@@ -98,7 +99,12 @@ struct Trainer::State {
   Status SplitComms();
   Status InitializeWeights();
   TrainState CheckpointState() const {
-    return {&*layout, rank, compute, ctl_comm.get(), model.get(), optimizer.get(),
+    return {&*layout,
+            rank,
+            compute,
+            ctl_comm.get(),
+            model.get(),
+            optimizer.get(),
             options.comm_timeout};
   }
   StatusOr<StepResult> RunStep(int64_t step);
@@ -117,7 +123,8 @@ Status Trainer::State::SplitComms() {
   if (dp.size() > 1) {
     TRIDENT_ASSIGN_OR_RETURN(dp_comm, world->Split(dp));
   }
-  if (plan.model.tied_embeddings && layout->PositionOf(0) != layout->PositionOf(layout->LastStage())) {
+  if (plan.model.tied_embeddings &&
+      layout->PositionOf(0) != layout->PositionOf(layout->LastStage())) {
     std::vector<int> tie = TieGroup(*layout, coords.tp);
     if (std::find(tie.begin(), tie.end(), rank) != tie.end()) {
       TRIDENT_ASSIGN_OR_RETURN(tie_comm, world->Split(tie));
@@ -146,8 +153,8 @@ Status Trainer::State::Build() {
                                          options.bucket_bytes);
   InterpreterOptions io;
   io.p2p_timeout = options.comm_timeout;
-  interpreter = std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(),
-                                              data.get(), io);
+  interpreter =
+      std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(), data.get(), io);
   return InitializeWeights();
 }
 
@@ -201,8 +208,10 @@ Status Trainer::State::ReduceStep(int64_t step, const StepRecord& record, StepSu
     break;
   }
   return FailedPrecondition("step " + Str(step) + ": the loss is not finite (" +
-                            FormatFixed(summary->loss, 4) + "); the first non-finite output "
-                            "came from " + where + "; hint: lower --lr or set --clip-grad");
+                            FormatFixed(summary->loss, 4) +
+                            "); the first non-finite output "
+                            "came from " +
+                            where + "; hint: lower --lr or set --clip-grad");
 }
 
 StatusOr<StepResult> Trainer::State::RunStep(int64_t step) {
@@ -215,17 +224,23 @@ StatusOr<StepResult> Trainer::State::RunStep(int64_t step) {
   const auto sync_start = Clock::now();
   TRIDENT_RETURN_IF_ERROR(grad_sync->Finish(options.comm_timeout));
   StepResult result;
-  result.summary = {step, options.steps, 0, options.optimizer.schedule.At(step), 0,
-                    plan.global_batch * plan.seq_len};
+  result.summary = {step, options.steps,
+                    0,    options.optimizer.schedule.At(step),
+                    0,    plan.global_batch * plan.seq_len};
   TRIDENT_RETURN_IF_ERROR(ReduceStep(step, record, &result.summary));
   const double sync_ms = MsSince(sync_start);
   const auto opt_start = Clock::now();
-  optimizer->Step(step, ClipCoefficient(result.summary.grad_norm,
-                                        options.optimizer.clip_grad_norm));
+  optimizer->Step(step,
+                  ClipCoefficient(result.summary.grad_norm, options.optimizer.clip_grad_norm));
   ZeroGrads();
   compute->Synchronize();
-  RankStepStats mine{MsSince(start), record.schedule_ms, record.compute_ms, record.wait_ms,
-                     sync_ms, MsSince(opt_start), compute->memory_stats().peak_bytes};
+  RankStepStats mine{MsSince(start),
+                     record.schedule_ms,
+                     record.compute_ms,
+                     record.wait_ms,
+                     sync_ms,
+                     MsSince(opt_start),
+                     compute->memory_stats().peak_bytes};
   result.ranks.push_back(mine);
   TRIDENT_RETURN_IF_ERROR(Report(record, &result));
   TRIDENT_RETURN_IF_ERROR(Checkpoint(step));
@@ -238,11 +253,13 @@ Status Trainer::State::Report(const StepRecord& record, StepResult* result) {
   TRIDENT_RETURN_IF_ERROR(Trace(record, result));
   result->ranks.clear();
   if (rank != 0) return Status::Ok();
-  for (int r = 0; r < world->Size(); ++r) result->ranks.push_back(DecodeStats(&all[kStatsFloats * r]));
+  for (int r = 0; r < world->Size(); ++r)
+    result->ranks.push_back(DecodeStats(&all[kStatsFloats * r]));
   if (!options.metrics_path.empty()) {
     std::ofstream out(options.metrics_path, std::ios::app);
     for (int r = 0; r < world->Size(); ++r) {
-      out << MetricsLine(result->summary, r, layout->rank_map().Coords(r), result->ranks[r]) << "\n";
+      out << MetricsLine(result->summary, r, layout->rank_map().Coords(r), result->ranks[r])
+          << "\n";
     }
     if (!out) return IoError(options.metrics_path + ": cannot append the step's metrics");
   }
@@ -294,7 +311,8 @@ Status Trainer::State::Trace(const StepRecord& record, StepResult* result) {
 
 Status Trainer::State::Checkpoint(int64_t step) {
   if (options.save_dir.empty()) return Status::Ok();
-  const bool due = step == options.steps || (options.save_every > 0 && step % options.save_every == 0);
+  const bool due =
+      step == options.steps || (options.save_every > 0 && step % options.save_every == 0);
   if (!due) return Status::Ok();
   if (rank == 0) {
     std::error_code ec;

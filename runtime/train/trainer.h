@@ -32,7 +32,7 @@
 namespace trident {
 
 struct TrainOptions {
-  int64_t steps = 10;  // train until this many optimizer steps (a resumed run counts its own)
+  int64_t steps = 10;    // train until this many optimizer steps (a resumed run counts its own)
   uint64_t seed = 1234;  // initialization and data order
   std::string data;      // text file or folder; "" the default corpus; "synthetic" random tokens
   OptimizerOptions optimizer;
