@@ -56,6 +56,7 @@ void AddFlags(CLI::App& app, WorkerFlags* f) {
       ->capture_default_str();
   app.add_option("--beta1", o.beta1, "AdamW beta1")->capture_default_str();
   app.add_option("--beta2", o.beta2, "AdamW beta2")->capture_default_str();
+  app.add_option("--eps", o.eps, "AdamW epsilon")->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--clip-grad", o.clip_grad_norm, "Clip the global gradient norm (0: off)")
       ->capture_default_str();

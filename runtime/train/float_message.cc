@@ -42,7 +42,8 @@ StatusOr<std::string> FloatReader::Text() {
   TRIDENT_ASSIGN_OR_RETURN(int64_t n, Int());
   TRIDENT_RETURN_IF_ERROR(Need(n));
   std::string s;
-  for (int64_t i = 0; i < n; ++i) s.push_back(static_cast<char>(in_[pos_++]));
+  for (int64_t i = 0; i < n; ++i)
+    s.push_back(static_cast<char>(static_cast<unsigned char>(in_[pos_++])));
   return s;
 }
 

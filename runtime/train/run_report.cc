@@ -110,8 +110,10 @@ std::string RunSummary(const std::vector<StepSummary>& steps,
   }
   const double step = Median(step_ms), busiest = Median(busiest_ms);
   const int64_t tokens = steps.empty() ? 0 : steps.front().tokens;
-  std::string out = "run summary (medians over steps " + std::to_string(first + 1) + "-" +
-                    std::to_string(steps.size()) + "):\n";
+  const int64_t from = steps.empty() ? 0 : steps[first].step;
+  const int64_t to = steps.empty() ? 0 : steps.back().step;
+  std::string out =
+      "run summary (medians over steps " + std::to_string(from) + "-" + std::to_string(to) + "):\n";
   out += Row("step time", FormatMs(step));
   if (predicted_step_ms > 0) out += Row("predicted (plan)", FormatMs(predicted_step_ms));
   out += Row("busiest rank compute", FormatMs(busiest) + " (sum of its action times)");

@@ -163,6 +163,11 @@ StatusOr<int64_t> LoadTrainCheckpoint(const TrainState& s, const std::string& pa
     TRIDENT_RETURN_IF_ERROR(
         CopyIn(*s.compute, reader.ReadParam(layer, p.name, p.full_shape, p.slice), *p.value));
     Tensor& avg = s.optimizer->ExpAvg(i);
+    if (avg.defined() && !reader.Contains(ExpAvgKey(layer, p.name))) {
+      return InvalidArgument(reader.path() +
+                             " holds no optimizer moments (written by sgd "
+                             "without momentum); hint: resume with --optimizer sgd --momentum 0");
+    }
     if (avg.defined()) {
       TRIDENT_RETURN_IF_ERROR(CopyIn(
           *s.compute, reader.ReadSlice(ExpAvgKey(layer, p.name), p.full_shape, p.slice), avg));
