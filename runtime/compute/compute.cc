@@ -34,6 +34,12 @@ void Compute::CopyToHost(const Tensor& src, std::span<float> host) {
   DoCopyToHost(src, host.data());
 }
 
+std::vector<float> Compute::CopyToHost(const Tensor& src) {
+  std::vector<float> host(static_cast<size_t>(src.numel()));
+  CopyToHost(src, std::span<float>(host));
+  return host;
+}
+
 void Compute::CopyToHost(const Tensor& src, std::span<int32_t> host) {
   OpCheck(this, "CopyToHost")
       .OfType(ElementType::kInt32, {{"src", src}})

@@ -117,6 +117,8 @@ class Compute {
   // host = src, after every op issued before. REQUIRES: as CopyFromHost.
   void CopyToHost(const Tensor& src, std::span<float> host);
   void CopyToHost(const Tensor& src, std::span<int32_t> host);
+  // The values of `src` in a new host vector. REQUIRES: src is fp32.
+  std::vector<float> CopyToHost(const Tensor& src);
   // dst = src. REQUIRES: same element count and type.
   void Copy(const Tensor& src, Tensor& dst);
   // dst = value in every element. REQUIRES: dst is a float tensor.

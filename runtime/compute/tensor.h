@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -76,6 +77,16 @@ class Tensor {
   const T* data() const {
     CheckReadableAs(ElementTypeFor<T>());
     return static_cast<const T*>(data_);
+  }
+  // The elements as a span, in the backend's memory like data<T>() (what a Comm sends and
+  // receives). REQUIRES: as data<T>().
+  template <typename T>
+  std::span<T> span() {
+    return {data<T>(), static_cast<size_t>(numel_)};
+  }
+  template <typename T>
+  std::span<const T> span() const {
+    return {data<T>(), static_cast<size_t>(numel_)};
   }
   void* raw_data() { return data_; }
   const void* raw_data() const { return data_; }

@@ -38,7 +38,7 @@ void TpAllReduce(const LayerContext& context, Tensor& t) {
   // Host buffers: the CPU backend's tensors live in host memory (an NCCL backend will take
   // device pointers instead).
   context.compute->Synchronize();
-  Status status = context.tp_comm->AllReduceSum(std::span<float>(t.data<float>(), t.numel()));
+  Status status = context.tp_comm->AllReduceSum(t.span<float>());
   TRIDENT_CHECK(status.ok()) << "tp all-reduce of " << t.ToString() << " in layer "
                              << context.layer_index << " failed: " << status.ToString();
 }

@@ -44,8 +44,7 @@ Status GradSync::StageDone(int stage) {
     if (b.stage != stage) continue;
     Pack(b);
     compute_->Synchronize();
-    std::span<float> flat(b.flat.data<float>(), static_cast<size_t>(b.flat.numel()));
-    TRIDENT_ASSIGN_OR_RETURN(b.request, dp_comm_->StartAllReduceSum(flat));
+    TRIDENT_ASSIGN_OR_RETURN(b.request, dp_comm_->StartAllReduceSum(b.flat.span<float>()));
   }
   return Status::Ok();
 }
@@ -57,8 +56,7 @@ Status GradSync::Finish(std::chrono::milliseconds timeout) {
   }
   for (Tensor* g : tied_) {
     compute_->Synchronize();
-    TRIDENT_RETURN_IF_ERROR(tie_comm_->AllReduceSum(
-        std::span<float>(g->data<float>(), static_cast<size_t>(g->numel()))));
+    TRIDENT_RETURN_IF_ERROR(tie_comm_->AllReduceSum(g->span<float>()));
   }
   return Status::Ok();
 }

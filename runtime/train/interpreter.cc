@@ -31,9 +31,7 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 }
 
 bool AllFinite(Compute& compute, const Tensor& x) {
-  std::vector<float> host(static_cast<size_t>(x.numel()));
-  compute.CopyToHost(x, std::span<float>(host));
-  for (float v : host) {
+  for (float v : compute.CopyToHost(x)) {
     if (!std::isfinite(v)) return false;
   }
   return true;
@@ -91,8 +89,7 @@ Status Interpreter::PostReceive(size_t index) {
   std::optional<int> source = SourceOf(a);
   if (!source || *source == rank_ || receives_.count(index)) return Status::Ok();
   Transfer t{Request(), ActivationTensor()};
-  std::span<float> span(t.buffer.data<float>(), static_cast<size_t>(t.buffer.numel()));
-  StatusOr<Request> request = world_->Irecv(span, *source, TagOf(a, false));
+  StatusOr<Request> request = world_->Irecv(t.buffer.span<float>(), *source, TagOf(a, false));
   if (!request.ok()) return Internal(Describe(a) + ": " + request.status().message());
   t.request = std::move(*request);
   receives_.emplace(index, std::move(t));
@@ -131,8 +128,7 @@ Status Interpreter::Send(const Action& a, Tensor tensor) {
     local_[{tag, a.micro_batch}] = std::move(tensor);
     return Status::Ok();
   }
-  std::span<const float> span(tensor.data<float>(), static_cast<size_t>(tensor.numel()));
-  StatusOr<Request> request = world_->Isend(span, dest, tag);
+  StatusOr<Request> request = world_->Isend(tensor.span<float>(), dest, tag);
   if (!request.ok()) return Internal(Describe(a) + ": " + request.status().message());
   sends_.push_back({std::move(*request), std::move(tensor)});
   return Status::Ok();
@@ -179,7 +175,6 @@ void Interpreter::NoteNonFinite(const Action& a, const Tensor& x, StepRecord* re
   if (!options_.check_finite || tp_rank_ != 0 || AllFinite(*compute_, x)) return;
   if (record->first_nonfinite_stage < 0 || a.stage < record->first_nonfinite_stage) {
     record->first_nonfinite_stage = a.stage;
-    record->first_nonfinite_micro_batch = a.micro_batch;
   }
 }
 
@@ -227,16 +222,14 @@ void Interpreter::Weights(const Action& a) {
   for (auto& layer : model_->Stage(a.stage).layers) layer->BackwardWeight(a.micro_batch);
 }
 
-Status Interpreter::RunAction(size_t index, int64_t first_step, const InterpreterHooks& hooks,
+Status Interpreter::RunAction(size_t index, int64_t first_step, const GradientsDone& gradients_done,
                               StepRecord* record) {
   const Action& a = (*program_)[index];
   ActionRecord rec{a, MsSince(step_start_), 0, 0};
   if (index + 1 < program_->size()) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
   if (a.kind == ActionKind::kForward) {
-    if (hooks.before_forward) hooks.before_forward(a);
     TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, record, &rec.wait_ms));
   } else if (a.kind == ActionKind::kBackward) {
-    if (hooks.before_backward) hooks.before_backward(a);
     TRIDENT_RETURN_IF_ERROR(Backward(index, !layout_->SplitBackward(), &rec.wait_ms));
   } else {
     Weights(a);
@@ -246,16 +239,15 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const Interprete
   record->wait_ms += rec.wait_ms;
   record->actions.push_back(rec);
   TRIDENT_RETURN_IF_ERROR(ReapSends(false, nullptr));
-  if (completes_stage_[index] && hooks.stage_gradients_done) {
-    return hooks.stage_gradients_done(a);
-  }
+  if (completes_stage_[index] && gradients_done) return gradients_done(a);
   return Status::Ok();
 }
 
-Status Interpreter::Run(int64_t first_step, const InterpreterHooks& hooks, StepRecord* record) {
+Status Interpreter::Run(int64_t first_step, const GradientsDone& gradients_done,
+                        StepRecord* record) {
   step_start_ = Clock::now();
   for (size_t i = 0; i < program_->size(); ++i) {
-    Status status = RunAction(i, first_step, hooks, record);
+    Status status = RunAction(i, first_step, gradients_done, record);
     if (!status.ok()) {
       Abandon();
       return status;

@@ -57,18 +57,11 @@ struct StepRecord {
   int losses = 0;
   // The lowest stage of this rank whose forward output (or loss) was not finite, or -1.
   int first_nonfinite_stage = -1;
-  int first_nonfinite_micro_batch = -1;
 };
 
-// Callbacks at points of the list that other parts of a rank care about.
-struct InterpreterHooks {
-  // Before F(s, j) and before B(s, j) (PipeDream's weight versions).
-  std::function<void(const Action&)> before_forward;
-  std::function<void(const Action&)> before_backward;
-  // After the action that completes stage s's gradients of the step that `action` belongs to
-  // (its last B, or W when backward is split), with that action.
-  std::function<Status(const Action&)> stage_gradients_done;
-};
+// Called after the action that completes stage s's gradients of the step the action belongs
+// to (its last B, or W when backward is split), with that action.
+using GradientsDone = std::function<Status(const Action&)>;
 
 struct InterpreterOptions {
   std::chrono::milliseconds p2p_timeout{std::chrono::minutes(5)};
@@ -86,7 +79,7 @@ class Interpreter {
   // Runs the rank's whole list once. Micro-batch id g of the list reads step
   // first_step + g / M, micro-batch g mod M of it. On error the step is abandoned (stashes
   // discarded, receives cancelled) and the status names the rank and the action.
-  Status Run(int64_t first_step, const InterpreterHooks& hooks, StepRecord* record);
+  Status Run(int64_t first_step, const GradientsDone& gradients_done, StepRecord* record);
 
  private:
   struct Transfer {
@@ -95,7 +88,7 @@ class Interpreter {
   };
   using Clock = std::chrono::steady_clock;
 
-  Status RunAction(size_t index, int64_t first_step, const InterpreterHooks& hooks,
+  Status RunAction(size_t index, int64_t first_step, const GradientsDone& gradients_done,
                    StepRecord* record);
   Tensor ReadBatch(const Action& a, int64_t first_step);
   void NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record);

@@ -92,13 +92,4 @@ StageLayers& StageModel::Stage(int stage) {
   return stages_.front();
 }
 
-bool StageModel::HasTiedSource() const {
-  for (const ModelParameter& p : parameters_) {
-    if (p.tied_source) return true;
-  }
-  return false;
-}
-
-bool StageModel::HasTiedCopy() const { return tied_value_.defined(); }
-
 }  // namespace trident

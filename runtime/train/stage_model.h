@@ -53,9 +53,6 @@ class StageModel {
   // The stage with global index `stage`. REQUIRES: this rank runs it.
   StageLayers& Stage(int stage);
   std::vector<ModelParameter>& parameters() { return parameters_; }
-  // Whether this rank holds the embedding table whose copy lives elsewhere, or that copy.
-  bool HasTiedSource() const;
-  bool HasTiedCopy() const;
 
  private:
   void BuildStage(const JobLayout& layout, int stage, const LayerContext& base);

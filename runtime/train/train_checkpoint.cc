@@ -10,10 +10,9 @@ namespace {
 
 constexpr const char* kOptimizerKey = "optimizer";
 
+// The values of `t`; none for an undefined tensor (an optimizer state the optimizer lacks).
 std::vector<float> ToHost(Compute& compute, const Tensor& t) {
-  std::vector<float> v(static_cast<size_t>(t.numel()));
-  if (t.defined()) compute.CopyToHost(t, std::span<float>(v));
-  return v;
+  return t.defined() ? compute.CopyToHost(t) : std::vector<float>();
 }
 
 // One shard as it travels: which tensor, which slice, and the values.

@@ -56,10 +56,6 @@ std::vector<int> TieGroup(const JobLayout& layout, int tp) {
   return ranks;
 }
 
-std::span<float> Floats(Tensor& t) {
-  return std::span<float>(t.data<float>(), static_cast<size_t>(t.numel()));
-}
-
 }  // namespace
 
 Status TrainOptions::Validate() const {
@@ -167,7 +163,7 @@ Status Trainer::State::InitializeWeights() {
   if (tie_comm == nullptr) return Status::Ok();
   for (ModelParameter& p : model->parameters()) {
     if (!p.tied_copy && !p.tied_source) continue;
-    TRIDENT_RETURN_IF_ERROR(tie_comm->Broadcast(Floats(*p.param.value), 0));
+    TRIDENT_RETURN_IF_ERROR(tie_comm->Broadcast(p.param.value->span<float>(), 0));
   }
   return Status::Ok();
 }
@@ -177,9 +173,7 @@ double Trainer::State::LocalNormSquared() {
   if (coords.dp != 0) return 0;
   for (ModelParameter& p : model->parameters()) {
     if (p.tied_copy || (p.tp_replicated && coords.tp != 0)) continue;
-    std::vector<float> g(static_cast<size_t>(p.param.grad->numel()));
-    compute->CopyToHost(*p.param.grad, std::span<float>(g));
-    for (float v : g) sum += static_cast<double>(v) * v;
+    for (float v : compute->CopyToHost(*p.param.grad)) sum += static_cast<double>(v) * v;
   }
   return sum;
 }
@@ -218,9 +212,8 @@ StatusOr<StepResult> Trainer::State::RunStep(int64_t step) {
   const auto start = Clock::now();
   compute->ResetPeak();
   StepRecord record;
-  InterpreterHooks hooks;
-  hooks.stage_gradients_done = [this](const Action& a) { return grad_sync->StageDone(a.stage); };
-  TRIDENT_RETURN_IF_ERROR(interpreter->Run(step - 1, hooks, &record));
+  auto gradients_done = [this](const Action& a) { return grad_sync->StageDone(a.stage); };
+  TRIDENT_RETURN_IF_ERROR(interpreter->Run(step - 1, gradients_done, &record));
   const auto sync_start = Clock::now();
   TRIDENT_RETURN_IF_ERROR(grad_sync->Finish(options.comm_timeout));
   StepResult result;
