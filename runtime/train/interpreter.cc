@@ -193,8 +193,9 @@ Status Interpreter::Forward(size_t index, int64_t first_step, StepRecord* record
   float loss = 0;
   compute_->CopyToHost(x, std::span<float>(&loss, 1));
   if (tp_rank_ == 0) {
-    record->loss_sum += loss;
-    ++record->losses;
+    const size_t step = static_cast<size_t>(a.micro_batch / layout_->plan().num_micro_batches);
+    if (record->loss_sums.size() <= step) record->loss_sums.resize(step + 1, 0.0);
+    record->loss_sums[step] += loss;
   }
   return Status::Ok();
 }
@@ -204,7 +205,7 @@ Status Interpreter::Backward(size_t index, bool with_weights, double* wait_ms) {
   Tensor dy;
   if (a.stage == layout_->LastStage()) {
     dy = compute_->Allocate({1});
-    compute_->Fill(1.0f / static_cast<float>(layout_->plan().num_micro_batches), dy);
+    compute_->Fill(options_.dloss, dy);
   } else {
     TRIDENT_ASSIGN_OR_RETURN(dy, TakeInput(index, wait_ms));
   }
@@ -222,11 +223,12 @@ void Interpreter::Weights(const Action& a) {
   for (auto& layer : model_->Stage(a.stage).layers) layer->BackwardWeight(a.micro_batch);
 }
 
-Status Interpreter::RunAction(size_t index, int64_t first_step, const GradientsDone& gradients_done,
+Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHooks& hooks,
                               StepRecord* record) {
   const Action& a = (*program_)[index];
   ActionRecord rec{a, MsSince(step_start_), 0, 0};
   if (index + 1 < program_->size()) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
+  if (hooks.before) TRIDENT_RETURN_IF_ERROR(hooks.before(a));
   if (a.kind == ActionKind::kForward) {
     TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, record, &rec.wait_ms));
   } else if (a.kind == ActionKind::kBackward) {
@@ -239,15 +241,14 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const GradientsD
   record->wait_ms += rec.wait_ms;
   record->actions.push_back(rec);
   TRIDENT_RETURN_IF_ERROR(ReapSends(false, nullptr));
-  if (completes_stage_[index] && gradients_done) return gradients_done(a);
+  if (hooks.after) return hooks.after(a, completes_stage_[index] != 0);
   return Status::Ok();
 }
 
-Status Interpreter::Run(int64_t first_step, const GradientsDone& gradients_done,
-                        StepRecord* record) {
+Status Interpreter::Run(int64_t first_step, const ActionHooks& hooks, StepRecord* record) {
   step_start_ = Clock::now();
   for (size_t i = 0; i < program_->size(); ++i) {
-    Status status = RunAction(i, first_step, gradients_done, record);
+    Status status = RunAction(i, first_step, hooks, record);
     if (!status.ok()) {
       Abandon();
       return status;

@@ -4,10 +4,10 @@
 // For action F(s, j): the input is micro-batch j's token ids (stage 0) or the activation
 // received from stage s-1; the stage's layers run forward; the output goes to stage s+1 (the
 // LM head's output is the micro-batch loss). For B(s, j): the gradient comes from stage s+1
-// (the last stage starts from dloss = 1 / M, M micro-batches a step, so the gradients of a step
-// are those of the mean loss over its global batch); the layers run their input gradient in
-// reverse order and, unless the schedule splits backward, their weight gradient right after
-// each; the input gradient goes to stage s-1. W(s, j) runs the weight gradients.
+// (the last stage starts from InterpreterOptions::dloss: 1 / M, M micro-batches a step, makes
+// the gradients of a step those of the mean loss over its global batch); the layers run their input
+// gradient in reverse order and, unless the schedule splits backward, their weight gradient right
+// after each; the input gradient goes to stage s-1. W(s, j) runs the weight gradients.
 //
 // Transfers. Sends are non-blocking; the sent tensor is kept until its send completes and
 // freed then (completed sends are reaped after every action). The receive an action needs is
@@ -53,20 +53,27 @@ struct StepRecord {
   double compute_ms = 0;   // layer work: Σ (end − start − wait) over the actions
   double wait_ms = 0;      // blocked on pipeline inputs and on sends at the end
   double schedule_ms = 0;  // from the step's start to the end of its last send
-  double loss_sum = 0;     // Σ micro-batch losses on this rank (last stage), else 0
-  int losses = 0;
+  // Per step of the list (index: micro-batch id / M): Σ micro-batch losses on this rank (last
+  // stage, tp rank 0), else 0.
+  std::vector<double> loss_sums;
   // The lowest stage of this rank whose forward output (or loss) was not finite, or -1.
   int first_nonfinite_stage = -1;
 };
 
-// Called after the action that completes stage s's gradients of the step the action belongs
-// to (its last B, or W when backward is split), with that action.
-using GradientsDone = std::function<Status(const Action&)>;
+// What the caller runs around each action (either may be empty): `before` just before its
+// layer work; `after` once it has run and its output is sent, told whether it completed its
+// stage's gradients of its step (the stage's last B of the step, or W when backward is split).
+struct ActionHooks {
+  std::function<Status(const Action&)> before;
+  std::function<Status(const Action&, bool completes_stage)> after;
+};
 
 struct InterpreterOptions {
   std::chrono::milliseconds p2p_timeout{std::chrono::minutes(5)};
   // Check every forward output for NaN and infinity (tp rank 0 only).
   bool check_finite = true;
+  // The gradient each backward starts from at the loss.
+  float dloss = 1.0f;
 };
 
 class Interpreter {
@@ -79,7 +86,7 @@ class Interpreter {
   // Runs the rank's whole list once. Micro-batch id g of the list reads step
   // first_step + g / M, micro-batch g mod M of it. On error the step is abandoned (stashes
   // discarded, receives cancelled) and the status names the rank and the action.
-  Status Run(int64_t first_step, const GradientsDone& gradients_done, StepRecord* record);
+  Status Run(int64_t first_step, const ActionHooks& hooks, StepRecord* record);
 
  private:
   struct Transfer {
@@ -88,8 +95,7 @@ class Interpreter {
   };
   using Clock = std::chrono::steady_clock;
 
-  Status RunAction(size_t index, int64_t first_step, const GradientsDone& gradients_done,
-                   StepRecord* record);
+  Status RunAction(size_t index, int64_t first_step, const ActionHooks& hooks, StepRecord* record);
   Tensor ReadBatch(const Action& a, int64_t first_step);
   void NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record);
   Status Forward(size_t index, int64_t first_step, StepRecord* record, double* wait_ms);

@@ -114,17 +114,44 @@ Status JobLayout::BuildPrograms() {
   return Status::Ok();
 }
 
+// PipeDream's replicas sum each update's gradients (a blocking all-reduce after every B), so
+// the dry run holds a rank after its n-th B until every replica of its position has run its n-th.
+std::optional<std::string> JobLayout::WaitsForReplica(int rank, size_t next,
+                                                      const std::vector<int>& backwards) const {
+  const std::vector<Action>& program = programs_[rank];
+  if (plan_.schedule != ScheduleKind::kPipeDream || next == 0 ||
+      program[next - 1].kind != ActionKind::kBackward) {
+    return std::nullopt;
+  }
+  MeshCoords c = rank_map_.Coords(rank);
+  for (int d = 0; d < ReplicasOf(c.pp); ++d) {
+    int other = rank_map_.Rank({d, c.pp, c.tp});
+    if (backwards[other] < backwards[rank]) {
+      return "the gradient sum of update " + Str(backwards[rank]) + " with " +
+             RankName(rank_map_, other);
+    }
+  }
+  return std::nullopt;
+}
+
 Status JobLayout::CheckNoDeadlock() const {
   DoneSet done(NumStages(), TotalMicroBatches());
   std::vector<size_t> next(NumRanks(), 0);
+  std::vector<int> backwards(NumRanks(), 0);
+  auto ready = [&](int rank) {
+    const std::vector<Action>& program = programs_[rank];
+    return next[rank] < program.size() &&
+           !MissingPrerequisite(program[next[rank]], LastStage(), done) &&
+           !WaitsForReplica(rank, next[rank], backwards);
+  };
   bool progress = true;
   while (progress) {
     progress = false;
     for (int rank = 0; rank < NumRanks(); ++rank) {
-      const std::vector<Action>& program = programs_[rank];
-      while (next[rank] < program.size() &&
-             !MissingPrerequisite(program[next[rank]], LastStage(), done)) {
-        done.Add(program[next[rank]++]);
+      while (ready(rank)) {
+        const Action& a = programs_[rank][next[rank]++];
+        done.Add(a);
+        if (a.kind == ActionKind::kBackward) ++backwards[rank];
         progress = true;
       }
     }
@@ -132,9 +159,11 @@ Status JobLayout::CheckNoDeadlock() const {
   for (int rank = 0; rank < NumRanks(); ++rank) {
     if (next[rank] == programs_[rank].size()) continue;
     const Action& a = programs_[rank][next[rank]];
+    std::optional<Action> missing = MissingPrerequisite(a, LastStage(), done);
+    std::string what =
+        missing ? ActionToString(*missing) : *WaitsForReplica(rank, next[rank], backwards);
     return InvalidArgument(RankName(rank_map_, rank) + ", action " + Str(next[rank]) + " (" +
-                           ActionToString(a) + "): waits for " +
-                           ActionToString(*MissingPrerequisite(a, LastStage(), done)) +
+                           ActionToString(a) + "): waits for " + what +
                            ", which never runs (deadlock)");
   }
   return Status::Ok();

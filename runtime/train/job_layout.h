@@ -19,10 +19,12 @@
 // are whole on every tp rank).
 //
 // CheckNoDeadlock replays every rank's list at unit time (as ValidateSchedule does for one
-// pipeline) and names the rank, its list index and the action that can never run.
+// pipeline; under PipeDream each B is also a barrier of the position's replicas, which sum the
+// update's gradients) and names the rank, its list index and the action that can never run.
 // Thread-safety: immutable after Create.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +74,8 @@ class JobLayout {
   JobLayout(Plan plan, RankMap rank_map, int steps)
       : plan_(std::move(plan)), rank_map_(std::move(rank_map)), steps_(steps) {}
   Status BuildPrograms();
+  std::optional<std::string> WaitsForReplica(int rank, size_t next,
+                                             const std::vector<int>& backwards) const;
 
   Plan plan_;
   RankMap rank_map_;

@@ -57,7 +57,7 @@ Optimizer::Optimizer(Compute* compute, std::vector<ModelParameter>* parameters,
   }
 }
 
-void Optimizer::Step(int64_t step, double grad_scale) {
+void Optimizer::Step(int64_t step, int64_t update, double grad_scale) {
   const float lr = static_cast<float>(options_.schedule.At(step));
   for (size_t i = 0; i < parameters_->size(); ++i) {
     Parameter& p = (*parameters_)[i].param;
@@ -66,7 +66,7 @@ void Optimizer::Step(int64_t step, double grad_scale) {
     if (options_.kind == OptimizerKind::kAdamW) {
       AdamWConfig c{lr, static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
                     static_cast<float>(options_.eps), decay};
-      compute_->AdamW(c, step, *p.grad, *p.value, exp_avg_[i], exp_avg_sq_[i]);
+      compute_->AdamW(c, update, *p.grad, *p.value, exp_avg_[i], exp_avg_sq_[i]);
     } else {
       SgdConfig c{lr, static_cast<float>(options_.momentum), decay};
       compute_->Sgd(c, *p.grad, *p.value, exp_avg_[i]);

@@ -59,9 +59,11 @@ class Optimizer {
   Optimizer(Compute* compute, std::vector<ModelParameter>* parameters,
             const OptimizerOptions& options);
 
-  // Scales every gradient by `grad_scale`, then takes optimizer step `step` (1 for the
-  // first) at learning rate options().schedule.At(step).
-  void Step(int64_t step, double grad_scale);
+  // Scales every gradient by `grad_scale`, then updates every parameter at learning rate
+  // options().schedule.At(step) (training step, 1 for the first); `update` (1 for the first)
+  // counts the updates these parameters have taken, AdamW's bias-correction step. A flushing
+  // schedule updates once a step (update == step); PipeDream once per micro-batch group.
+  void Step(int64_t step, int64_t update, double grad_scale);
 
   const OptimizerOptions& options() const { return options_; }
   // AdamW's moments, or SGD's momentum buffer as exp_avg (undefined exp_avg_sq), of parameter

@@ -10,7 +10,8 @@
 // idle_ms = schedule_ms − compute_ms is the measured bubble (waiting for inputs, including
 // transfer time, as the planner's simulator counts idle), of which pipeline_wait_ms was spent
 // blocked in a receive or send; sync_ms covers the gradient all-reduces (the part not hidden
-// behind backward), the tied-embedding sum and the loss reduction; peak_memory_bytes is the
+// behind backward), the tied-embedding sum and the loss reduction (PipeDream: the replicas'
+// sum after each backward, and idle_ms leaves out its updates); peak_memory_bytes is the
 // tracking allocator's peak during the step.
 //
 // The trace has the shape of the planner's simulated trace (planner/simulator.h): complete

@@ -11,11 +11,7 @@
 #include "runtime/data/corpus.h"
 #include "runtime/data/synthetic_dataset.h"
 #include "runtime/train/float_message.h"
-#include "runtime/train/grad_sync.h"
-#include "runtime/train/interpreter.h"
-#include "runtime/train/job_layout.h"
-#include "runtime/train/stage_model.h"
-#include "runtime/train/train_checkpoint.h"
+#include "runtime/train/trainer_state.h"
 
 namespace trident {
 namespace {
@@ -73,45 +69,6 @@ Status TrainOptions::Validate() const {
   return optimizer.Validate();
 }
 
-struct Trainer::State {
-  Plan plan;
-  TrainOptions options;
-  std::optional<JobLayout> layout;
-  int rank = 0;
-  MeshCoords coords;
-  Comm* world = nullptr;
-  Compute* compute = nullptr;
-  std::unique_ptr<Comm> tp_comm, dp_comm, tie_comm, ctl_comm;
-  std::unique_ptr<Dataset> data;
-  std::unique_ptr<StageModel> model;
-  std::unique_ptr<Optimizer> optimizer;
-  std::unique_ptr<GradSync> grad_sync;
-  std::unique_ptr<Interpreter> interpreter;
-  int64_t start_step = 0;
-  std::vector<TraceEvent> trace;
-  double trace_cursor_ms = 0;
-
-  Status Build();
-  Status SplitComms();
-  Status InitializeWeights();
-  TrainState CheckpointState() const {
-    return {&*layout,
-            rank,
-            compute,
-            ctl_comm.get(),
-            model.get(),
-            optimizer.get(),
-            options.comm_timeout};
-  }
-  StatusOr<StepResult> RunStep(int64_t step);
-  Status ReduceStep(int64_t step, const StepRecord& record, StepSummary* summary);
-  double LocalNormSquared();
-  void ZeroGrads();
-  Status Report(const StepRecord& record, StepResult* result);
-  Status Trace(const StepRecord& record, StepResult* result);
-  Status Checkpoint(int64_t step);
-};
-
 Status Trainer::State::SplitComms() {
   const RankMap& map = layout->rank_map();
   TRIDENT_ASSIGN_OR_RETURN(tp_comm, world->Split(map.TpGroup(rank)));
@@ -147,11 +104,20 @@ Status Trainer::State::Build() {
   optimizer = std::make_unique<Optimizer>(compute, &model->parameters(), options.optimizer);
   grad_sync = std::make_unique<GradSync>(compute, model.get(), dp_comm.get(), tie_comm.get(),
                                          options.bucket_bytes);
+  interpreter = std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(),
+                                              data.get(), MakeInterpreterOptions());
+  return InitializeWeights();
+}
+
+InterpreterOptions Trainer::State::MakeInterpreterOptions() const {
   InterpreterOptions io;
   io.p2p_timeout = options.comm_timeout;
-  interpreter =
-      std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(), data.get(), io);
-  return InitializeWeights();
+  // The mean over a step's global batch; PipeDream updates per micro-batch group, each on the
+  // mean loss of its own micro-batches.
+  io.dloss = plan.schedule == ScheduleKind::kPipeDream
+                 ? 1.0f
+                 : 1.0f / static_cast<float>(plan.num_micro_batches);
+  return io;
 }
 
 // Weights come from the plan-independent initializer (in the layers) or the checkpoint; a
@@ -182,48 +148,67 @@ void Trainer::State::ZeroGrads() {
   for (ModelParameter& p : model->parameters()) compute->Fill(0.0f, *p.param.grad);
 }
 
-// Loss, gradient norm and non-finite stages of the step, summed over the job.
-Status Trainer::State::ReduceStep(int64_t step, const StepRecord& record, StepSummary* summary) {
-  const int stages = layout->NumStages();
-  std::vector<float> v(static_cast<size_t>(2 + stages), 0.0f);
-  v[0] = static_cast<float>(record.loss_sum);
-  v[1] = static_cast<float>(LocalNormSquared());
-  if (record.first_nonfinite_stage >= 0) v[2 + record.first_nonfinite_stage] = 1;
-  TRIDENT_RETURN_IF_ERROR(ctl_comm->AllReduceSum(std::span<float>(v)));
+std::vector<float> Trainer::State::StepValues(double loss_sum, double norm_squared,
+                                              int first_nonfinite_stage) const {
+  std::vector<float> v(static_cast<size_t>(2 + layout->NumStages()), 0.0f);
+  v[0] = static_cast<float>(loss_sum);
+  v[1] = static_cast<float>(norm_squared);
+  if (first_nonfinite_stage >= 0) v[2 + first_nonfinite_stage] = 1;
+  return v;
+}
+
+Status Trainer::State::SummarizeStep(const float* v, StepSummary* summary) const {
   summary->loss = v[0] / plan.num_micro_batches;
   summary->grad_norm = std::sqrt(static_cast<double>(v[1]));
   if (std::isfinite(summary->loss)) return Status::Ok();
   std::string where = "the loss itself";
-  for (int s = 0; s < stages; ++s) {
+  for (int s = 0; s < layout->NumStages(); ++s) {
     if (v[2 + s] == 0) continue;
     const PlanStage& st = plan.stages[s];
     where = "stage " + Str(s) + " (layers " + Str(st.first_layer) + "-" +
             Str(st.first_layer + st.num_layers - 1) + ")";
     break;
   }
-  return FailedPrecondition("step " + Str(step) + ": the loss is not finite (" +
+  return FailedPrecondition("step " + Str(summary->step) + ": the loss is not finite (" +
                             FormatFixed(summary->loss, 4) +
-                            "); the first non-finite output "
-                            "came from " +
-                            where + "; hint: lower --lr or set --clip-grad");
+                            "); the first non-finite output came from " + where +
+                            "; hint: lower --lr or set --clip-grad");
+}
+
+StepSummary Trainer::State::NewSummary(int64_t step) const {
+  StepSummary summary;
+  summary.step = step;
+  summary.steps = options.steps;
+  summary.lr = options.optimizer.schedule.At(step);
+  summary.tokens = plan.global_batch * plan.seq_len;
+  return summary;
+}
+
+// Loss, gradient norm and non-finite stages of the step, summed over the job.
+Status Trainer::State::ReduceStep(const StepRecord& record, StepSummary* summary) {
+  std::vector<float> v = StepValues(record.loss_sums.empty() ? 0.0 : record.loss_sums.front(),
+                                    LocalNormSquared(), record.first_nonfinite_stage);
+  TRIDENT_RETURN_IF_ERROR(ctl_comm->AllReduceSum(std::span<float>(v)));
+  return SummarizeStep(v.data(), summary);
 }
 
 StatusOr<StepResult> Trainer::State::RunStep(int64_t step) {
   const auto start = Clock::now();
   compute->ResetPeak();
   StepRecord record;
-  auto gradients_done = [this](const Action& a) { return grad_sync->StageDone(a.stage); };
-  TRIDENT_RETURN_IF_ERROR(interpreter->Run(step - 1, gradients_done, &record));
+  ActionHooks hooks;
+  hooks.after = [this](const Action& a, bool completes_stage) {
+    return completes_stage ? grad_sync->StageDone(a.stage) : Status::Ok();
+  };
+  TRIDENT_RETURN_IF_ERROR(interpreter->Run(step - 1, hooks, &record));
   const auto sync_start = Clock::now();
   TRIDENT_RETURN_IF_ERROR(grad_sync->Finish(options.comm_timeout));
   StepResult result;
-  result.summary = {step, options.steps,
-                    0,    options.optimizer.schedule.At(step),
-                    0,    plan.global_batch * plan.seq_len};
-  TRIDENT_RETURN_IF_ERROR(ReduceStep(step, record, &result.summary));
+  result.summary = NewSummary(step);
+  TRIDENT_RETURN_IF_ERROR(ReduceStep(record, &result.summary));
   const double sync_ms = MsSince(sync_start);
   const auto opt_start = Clock::now();
-  optimizer->Step(step,
+  optimizer->Step(step, step,
                   ClipCoefficient(result.summary.grad_norm, options.optimizer.clip_grad_norm));
   ZeroGrads();
   compute->Synchronize();
@@ -234,20 +219,18 @@ StatusOr<StepResult> Trainer::State::RunStep(int64_t step) {
                      sync_ms,
                      MsSince(opt_start),
                      compute->memory_stats().peak_bytes};
-  result.ranks.push_back(mine);
-  TRIDENT_RETURN_IF_ERROR(Report(record, &result));
+  std::vector<float> all(static_cast<size_t>(kStatsFloats * world->Size()));
+  TRIDENT_RETURN_IF_ERROR(ctl_comm->AllGather(EncodeStats(mine), all));
+  TRIDENT_RETURN_IF_ERROR(Trace(record.actions, step, 1));
+  TRIDENT_RETURN_IF_ERROR(Publish(all.data(), &result));
   TRIDENT_RETURN_IF_ERROR(Checkpoint(step));
   return result;
 }
 
-Status Trainer::State::Report(const StepRecord& record, StepResult* result) {
-  std::vector<float> all(static_cast<size_t>(kStatsFloats * world->Size()));
-  TRIDENT_RETURN_IF_ERROR(ctl_comm->AllGather(EncodeStats(result->ranks.front()), all));
-  TRIDENT_RETURN_IF_ERROR(Trace(record, result));
-  result->ranks.clear();
+Status Trainer::State::Publish(const float* all_stats, StepResult* result) {
   if (rank != 0) return Status::Ok();
   for (int r = 0; r < world->Size(); ++r)
-    result->ranks.push_back(DecodeStats(&all[kStatsFloats * r]));
+    result->ranks.push_back(DecodeStats(all_stats + kStatsFloats * r));
   if (!options.metrics_path.empty()) {
     std::ofstream out(options.metrics_path, std::ios::app);
     for (int r = 0; r < world->Size(); ++r) {
@@ -260,14 +243,23 @@ Status Trainer::State::Report(const StepRecord& record, StepResult* result) {
   return Status::Ok();
 }
 
-Status Trainer::State::Trace(const StepRecord& record, StepResult* result) {
-  const int64_t step = result->summary.step;
+bool Trainer::State::Traced(int64_t step) const {
   const auto& steps = options.trace_steps;
-  if (options.trace_path.empty() || std::find(steps.begin(), steps.end(), step) == steps.end()) {
-    return Status::Ok();
-  }
+  return !options.trace_path.empty() && std::find(steps.begin(), steps.end(), step) != steps.end();
+}
+
+// Every rank sends rank 0 its actions of the traced steps among `actions` (micro-batch j of
+// the list belongs to step first_step + j / M, of `steps`); rank 0 appends them to the trace,
+// after what it already holds, and rewrites the file.
+Status Trainer::State::Trace(const std::vector<ActionRecord>& actions, int64_t first_step,
+                             int64_t steps) {
+  const int64_t m = plan.num_micro_batches;
+  bool any = false;
+  for (int64_t step = first_step; step < first_step + steps; ++step) any = any || Traced(step);
+  if (!any) return Status::Ok();
   FloatWriter w;
-  for (const ActionRecord& a : record.actions) {
+  for (const ActionRecord& a : actions) {
+    if (!Traced(first_step + a.action.micro_batch / m)) continue;
     w.Int(static_cast<int>(a.action.kind));
     w.Int(a.action.stage);
     w.Int(a.action.micro_batch);
@@ -285,11 +277,11 @@ Status Trainer::State::Trace(const StepRecord& record, StepResult* result) {
     while (!in.AtEnd()) {
       TraceEvent e;
       e.rank = r;
-      e.step = step;
       TRIDENT_ASSIGN_OR_RETURN(int64_t kind, in.Int());
       TRIDENT_ASSIGN_OR_RETURN(int64_t stage, in.Int());
       TRIDENT_ASSIGN_OR_RETURN(int64_t mb, in.Int());
-      e.action = {static_cast<ActionKind>(kind), static_cast<int>(stage), static_cast<int>(mb)};
+      e.step = first_step + mb / m;
+      e.action = {static_cast<ActionKind>(kind), static_cast<int>(stage), static_cast<int>(mb % m)};
       TRIDENT_ASSIGN_OR_RETURN(float start, in.Value());
       TRIDENT_ASSIGN_OR_RETURN(float end, in.Value());
       e.start_ms = trace_cursor_ms + start;
@@ -324,9 +316,7 @@ Trainer::~Trainer() = default;
 StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const Plan& plan, const TrainOptions& options,
                                                    Comm* world, Compute* compute) {
   TRIDENT_RETURN_IF_ERROR(options.Validate());
-  if (plan.schedule == ScheduleKind::kPipeDream) {
-    return InvalidArgument("the runtime does not run pipedream plans yet");
-  }
+  TRIDENT_RETURN_IF_ERROR(CheckPipeDream(plan, options));
   auto state = std::make_unique<State>();
   state->plan = plan;
   state->options = options;
@@ -350,11 +340,18 @@ int64_t Trainer::start_step() const { return state_->start_step; }
 Status Trainer::Run(const std::function<void(const StepResult&)>& on_step) {
   std::vector<StepSummary> steps;
   std::vector<std::vector<RankStepStats>> ranks;
-  for (int64_t step = state_->start_step + 1; step <= state_->options.steps; ++step) {
-    TRIDENT_ASSIGN_OR_RETURN(StepResult result, state_->RunStep(step));
+  auto collect = [&](const StepResult& result) {
     steps.push_back(result.summary);
     ranks.push_back(result.ranks);
     if (on_step) on_step(result);
+  };
+  if (state_->plan.schedule == ScheduleKind::kPipeDream) {
+    TRIDENT_RETURN_IF_ERROR(state_->RunPipeDream(collect));
+  } else {
+    for (int64_t step = state_->start_step + 1; step <= state_->options.steps; ++step) {
+      TRIDENT_ASSIGN_OR_RETURN(StepResult result, state_->RunStep(step));
+      collect(result);
+    }
   }
   if (state_->rank == 0) {
     std::cout << RunSummary(steps, ranks, state_->plan.predicted.step_time_ms) << std::flush;

@@ -11,7 +11,7 @@
 // over the job and divided by M). Gradient norm: the 2-norm over every parameter of the model,
 // each counted once (tp-replicated tensors on tp rank 0, replicas on dp rank 0, a tied table
 // once). A non-finite loss ends the run with the step and the first stage whose output was not
-// finite.
+// finite. PipeDream plans (asynchronous, weight stashing) follow pipedream.cc's update rule.
 // Thread-safety: one thread at a time.
 #pragma once
 

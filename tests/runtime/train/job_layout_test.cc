@@ -1,6 +1,6 @@
-// JobLayout: for every schedule the runtime runs (all but pipedream), pp 1, 2 and 4, uniform
-// replication 1 and 2 and the non-uniform {2, 1}, tp 1 and 2, one and two steps: the layout is
-// built, cannot deadlock, and the ranks' lists hold every (kind, stage, global micro-batch)
+// JobLayout: for every schedule (PipeDream with its per-update replica barrier), pp 1, 2 and 4,
+// uniform replication 1 and 2 and the non-uniform {2, 1}, tp 1 and 2, one and two steps: the layout
+// is built, cannot deadlock, and the ranks' lists hold every (kind, stage, global micro-batch)
 // exactly once, on the rank RankOf names; tp ranks run their tp-0 rank's list.
 #include "runtime/train/job_layout.h"
 
@@ -38,8 +38,9 @@ std::vector<LayoutCase> AllLayoutCases() {
   const std::vector<std::vector<int>> replications = {{1},    {2},          {1, 1},      {2, 2},
                                                       {2, 1}, {1, 1, 1, 1}, {2, 2, 2, 2}};
   std::vector<LayoutCase> cases;
-  for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGpipe, ScheduleKind::k1F1B,
-                            ScheduleKind::kInterleaved1F1B, ScheduleKind::kZbH1}) {
+  for (ScheduleKind kind :
+       {ScheduleKind::kNaive, ScheduleKind::kGpipe, ScheduleKind::k1F1B,
+        ScheduleKind::kInterleaved1F1B, ScheduleKind::kZbH1, ScheduleKind::kPipeDream}) {
     for (const std::vector<int>& replicas : replications) {
       const int pp = static_cast<int>(replicas.size());
       const int dp = replicas.front();

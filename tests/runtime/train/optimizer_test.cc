@@ -155,7 +155,7 @@ TEST_F(OptimizerStepTest, AdamWDecaysMatricesOnly) {
   std::vector<AdamElement> w(w0_.begin(), w0_.end()), b(b0_.begin(), b0_.end());
   for (int step = 1; step <= 2; ++step) {
     SetGrads(dw[step - 1], db[step - 1]);
-    optimizer.Step(step, scale);
+    optimizer.Step(step, step, scale);
     const double lr = options.schedule.At(step);
     for (size_t i = 0; i < w.size(); ++i) w[i].Step(scale * dw[step - 1][i], step, lr, 0.5);
     for (size_t i = 0; i < b.size(); ++i) b[i].Step(scale * db[step - 1][i], step, lr, 0.0);
@@ -198,11 +198,11 @@ TEST_F(OptimizerStepTest, SgdWithMomentumOverTwoSteps) {
     }
   };
   SetGrads(dw1, db1);
-  optimizer.Step(1, 1.0);
+  optimizer.Step(1, 1, 1.0);
   step_by_hand(w, w_buf, dw1, 0.1);
   step_by_hand(b, b_buf, db1, 0.0);
   SetGrads(dw2, db2);
-  optimizer.Step(2, 1.0);
+  optimizer.Step(2, 2, 1.0);
   step_by_hand(w, w_buf, dw2, 0.1);
   step_by_hand(b, b_buf, db2, 0.0);
   ExpectNear(Host(w_), w, "w");
@@ -219,7 +219,7 @@ TEST_F(OptimizerStepTest, PlainSgdKeepsNoState) {
   EXPECT_FALSE(optimizer.ExpAvg(0).defined());
   EXPECT_FALSE(optimizer.ExpAvgSq(0).defined());
   SetGrads({1, 1, 1, 1, 1, 1}, {2, 2, 2});
-  optimizer.Step(1, 0.5);
+  optimizer.Step(1, 1, 0.5);
   std::vector<double> want_w, want_b;
   for (float v : w0_) want_w.push_back(v - 0.5 * 0.5);
   for (float v : b0_) want_b.push_back(v - 0.5 * 1.0);
