@@ -60,7 +60,8 @@ void AddFlags(CLI::App& app, WorkerFlags* f) {
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--clip-grad", o.clip_grad_norm, "Clip the global gradient norm (0: off)")
       ->capture_default_str();
-  app.add_option("--out", f->out, "Folder for metrics.jsonl and trace.json")->capture_default_str();
+  app.add_option("--out", f->out, "Folder for metrics.jsonl, summary.json and trace.json")
+      ->capture_default_str();
   app.add_option("--trace-steps", t.trace_steps, "Steps to trace, e.g. 2,3 (OUT/trace.json)")
       ->delimiter(',');
   app.add_option("--save", t.save_dir, "Folder for checkpoints (one at the end)");
@@ -85,6 +86,7 @@ Status Finish(WorkerFlags* f) {
   std::filesystem::create_directories(f->out, ec);
   if (ec) return IoError(f->out + ": cannot create the folder: " + ec.message());
   t.metrics_path = f->out + "/metrics.jsonl";
+  t.summary_path = f->out + "/summary.json";
   if (!t.trace_steps.empty()) t.trace_path = f->out + "/trace.json";
   return Status::Ok();
 }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/mesh.h"
+#include "core/plan.h"
 #include "core/rank_map.h"
 #include "core/schedule.h"
 #include "core/status.h"
@@ -66,14 +67,49 @@ std::string MetricsLine(const StepSummary& step, int rank, const MeshCoords& coo
 // largest peak.
 std::string StepLine(const StepSummary& step, const std::vector<RankStepStats>& ranks);
 
-// The end-of-run table over `steps` (per step, every rank's figures), leaving out the first
-// step (warm-up) when there are more: medians of the step time (slowest rank), of the busiest
-// rank's compute (the sum of its action times) and their ratio — the runtime's own overhead
-// plus the schedule's bubble — with tokens/s, the mean bubble, the largest peak memory and the
-// plan's predicted step time for comparison (0: none).
-std::string RunSummary(const std::vector<StepSummary>& steps,
-                       const std::vector<std::vector<RankStepStats>>& ranks,
-                       double predicted_step_ms);
+// What a run measured against what its plan predicted: medians over `steps` (per step, every
+// rank's figures), leaving out the first step (warm-up) when there are more. Step time is the
+// slowest rank's; busiest compute the largest sum of action times of a rank; their ratio is
+// the runtime's own overhead plus the schedule's bubble. Per pipeline position: the largest
+// compute of its ranks against the plan's Σ over its stages of predicted_time_ms × (M / r),
+// and its largest peak memory against the plan's predicted_memory_bytes.
+struct RunFigures {
+  int64_t first_step = 0;
+  int64_t last_step = 0;
+  double step_ms = 0;
+  double busiest_compute_ms = 0;
+  double tokens_per_s = 0;
+  double bubble_fraction = 0;  // the mean over ranks
+  int64_t peak_memory_bytes = 0;
+  struct Position {
+    int position = 0;
+    std::vector<int> stages;
+    double compute_ms = 0;
+    double predicted_compute_ms = 0;
+    int64_t peak_memory_bytes = 0;
+    int64_t predicted_memory_bytes = 0;
+  };
+  std::vector<Position> positions;
+  PlanPrediction predicted;
+};
+
+// REQUIRES: every entry of `ranks` has plan.devices figures, in rank order.
+RunFigures MeasureRun(const Plan& plan, const std::vector<StepSummary>& steps,
+                      const std::vector<std::vector<RankStepStats>>& ranks);
+
+// The end-of-run summary on stdout, e.g.
+//   run summary (medians over steps 2-30):
+//     step time             14.06 ms
+//     predicted (plan)      11.87 ms  (+18.4%)
+//     ...
+//   per pipeline position     compute/step   predicted   error   peak memory   predicted   error
+//   0 (stages 0)                   6.61 ms     5.62 ms  +17.6%      2.19 MiB    1.97 MiB  +11.2%
+// Predictions of 0 (a hand-written plan) are left out.
+std::string RunSummary(const RunFigures& figures);
+// The same figures as one JSON object (summary.json): {"steps": [2, 30], "step_time_ms":
+// {"measured": 14.06, "predicted": 11.87}, ..., "positions": [{"position": 0, "stages": [0],
+// "compute_ms": {...}, "peak_memory_bytes": {...}}]}.
+std::string RunSummaryJson(const RunFigures& figures);
 
 struct TraceEvent {
   int rank = 0;

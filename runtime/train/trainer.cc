@@ -353,10 +353,11 @@ Status Trainer::Run(const std::function<void(const StepResult&)>& on_step) {
       collect(result);
     }
   }
-  if (state_->rank == 0) {
-    std::cout << RunSummary(steps, ranks, state_->plan.predicted.step_time_ms) << std::flush;
-  }
-  return Status::Ok();
+  if (state_->rank != 0) return Status::Ok();
+  const RunFigures figures = MeasureRun(state_->plan, steps, ranks);
+  std::cout << RunSummary(figures) << std::flush;
+  const std::string& path = state_->options.summary_path;
+  return path.empty() ? Status::Ok() : WriteFileAtomic(path, RunSummaryJson(figures));
 }
 
 }  // namespace trident

@@ -40,6 +40,7 @@ struct TrainOptions {
   std::chrono::milliseconds comm_timeout{std::chrono::minutes(5)};
   std::string metrics_path;          // metrics.jsonl ("" none); written by rank 0
   std::string trace_path;            // Chrome trace ("" none); written by rank 0
+  std::string summary_path;          // measured against predicted, JSON ("" none); rank 0
   std::vector<int64_t> trace_steps;  // steps to trace (1-based)
   std::string save_dir;              // checkpoints ("" none): DIR/step-{k}.safetensors
   int64_t save_every = 0;            // also every k steps (0: only at the end)

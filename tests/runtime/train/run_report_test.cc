@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/runtime/train/train_test_util.h"
+
 namespace trident {
 namespace {
 
@@ -113,6 +115,22 @@ RankStepStats Figures(double step_ms, double compute_ms, double bubble, int64_t 
   return s;
 }
 
+// A pp 2 plan of two ranks whose stages predict 10 ms and 5 ms per micro-batch over 4
+// micro-batches (40 ms and 20 ms a step), 1 MiB and 2 MiB, and a 130 ms step.
+Plan TwoStagePlan() {
+  PlanShape shape;
+  shape.replicas = {1, 1};
+  Plan plan = MakePlan(TinyGpt(), shape);
+  plan.stages[0].predicted_time_ms = 10;
+  plan.stages[1].predicted_time_ms = 5;
+  plan.stages[0].predicted_memory_bytes = int64_t{1} << 20;
+  plan.stages[1].predicted_memory_bytes = int64_t{2} << 20;
+  plan.predicted.step_time_ms = 130;
+  plan.predicted.bubble_fraction = 0.25;
+  plan.predicted.peak_memory_bytes = int64_t{2} << 20;
+  return plan;
+}
+
 // Three steps of two ranks: the first (warm-up) is left out, the rest give medians of two.
 TEST(RunSummaryTest, MediansLeaveOutTheFirstStep) {
   const int64_t mib = int64_t{1} << 20;
@@ -123,21 +141,44 @@ TEST(RunSummaryTest, MediansLeaveOutTheFirstStep) {
       {Figures(100, 80, 0.2, mib), Figures(90, 40, 0.4, mib)},       // slowest 100, busiest 80
       {Figures(150, 120, 0.1, mib), Figures(140, 60, 0.3, 2 * mib)}  // slowest 150, busiest 120
   };
-  const std::string text = RunSummary(steps, ranks, 130);
+  const RunFigures figures = MeasureRun(TwoStagePlan(), steps, ranks);
+  const std::string text = RunSummary(figures);
   EXPECT_THAT(text, StartsWith("run summary (medians over steps 2-3):\n"));
   EXPECT_THAT(text, HasSubstr("step time             125.00 ms\n"));
-  EXPECT_THAT(text, HasSubstr("predicted (plan)      130.00 ms\n"));
+  EXPECT_THAT(text, HasSubstr("predicted (plan)      130.00 ms  (measured -3.8%)\n"));
   EXPECT_THAT(text, HasSubstr("busiest rank compute  100.00 ms"));
   EXPECT_THAT(text, HasSubstr("step / compute        1.250\n"));
   EXPECT_THAT(text, HasSubstr("tokens/s              40,000\n"));  // 5000 tokens in 0.125 s
-  EXPECT_THAT(text, HasSubstr("bubble (mean rank)    25.0%\n"));   // median of 30% and 20%
-  EXPECT_THAT(text, HasSubstr("peak memory           2.00 MiB"));
-  EXPECT_THAT(RunSummary(steps, ranks, 0), Not(HasSubstr("predicted")));
+  EXPECT_THAT(text, HasSubstr("bubble (mean rank)    25.0% (predicted 25.0%)\n"));
+  EXPECT_THAT(text, HasSubstr("peak memory           2.00 MiB (largest rank); predicted 2.00 MiB"));
+  // Position 0: compute median of 80 and 120 = 100 against 40 (+150%); peak 1 MiB of 1 MiB.
+  EXPECT_THAT(text, HasSubstr("100.00 ms"));
+  EXPECT_THAT(text, HasSubstr("+150.0%"));
+  // Position 1: median of 40 and 60 = 50 against 20; peak 2 MiB against 2 MiB.
+  EXPECT_THAT(text, HasSubstr("+0.0%"));
+  ASSERT_EQ(figures.positions.size(), 2u);
+  EXPECT_DOUBLE_EQ(figures.positions[0].compute_ms, 100);
+  EXPECT_DOUBLE_EQ(figures.positions[0].predicted_compute_ms, 40);
+  EXPECT_DOUBLE_EQ(figures.positions[1].compute_ms, 50);
+  EXPECT_DOUBLE_EQ(figures.positions[1].predicted_compute_ms, 20);
+  EXPECT_EQ(figures.positions[1].peak_memory_bytes, 2 * mib);
+  EXPECT_EQ(figures.positions[1].predicted_memory_bytes, 2 * mib);
+}
+
+TEST(RunSummaryTest, HandWrittenPlansShowNoPrediction) {
+  Plan plan = TwoStagePlan();
+  plan.predicted = {};
+  for (PlanStage& s : plan.stages) s.predicted_time_ms = 0;
+  const std::vector<std::vector<RankStepStats>> ranks = {
+      {Figures(100, 80, 0.2, 1), Figures(90, 40, 0.4, 1)}};
+  const std::string text = RunSummary(MeasureRun(plan, {{1, 1, 5.5, 1e-3, 1.0, 1000}}, ranks));
+  EXPECT_THAT(text, Not(HasSubstr("predicted")));
 }
 
 TEST(RunSummaryTest, OneStepIsItsOwnMedian) {
+  Plan plan = MakePlan(TinyGpt(), PlanShape{});
   const std::string text =
-      RunSummary({{1, 1, 5.5, 1e-3, 1.0, 1000}}, {{Figures(250, 200, 0.2, 1)}}, 0);
+      RunSummary(MeasureRun(plan, {{1, 1, 5.5, 1e-3, 1.0, 1000}}, {{Figures(250, 200, 0.2, 1)}}));
   EXPECT_THAT(text, StartsWith("run summary (medians over steps 1-1):\n"));
   EXPECT_THAT(text, HasSubstr("step time             250.00 ms\n"));
   EXPECT_THAT(text, HasSubstr("tokens/s              4,000\n"));
@@ -150,7 +191,21 @@ TEST(RunSummaryTest, ResumedRunNamesItsOwnSteps) {
                                           {4, 4, 5.5, 1e-3, 1.0, 1000}};
   const std::vector<std::vector<RankStepStats>> ranks = {{Figures(100, 80, 0.2, 1)},
                                                          {Figures(100, 80, 0.2, 1)}};
-  EXPECT_THAT(RunSummary(steps, ranks, 0), StartsWith("run summary (medians over steps 4-4):\n"));
+  const RunFigures figures = MeasureRun(MakePlan(TinyGpt(), PlanShape{}), steps, ranks);
+  EXPECT_THAT(RunSummary(figures), StartsWith("run summary (medians over steps 4-4):\n"));
+}
+
+TEST(RunSummaryJsonTest, HoldsMeasuredAndPredictedPairs) {
+  const std::vector<std::vector<RankStepStats>> ranks = {
+      {Figures(100, 80, 0.2, 3), Figures(90, 40, 0.4, 5)}};
+  const RunFigures figures = MeasureRun(TwoStagePlan(), {{1, 1, 5.5, 1e-3, 1.0, 1000}}, ranks);
+  nlohmann::json json = nlohmann::json::parse(RunSummaryJson(figures));
+  EXPECT_EQ(json["steps"], nlohmann::json({1, 1}));
+  EXPECT_DOUBLE_EQ(json["step_time_ms"]["measured"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(json["step_time_ms"]["predicted"].get<double>(), 130);
+  EXPECT_DOUBLE_EQ(json["positions"][1]["compute_ms"]["measured"].get<double>(), 40);
+  EXPECT_DOUBLE_EQ(json["positions"][1]["compute_ms"]["predicted"].get<double>(), 20);
+  EXPECT_DOUBLE_EQ(json["positions"][1]["peak_memory_bytes"]["measured"].get<double>(), 5);
 }
 
 TEST(TraceToChromeJsonTest, OneCompleteEventPerActionAndOneThreadNamePerRank) {
