@@ -134,14 +134,17 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
         costs.CollectiveMs(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
                            static_cast<int>(group.size()), GroupLink(group, plan.devices_per_node));
     const StageTimes& last = input.stages[p];
-    double slack = plan.schedule == ScheduleKind::kPipeDream ? 0 : sim.makespan_ms - end_ms[p];
-    ev->exposed_sync_ms =
-        std::max(ev->exposed_sync_ms, std::max(0.0, sync - last.bwd_ms - last.weight_ms - slack));
+    const bool async = plan.schedule == ScheduleKind::kPipeDream;
+    const int updates = async ? plan.num_micro_batches / plan.stages[p].replicas : 1;
+    double exposed =
+        async ? updates * sync
+              : std::max(0.0, sync - last.bwd_ms - last.weight_ms - (sim.makespan_ms - end_ms[p]));
+    ev->exposed_sync_ms = std::max(ev->exposed_sync_ms, exposed);
     int64_t optimizer =
         plan.zero1 ? f.optimizer_bytes / plan.stages[p].replicas : f.optimizer_bytes;
-    ev->optimizer_ms =
-        std::max(ev->optimizer_ms,
-                 costs.OptimizerMs(static_cast<double>(f.param_bytes + f.grad_bytes + optimizer)));
+    ev->optimizer_ms = std::max(
+        ev->optimizer_ms,
+        updates * costs.OptimizerMs(static_cast<double>(f.param_bytes + f.grad_bytes + optimizer)));
     ev->busy_ms = std::max(ev->busy_ms, sim.positions[p].busy_ms / std::max(1, input.steps));
   }
   if (TiedAcrossPositions(plan)) {

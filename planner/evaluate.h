@@ -9,6 +9,9 @@
 //             so exposed_p = max(0, sync_p − B_p − (makespan − end_p))
 //           + the tied-embedding gradient all-reduce between the first and last position
 //           + the slowest position's optimizer step.
+// PipeDream updates after every backward instead (runtime/train/pipedream.cc): a position with
+// r replicas takes m / r updates a step, each after a blocking all-reduce of the replicas'
+// gradients, so both the all-reduce (unhidden) and the optimizer step count m / r times.
 // Replication that differs between positions (PipeDream-style) is simulated as one pipeline
 // of m / dp micro-batches in which a position with r < dp replicas takes dp / r times as
 // long per micro-batch.

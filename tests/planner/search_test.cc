@@ -165,5 +165,27 @@ TEST(MemoryModel, ZeroOneShardsOptimizerStateOverReplicas) {
   EXPECT_EQ(m.Total(), 100 + 200 + 200 + 30 + 5 + 1000);
 }
 
+// PipeDream updates after every backward: m / r optimizer steps a step, each after an unhidden
+// all-reduce of the replicas' gradients, where a flushing schedule takes one.
+TEST(Evaluate, PipeDreamPaysAnUpdatePerMicroBatchGroup) {
+  auto f = Load("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  SearchRequest request = Request(*f, 2, 16, 64);
+  request.constraints.schedules = {ScheduleKind::k1F1B};
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, request);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  Plan flushed = result->ranked.front().plan;
+  Plan async = flushed;
+  async.model.tied_embeddings = false;
+  flushed.model.tied_embeddings = false;
+  async.schedule = ScheduleKind::kPipeDream;
+  StatusOr<Evaluation> a = EvaluatePlan(*f->costs, async, {});
+  StatusOr<Evaluation> b = EvaluatePlan(*f->costs, flushed, {});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const int updates = flushed.num_micro_batches / flushed.stages.front().replicas;
+  ASSERT_GT(updates, 1);
+  EXPECT_NEAR(a->optimizer_ms, updates * b->optimizer_ms, 1e-9);
+}
+
 }  // namespace
 }  // namespace trident
