@@ -1,0 +1,409 @@
+// Legend as in runtime/layers/layer.h: B micro-batch, S sequence, H hidden, V vocabulary.
+#include "profiler/layer_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/checkpoint/host_tensor.h"
+#include "runtime/layers/layer.h"
+
+namespace trident {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kInitSeed = 1;     // the layers' initializer seed
+constexpr uint32_t kInputSeed = 7;    // the random inputs'
+constexpr int kMicroBatch = 0;        // the micro-batch id every pass uses
+constexpr float kTiedWeight = 0.02f;  // the tied head's table (timing does not depend on it)
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Now on `clock`, in milliseconds from an arbitrary origin.
+double NowMs(TimingClock clock) {
+  if (clock == TimingClock::kThreadCpu) {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+  }
+  return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
+}
+
+// The recompute modes that change what `kind` does (layers/README.md: only the blocks
+// recompute, and the MLP block has no attention for selective recompute to drop).
+std::vector<RecomputeMode> ModesOf(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::kGptBlock:
+    case LayerKind::kLlamaBlock:
+      return {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull};
+    case LayerKind::kMlpBlock:
+      return {RecomputeMode::kNone, RecomputeMode::kFull};
+    default:
+      return {RecomputeMode::kNone};
+  }
+}
+
+int FirstIndexOf(const ModelSpec& model, LayerKind kind) {
+  std::vector<LayerKind> kinds = model.ExpandLayers();
+  auto it = std::find(kinds.begin(), kinds.end(), kind);
+  return it == kinds.end() ? 0 : static_cast<int>(it - kinds.begin());
+}
+
+// What one micro-batch through one layer took (this rank's times) and held.
+struct PassResult {
+  double fwd_ms = 0;
+  double bwd_input_ms = 0;
+  double bwd_weight_ms = 0;  // the first mode only; the others end with Discard
+  int64_t output_bytes = 0;
+  int64_t stashed_bytes = 0;
+  int64_t workspace_bytes = 0;
+
+  double TotalMs() const { return fwd_ms + bwd_input_ms + bwd_weight_ms; }
+};
+
+// One repeat: a pass per mode, in ModesOf order.
+struct RepeatResult {
+  std::vector<PassResult> passes;
+  double wall_ms = 0;
+};
+
+class Bench {
+ public:
+  Bench(const ModelSpec& model, const LayerBenchSetup& setup);
+
+  // Builds a layer per mode; fills the parameter, gradient and optimizer bytes of `entry`.
+  Status Build(ProfileEntry* entry);
+  // The inputs of the next repeats: a micro-batch of `micro_batch` sequences.
+  void SetMicroBatch(int micro_batch);
+  // One repeat, its times the tp group's slowest.
+  StatusOr<RepeatResult> Repeat();
+  const std::vector<RecomputeMode>& modes() const { return modes_; }
+  int tp() const { return tp_comm_ == nullptr ? 1 : tp_comm_->Size(); }
+  int tp_rank() const { return tp_comm_ == nullptr ? 0 : tp_comm_->Rank(); }
+
+ private:
+  int64_t Current() const { return compute_.memory_stats().current_bytes; }
+  LayerContext Context(RecomputeMode mode);
+  Tensor MakeInput();
+  Tensor MakeOutputGrad();
+  int64_t OptimizerStateBytes(Layer& layer);
+  Status Align();
+  // Runs `call` on the setup's clock once the tp group has met; returns its milliseconds and
+  // raises *workspace_bytes to its workspace.
+  template <typename Call>
+  StatusOr<double> Timed(const Call& call, int64_t* workspace_bytes);
+  Status CheckStash(const Layer& layer, int64_t held_bytes) const;
+  StatusOr<PassResult> Pass(Layer& layer, bool weight);
+  Status TakeSlowest(RepeatResult& result);
+
+  const ModelSpec& model_;
+  LayerBenchSetup setup_;
+  Compute& compute_;
+  Comm* tp_comm_;  // null for a group of one
+  std::vector<RecomputeMode> modes_;
+  int micro_batch_ = 1;
+  std::vector<int64_t> activation_shape_;  // [B, S, H]
+  std::vector<int32_t> host_ids_;          // [B, S]: the embedding's input, the head's targets
+  std::vector<float> host_x_;              // [B, S, H]
+  std::vector<float> host_dy_;             // [B, S, H], or the head's dloss
+  Tensor targets_BS_;                      // LM head only
+  Tensor tied_table_VlH_;                  // tied LM head only: the embedding's table
+  Tensor tied_grad_VlH_;
+  std::vector<std::unique_ptr<Layer>> layers_;  // one per mode; destroyed before the tensors
+};
+
+Bench::Bench(const ModelSpec& model, const LayerBenchSetup& setup)
+    : model_(model),
+      setup_(setup),
+      compute_(*setup.compute),
+      tp_comm_(setup.tp_comm != nullptr && setup.tp_comm->Size() > 1 ? setup.tp_comm : nullptr),
+      modes_(ModesOf(setup.kind)) {}
+
+void Bench::SetMicroBatch(int micro_batch) {
+  micro_batch_ = micro_batch;
+  activation_shape_ = {micro_batch, setup_.seq_len, model_.hidden};
+  std::mt19937 rng(kInputSeed);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(model_.vocab_size - 1));
+  host_ids_.resize(static_cast<size_t>(micro_batch * setup_.seq_len));
+  for (int32_t& x : host_ids_) x = id(rng);
+  host_x_.resize(static_cast<size_t>(NumElements(activation_shape_)));
+  for (float& x : host_x_) x = value(rng);
+  host_dy_.resize(host_x_.size());
+  for (float& x : host_dy_) x = value(rng);
+  if (setup_.kind == LayerKind::kLmHead) {
+    host_dy_ = {1.0f};  // dloss of a lone loss
+    targets_BS_ = compute_.Allocate({micro_batch, setup_.seq_len}, ElementType::kInt32);
+    compute_.CopyFromHost(std::span<const int32_t>(host_ids_), targets_BS_);
+  }
+}
+
+LayerContext Bench::Context(RecomputeMode mode) {
+  LayerContext c;
+  c.compute = &compute_;
+  c.tp_comm = tp_comm_;
+  c.tp_rank = tp_rank();
+  c.tp_size = tp();
+  c.seed = kInitSeed;
+  c.layer_index = FirstIndexOf(model_, setup_.kind);
+  c.recompute = mode;
+  if (setup_.kind == LayerKind::kLmHead && model_.tied_embeddings) {
+    c.tied_weight = &tied_table_VlH_;
+    c.tied_weight_grad = &tied_grad_VlH_;
+  }
+  return c;
+}
+
+Status Bench::Build(ProfileEntry* entry) {
+  if (setup_.kind == LayerKind::kLmHead && model_.tied_embeddings) {
+    Shape full = {model_.vocab_size, model_.hidden};
+    Shape mine = SliceShape(full, ShardSlice(full, SliceAxis::kRows, tp(), tp_rank()));
+    tied_table_VlH_ = compute_.Allocate(mine);
+    tied_grad_VlH_ = compute_.Allocate(mine);
+    compute_.Fill(kTiedWeight, tied_table_VlH_);
+  }
+  for (RecomputeMode mode : modes_) {
+    const int64_t before = Current();
+    layers_.push_back(MakeLayer(model_, setup_.kind, Context(mode)));
+    if (mode != RecomputeMode::kNone) continue;
+    for (const Parameter& p : layers_.back()->Parameters()) {
+      entry->param_bytes += p.value->bytes();
+      entry->grad_bytes += p.grad->bytes();
+    }
+    if (entry->param_bytes + entry->grad_bytes != Current() - before) {
+      return Internal(NameOf(LayerKindNames(), setup_.kind) + ": building the layer allocated " +
+                      std::to_string(Current() - before) + " bytes but its parameters and " +
+                      "gradients hold " + std::to_string(entry->param_bytes + entry->grad_bytes));
+    }
+    entry->optimizer_bytes = OptimizerStateBytes(*layers_.back());
+  }
+  return Status::Ok();
+}
+
+// AdamW's two moments per parameter, allocated as runtime/train/optimizer.cc does, and freed.
+int64_t Bench::OptimizerStateBytes(Layer& layer) {
+  const int64_t before = Current();
+  std::vector<Tensor> state;
+  for (const Parameter& p : layer.Parameters()) {
+    state.push_back(compute_.Allocate(p.value->shape()));
+    state.push_back(compute_.Allocate(p.value->shape()));
+  }
+  return Current() - before;
+}
+
+Tensor Bench::MakeInput() {
+  if (setup_.kind == LayerKind::kEmbedding) {
+    Tensor ids_BS = compute_.Allocate({micro_batch_, setup_.seq_len}, ElementType::kInt32);
+    compute_.CopyFromHost(std::span<const int32_t>(host_ids_), ids_BS);
+    return ids_BS;
+  }
+  Tensor x_BSH = compute_.Allocate(activation_shape_);
+  compute_.CopyFromHost(std::span<const float>(host_x_), x_BSH);
+  return x_BSH;
+}
+
+Tensor Bench::MakeOutputGrad() {
+  Tensor dy = setup_.kind == LayerKind::kLmHead ? compute_.Allocate({1})
+                                                : compute_.Allocate(activation_shape_);
+  compute_.CopyFromHost(std::span<const float>(host_dy_), dy);
+  return dy;
+}
+
+Status Bench::Align() { return tp_comm_ == nullptr ? Status::Ok() : tp_comm_->Barrier(); }
+
+// One call's workspace: the peak above what was alive at its start or its end.
+int64_t Workspace(const MemoryStats& stats, int64_t start_bytes) {
+  return stats.peak_bytes - std::max(start_bytes, stats.current_bytes);
+}
+
+template <typename Call>
+StatusOr<double> Bench::Timed(const Call& call, int64_t* workspace_bytes) {
+  TRIDENT_RETURN_IF_ERROR(Align());
+  compute_.ResetPeak();
+  const int64_t start = Current();
+  const double t = NowMs(setup_.clock);
+  call();
+  compute_.Synchronize();
+  const double ms = NowMs(setup_.clock) - t;
+  *workspace_bytes = std::max(*workspace_bytes, Workspace(compute_.memory_stats(), start));
+  return ms;
+}
+
+Status Bench::CheckStash(const Layer& layer, int64_t held_bytes) const {
+  if (held_bytes == layer.StashBytes(kMicroBatch)) return Status::Ok();
+  return Internal(NameOf(LayerKindNames(), setup_.kind) + " holds " + std::to_string(held_bytes) +
+                  " bytes after Forward but reports a stash of " +
+                  std::to_string(layer.StashBytes(kMicroBatch)));
+}
+
+StatusOr<PassResult> Bench::Pass(Layer& layer, bool weight) {
+  PassResult r;
+  Tensor x = MakeInput();
+  const int64_t base = Current() - x.bytes();
+  const Tensor* targets = targets_BS_.defined() ? &targets_BS_ : nullptr;
+  Tensor y, dx;
+  TRIDENT_ASSIGN_OR_RETURN(
+      r.fwd_ms,
+      Timed([&] { y = layer.Forward(kMicroBatch, std::move(x), targets); }, &r.workspace_bytes));
+  const int64_t with_output = Current();
+  y = Tensor();
+  r.output_bytes = with_output - Current();
+  r.stashed_bytes = Current() - base;
+  TRIDENT_RETURN_IF_ERROR(CheckStash(layer, r.stashed_bytes));
+  Tensor dy = MakeOutputGrad();
+  TRIDENT_ASSIGN_OR_RETURN(
+      r.bwd_input_ms,
+      Timed([&] { dx = layer.BackwardInput(kMicroBatch, std::move(dy)); }, &r.workspace_bytes));
+  dx = Tensor();
+  if (weight) {
+    TRIDENT_ASSIGN_OR_RETURN(r.bwd_weight_ms,
+                             Timed([&] { layer.BackwardWeight(kMicroBatch); }, &r.workspace_bytes));
+  } else {
+    layer.Discard(kMicroBatch);
+  }
+  if (Current() == base) return r;
+  return Internal(NameOf(LayerKindNames(), setup_.kind) + " still holds " +
+                  std::to_string(Current() - base) + " bytes after its micro-batch ended");
+}
+
+StatusOr<RepeatResult> Bench::Repeat() {
+  RepeatResult result;
+  Clock::time_point start = Clock::now();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    TRIDENT_ASSIGN_OR_RETURN(PassResult pass, Pass(*layers_[i], i == 0));
+    result.passes.push_back(pass);
+  }
+  result.wall_ms = MsSince(start);
+  TRIDENT_RETURN_IF_ERROR(TakeSlowest(result));
+  return result;
+}
+
+// Replaces every time of `result` by the largest over the tp group.
+Status Bench::TakeSlowest(RepeatResult& result) {
+  if (tp_comm_ == nullptr) return Status::Ok();
+  std::vector<double*> times = {&result.wall_ms};
+  for (PassResult& p : result.passes) {
+    times.insert(times.end(), {&p.fwd_ms, &p.bwd_input_ms, &p.bwd_weight_ms});
+  }
+  std::vector<float> mine;
+  for (double* t : times) mine.push_back(static_cast<float>(*t));
+  std::vector<float> all(mine.size() * static_cast<size_t>(tp_comm_->Size()));
+  TRIDENT_RETURN_IF_ERROR(tp_comm_->AllGather(mine, all));
+  for (size_t i = 0; i < times.size(); ++i) {
+    float slowest = 0;
+    for (size_t r = 0; r < all.size(); r += mine.size()) slowest = std::max(slowest, all[r + i]);
+    *times[i] = slowest;
+  }
+  return Status::Ok();
+}
+
+// The counted repeats of one measurement.
+struct Samples {
+  std::vector<double> fwd_ms, bwd_input_ms, bwd_weight_ms, total_ms;
+  std::vector<std::vector<double>> extra_ms;  // per mode: its BackwardInput minus mode none's
+  std::vector<PassResult> last;               // memory figures (the same every repeat)
+  int64_t workspace_bytes = 0;
+
+  void Add(const RepeatResult& r) {
+    const PassResult& none = r.passes.front();
+    fwd_ms.push_back(none.fwd_ms);
+    bwd_input_ms.push_back(none.bwd_input_ms);
+    bwd_weight_ms.push_back(none.bwd_weight_ms);
+    total_ms.push_back(none.TotalMs());
+    extra_ms.resize(r.passes.size());
+    for (size_t i = 0; i < r.passes.size(); ++i) {
+      extra_ms[i].push_back(r.passes[i].bwd_input_ms - none.bwd_input_ms);
+      workspace_bytes = std::max(workspace_bytes, r.passes[i].workspace_bytes);
+    }
+    last = r.passes;
+  }
+};
+
+// `value` to a multiple of `unit` (times to the nanosecond: the file stays readable).
+double Rounded(double value, double unit) { return std::round(value / unit) * unit; }
+
+constexpr double kNsInMs = 1e-6;
+
+void Summarize(const Samples& s, const std::vector<RecomputeMode>& modes, ProfileEntry* e) {
+  e->fwd_ms = Rounded(Median(s.fwd_ms), kNsInMs);
+  e->bwd_input_ms = Rounded(Median(s.bwd_input_ms), kNsInMs);
+  e->bwd_weight_ms = Rounded(Median(s.bwd_weight_ms), kNsInMs);
+  e->spread_pct = Rounded(SpreadPct(s.total_ms), 0.01);
+  e->output_bytes = s.last.front().output_bytes;
+  e->stashed_none_bytes = s.last.front().stashed_bytes;
+  e->stashed_selective_bytes = e->stashed_none_bytes;
+  e->stashed_full_bytes = e->stashed_none_bytes;
+  e->workspace_bytes = s.workspace_bytes;
+  for (size_t i = 1; i < modes.size(); ++i) {
+    double extra_ms = Rounded(std::max(0.0, Median(s.extra_ms[i])), kNsInMs);
+    if (modes[i] == RecomputeMode::kSelective) {
+      e->recompute_selective_ms = extra_ms;
+      e->stashed_selective_bytes = s.last[i].stashed_bytes;
+    } else {
+      e->recompute_full_ms = extra_ms;
+      e->stashed_full_bytes = s.last[i].stashed_bytes;
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// One micro-batch size: repeats as `policy` says, then the figures.
+StatusOr<LayerMeasurement> MeasureMicroBatch(Bench& bench, const ProfileEntry& built,
+                                             const RepeatPolicy& policy) {
+  std::vector<RepeatResult> repeats;
+  std::vector<double> totals_ms, walls_ms;
+  double spent_ms = 0;
+  while (policy.WantsMore(totals_ms, spent_ms, walls_ms.empty() ? 0 : Median(walls_ms))) {
+    TRIDENT_ASSIGN_OR_RETURN(RepeatResult r, bench.Repeat());
+    spent_ms += r.wall_ms;
+    walls_ms.push_back(r.wall_ms);
+    totals_ms.push_back(r.passes.front().TotalMs());
+    repeats.push_back(std::move(r));
+  }
+  const int taken = static_cast<int>(repeats.size());
+  Samples samples;
+  for (int i = policy.Skipped(taken); i < taken; ++i) samples.Add(repeats[i]);
+  LayerMeasurement m;
+  m.entry = built;
+  Summarize(samples, bench.modes(), &m.entry);
+  m.repeats = static_cast<int>(samples.total_ms.size());
+  return m;
+}
+
+}  // namespace
+
+StatusOr<std::vector<LayerMeasurement>> MeasureLayer(const ModelSpec& model,
+                                                     const LayerBenchSetup& setup,
+                                                     const std::vector<int>& micro_batches,
+                                                     const RepeatPolicy& policy,
+                                                     const LayerBenchProgress& progress) {
+  Bench bench(model, setup);
+  ProfileEntry built;
+  built.tp = bench.tp();
+  TRIDENT_RETURN_IF_ERROR(bench.Build(&built));
+  std::vector<LayerMeasurement> measurements;
+  for (int mb : micro_batches) {
+    if (setup.world != nullptr) TRIDENT_RETURN_IF_ERROR(setup.world->Barrier());
+    if (progress) progress(mb, nullptr);
+    built.micro_batch = mb;
+    bench.SetMicroBatch(mb);
+    TRIDENT_ASSIGN_OR_RETURN(LayerMeasurement m, MeasureMicroBatch(bench, built, policy));
+    measurements.push_back(m);
+    if (progress) progress(mb, &measurements.back());
+  }
+  return measurements;
+}
+
+}  // namespace trident

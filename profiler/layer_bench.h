@@ -1,0 +1,84 @@
+// Measurement of one layer at several micro-batch sizes, on this rank of its tp group, with the
+// runtime's own layers (runtime/layers) on a Compute backend.
+//
+// One repeat runs a whole micro-batch through the layer — Forward, BackwardInput,
+// BackwardWeight, each call timed on its own — once per recompute mode the layer has (the GPT
+// and Llama blocks: none, selective, full; the MLP block: none, full; other layers: none).
+// The modes run back to back inside each repeat, so the extra time of a mode
+// (recompute_*_ms: BackwardInput with that mode minus BackwardInput without) is a
+// per-repeat difference taken under the same machine conditions; the entry records its
+// median (never below 0). Inputs are seeded random values (token ids for the embedding);
+// weights come from the layers' own initializer. A tied LM head reads a stand-in for the
+// embedding's table on this rank, which is not counted as the head's (the embedding counts it).
+//
+// Memory, from the backend's allocator (Compute::memory_stats):
+//   param_bytes, grad_bytes   what building the layer allocated (checked against its
+//                             Parameters());
+//   optimizer_bytes           what AdamW's state for those parameters allocates (two moments
+//                             per parameter, as runtime/train/optimizer.cc);
+//   output_bytes              what Forward's output holds;
+//   stashed_*_bytes           what the layer still holds after Forward (its input included),
+//                             per recompute mode (checked against Layer::StashBytes);
+//   workspace_bytes           the most any call allocated above what was alive at its start
+//                             or end: temporaries freed before it returned.
+// A layer that keeps memory after its micro-batch ended, or whose figures disagree with its
+// own account, is reported as an Internal error (a bug to fix in the layer).
+//
+// Tensor parallelism: every rank of `tp_comm` calls MeasureLayer with the same arguments. The
+// ranks meet at a barrier before each timed call, and each repeat's times are the slowest
+// rank's (gathered over the group), so every rank sees the same samples and stops after the
+// same repeat.
+// Thread-safety: one thread at a time per Compute and Comm.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "core/profile.h"
+#include "core/status.h"
+#include "profiler/repeat_policy.h"
+#include "runtime/comm/comm.h"
+#include "runtime/compute/compute.h"
+
+namespace trident {
+
+// What a call's time is read from. kWall: elapsed time (what a training step is made of).
+// kThreadCpu: the calling thread's CPU time, which leaves out the time other processes hold
+// the core — steadier figures on a shared machine, equal to elapsed time on an idle one when
+// the backend computes on the calling thread alone (one thread) and waits in collectives by
+// polling (MPI over shared memory does).
+enum class TimingClock { kWall, kThreadCpu };
+
+struct LayerBenchSetup {
+  LayerKind kind = LayerKind::kGptBlock;
+  int64_t seq_len = 1;
+  Compute* compute = nullptr;  // REQUIRES: not null
+  Comm* tp_comm = nullptr;     // the tp group; nullptr for tp 1
+  // The whole job, when several tp groups measure at once: they meet at a barrier before each
+  // micro-batch size, so they measure the same thing at the same time. nullptr: no job.
+  Comm* world = nullptr;
+  TimingClock clock = TimingClock::kWall;
+};
+
+struct LayerMeasurement {
+  ProfileEntry entry;  // medians of the repeats, their spread, and the memory figures
+  int repeats = 0;     // repeats the figures come from (warm-up left out: repeat_policy.h)
+};
+
+// Called before (with null) and after (with the result) each micro-batch size is measured.
+using LayerBenchProgress = std::function<void(int micro_batch, const LayerMeasurement* result)>;
+
+// Builds the layer of setup.kind once (a copy per recompute mode) and measures it at each of
+// `micro_batches`, in order; one LayerMeasurement per micro-batch size.
+// REQUIRES: model.Validate() ok; model.dropout == 0; the tp group's size shards the model
+// (ModelSpec::TensorParallelProblem); 1 <= seq_len <= model.max_seq_len; micro-batch sizes
+// >= 1; policy.Validate() ok. Fails with Internal when the allocator's figures disagree with
+// the layer's, and with the Comm's error when the tp group or the job fails.
+StatusOr<std::vector<LayerMeasurement>> MeasureLayer(const ModelSpec& model,
+                                                     const LayerBenchSetup& setup,
+                                                     const std::vector<int>& micro_batches,
+                                                     const RepeatPolicy& policy,
+                                                     const LayerBenchProgress& progress = {});
+
+}  // namespace trident

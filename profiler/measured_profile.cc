@@ -1,0 +1,185 @@
+#include "profiler/measured_profile.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "core/file_util.h"
+#include "core/version.h"
+#include "runtime/compute/cpu_compute.h"
+
+namespace trident {
+namespace {
+
+// The model's layer kinds, each once, in the order they first appear.
+std::vector<LayerKind> DistinctKinds(const ModelSpec& model) {
+  std::vector<LayerKind> kinds;
+  for (const LayerGroup& group : model.layers) {
+    if (std::find(kinds.begin(), kinds.end(), group.kind) == kinds.end()) {
+      kinds.push_back(group.kind);
+    }
+  }
+  return kinds;
+}
+
+Status CheckTp(const ModelSpec& model, int tp, int world_size) {
+  if (std::string problem = model.TensorParallelProblem(tp); !problem.empty()) {
+    return InvalidArgument("--tp " + std::to_string(tp) + ": " + problem + " of " + model.name +
+                           "; pick a tp that divides heads (" + std::to_string(model.heads) +
+                           "), kv_heads (" + std::to_string(model.kv_heads) + ") and ffn_hidden (" +
+                           std::to_string(model.ffn_hidden) + ")");
+  }
+  if (tp > world_size) {
+    const std::string t = std::to_string(tp);
+    return InvalidArgument("--tp " + t + ": a tp shard is timed as one rank of a group of " + t +
+                           " runs it, with its collectives, and this job has " +
+                           std::to_string(world_size) + " rank" + (world_size == 1 ? "" : "s") +
+                           "; run under mpirun, e.g. mpirun -np " + t +
+                           " trident profile MODEL --device cpu --tp " + t);
+  }
+  if (world_size % tp != 0) {
+    return InvalidArgument("--tp " + std::to_string(tp) + ": the job's " +
+                           std::to_string(world_size) + " ranks do not split into groups of " +
+                           std::to_string(tp) + "; start a multiple of " + std::to_string(tp) +
+                           " ranks");
+  }
+  return Status::Ok();
+}
+
+// This rank's tp group of `tp` consecutive ranks of `world`; null for tp 1.
+StatusOr<std::unique_ptr<Comm>> TpGroup(Comm* world, int tp) {
+  if (tp == 1) return std::unique_ptr<Comm>();
+  std::vector<int> ranks;
+  const int first = world->Rank() / tp * tp;
+  for (int r = first; r < first + tp; ++r) ranks.push_back(r);
+  return world->Split(ranks);
+}
+
+std::string DeviceName(const MeasuredProfileOptions& o, int world_size) {
+  std::string text = ThisCpuModelName() + " (" + std::to_string(o.threads) +
+                     (o.threads == 1 ? " thread" : " threads");
+  if (world_size > 1) text += " per rank, " + std::to_string(world_size) + " ranks";
+  if (o.clock == TimingClock::kThreadCpu) text += ", thread CPU time";
+  return text + ")";
+}
+
+Profile ProfileHeader(const ModelSpec& model, const MeasuredProfileOptions& o, int world_size) {
+  Profile p;
+  p.model = model.name;
+  p.num_layers = model.NumLayers();
+  p.seq_len = o.seq_len > 0 ? o.seq_len : model.max_seq_len;
+  p.dtype = DType::kFp32;
+  p.device_kind = DeviceKind::kCpu;
+  p.device = DeviceName(o, world_size);
+  p.threads = o.threads;
+  p.build = TridentBuild();
+  p.date = UtcTimestamp();
+  p.method = {ProfileSource::kMeasured, o.repeats.warmup, 0};
+  return p;
+}
+
+// The entries of every kind, in (micro-batch, tp) order, laid over the model's layer groups.
+void AddLayers(const ModelSpec& model, std::map<LayerKind, std::vector<ProfileEntry>> entries,
+               Profile* p) {
+  int first = 0;
+  for (const LayerGroup& group : model.layers) {
+    std::vector<ProfileEntry>& mine = entries[group.kind];
+    std::sort(mine.begin(), mine.end(), [](const ProfileEntry& a, const ProfileEntry& b) {
+      return std::pair(a.micro_batch, a.tp) < std::pair(b.micro_batch, b.tp);
+    });
+    p->layers.push_back({first, group.repeat, group.kind, mine});
+    first += group.repeat;
+  }
+}
+
+}  // namespace
+
+Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions& options,
+                            int world_size) {
+  if (options.micro_batches.empty() || options.tps.empty()) {
+    return InvalidArgument("--micro-batch and --tp need at least one value each");
+  }
+  for (int mb : options.micro_batches) {
+    if (mb < 1) return InvalidArgument("--micro-batch " + std::to_string(mb) + ": must be >= 1");
+  }
+  for (int tp : options.tps) TRIDENT_RETURN_IF_ERROR(CheckTp(model, tp, world_size));
+  if (options.seq_len < 0 || options.seq_len > model.max_seq_len) {
+    return InvalidArgument("--seq " + std::to_string(options.seq_len) + " exceeds " + model.name +
+                           "'s max_seq_len " + std::to_string(model.max_seq_len) +
+                           "; pick --seq between 1 and " + std::to_string(model.max_seq_len));
+  }
+  if (options.threads < 1) {
+    return InvalidArgument("--threads " + std::to_string(options.threads) +
+                           ": give at least 1 compute thread per rank");
+  }
+  if (options.clock == TimingClock::kThreadCpu && options.threads != 1) {
+    return InvalidArgument("--clock cpu reads the calling thread's CPU time, which misses the " +
+                           std::to_string(options.threads - 1) +
+                           " other compute threads; use --threads 1 or --clock wall");
+  }
+  return options.repeats.Validate();
+}
+
+StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOptions& options,
+                                 Comm* world, const MeasureProgressFn& progress) {
+  const int world_size = world == nullptr ? 1 : world->Size();
+  TRIDENT_RETURN_IF_ERROR(CheckMeasuredOptions(model, options, world_size));
+  ModelSpec runnable = model;
+  runnable.dropout = 0;
+  Profile profile = ProfileHeader(model, options, world_size);
+  const std::vector<LayerKind> kinds = DistinctKinds(model);
+  MeasureProgress report;
+  report.total = static_cast<int>(options.tps.size() * kinds.size() * options.micro_batches.size());
+  int fewest_repeats = options.repeats.max_repeats;
+  std::map<LayerKind, std::vector<ProfileEntry>> entries;
+  CpuCompute compute(CpuComputeOptions{options.threads});
+  for (int tp : options.tps) {
+    TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Comm> group, TpGroup(world, tp));
+    for (LayerKind kind : kinds) {
+      report.kind = kind;
+      report.tp = tp;
+      LayerBenchProgress step = [&](int mb, const LayerMeasurement* result) {
+        report.micro_batch = mb;
+        report.result = result;
+        if (result != nullptr) ++report.done;
+        if (progress) progress(report);
+      };
+      LayerBenchSetup setup{kind, profile.seq_len, &compute, group.get(), world, options.clock};
+      TRIDENT_ASSIGN_OR_RETURN(
+          std::vector<LayerMeasurement> measured,
+          MeasureLayer(runnable, setup, options.micro_batches, options.repeats, step));
+      for (const LayerMeasurement& m : measured) {
+        entries[kind].push_back(m.entry);
+        fewest_repeats = std::min(fewest_repeats, m.repeats);
+      }
+    }
+  }
+  profile.method.repeats = fewest_repeats;
+  AddLayers(model, std::move(entries), &profile);
+  return profile;
+}
+
+std::string CpuModelName(std::string_view cpuinfo) {
+  constexpr std::string_view kKey = "model name";
+  for (size_t at = 0; at < cpuinfo.size();) {
+    size_t end = cpuinfo.find('\n', at);
+    std::string_view line = cpuinfo.substr(at, end == std::string_view::npos ? end : end - at);
+    at = end == std::string_view::npos ? cpuinfo.size() : end + 1;
+    size_t colon = line.find(':');
+    if (!line.starts_with(kKey) || colon == std::string_view::npos) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+    if (!value.empty()) return std::string(value);
+  }
+  return "";
+}
+
+std::string ThisCpuModelName() {
+  StatusOr<std::string> text = ReadFile("/proc/cpuinfo");
+  std::string name = text.ok() ? CpuModelName(*text) : "";
+  return name.empty() ? "unknown CPU" : name;
+}
+
+}  // namespace trident

@@ -1,0 +1,74 @@
+// Measured profiles: what each layer of a model costs on this machine's CPU, measured with the
+// runtime's own layers and CPU backend (`trident profile MODEL --device cpu`).
+//
+// Each distinct layer kind is measured once (the transformer blocks of a model are identical,
+// so one block stands for all of them) at every requested (micro-batch size, tp degree); the
+// profile then lists the model's layer groups in order, each with its kind's entries, so the
+// entries cover every layer exactly once, as an analytic profile does. How one measurement
+// runs, and what each figure means: layer_bench.h; when it stops repeating: repeat_policy.h.
+//
+// Jobs of several ranks (under mpirun): `world` is the job's communicator, split into groups of
+// tp consecutive ranks for each tp degree. Every group measures the same layer at the same
+// time, so the machine is as busy as in a training job of that many ranks; the figures of
+// rank 0's group are the profile's (every rank returns the same profile, up to its own group's
+// timings). tp 1 needs no job: `world` may be null.
+//
+// The device description names the CPU model, the threads, the ranks of a job and a clock other
+// than elapsed time: "AMD EPYC 7B13 (1 thread per rank, 2 ranks, thread CPU time)".
+//
+// Models with dropout > 0 are measured without dropout, which the runtime layers do not
+// implement yet (they refuse such models; training one needs dropout: 0).
+// Thread-safety: one call at a time per `world`.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "core/profile.h"
+#include "core/status.h"
+#include "profiler/layer_bench.h"
+#include "profiler/repeat_policy.h"
+#include "runtime/comm/comm.h"
+
+namespace trident {
+
+struct MeasuredProfileOptions {
+  std::vector<int> micro_batches = {1, 2, 4, 8};
+  std::vector<int> tps = {1};
+  int64_t seq_len = 0;                     // 0: the model's max_seq_len
+  int threads = 1;                         // compute threads per rank
+  TimingClock clock = TimingClock::kWall;  // kThreadCpu needs threads == 1
+  RepeatPolicy repeats;
+};
+
+// Reported before and after each measurement, for a progress display.
+struct MeasureProgress {
+  int done = 0;   // measurements finished
+  int total = 0;  // measurements in the whole profile
+  LayerKind kind = LayerKind::kGptBlock;
+  int micro_batch = 1;
+  int tp = 1;
+  const LayerMeasurement* result = nullptr;  // null before the measurement runs
+};
+using MeasureProgressFn = std::function<void(const MeasureProgress&)>;
+
+// Ok, or what is wrong with `options` for `model` in a job of `world_size` ranks, naming the
+// flag and the fix: a tp that does not shard the model or does not fit the job, a sequence
+// longer than max_seq_len, bad repeat settings.
+Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions& options,
+                            int world_size);
+
+// The measured profile of `model`. Every rank of `world` calls it with the same arguments.
+// REQUIRES: model.Validate() ok. Fails with CheckMeasuredOptions's error, a Comm error, or
+// Internal (see layer_bench.h).
+StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOptions& options,
+                                 Comm* world, const MeasureProgressFn& progress = {});
+
+// "AMD EPYC 7B13" from the text of /proc/cpuinfo (its first "model name"), or "" when absent.
+std::string CpuModelName(std::string_view cpuinfo);
+// This machine's CPU model name, "unknown CPU" when /proc/cpuinfo does not say.
+std::string ThisCpuModelName();
+
+}  // namespace trident
