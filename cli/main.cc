@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   trident::AddPlanCommand(app, &exit_code);
   trident::AddSimulateCommand(app, &exit_code);
   trident::AddExplainCommand(app, &exit_code);
+  trident::AddLaunchCommand(app, &exit_code);
+  trident::AddRunCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

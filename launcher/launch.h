@@ -1,0 +1,47 @@
+// Everything `trident launch` decides before it starts a job: the plan, where each rank runs,
+// the mpirun command and the warnings to print. Pure given the LocalMachine, so tests can
+// pose any machine. Starting and supervising the job: launcher/supervisor.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/status.h"
+#include "launcher/hostfile.h"
+#include "launcher/local_machine.h"
+#include "launcher/placement.h"
+
+namespace trident {
+
+struct LaunchRequest {
+  std::string plan_path;
+  std::vector<HostSlots> hosts;  // empty: every rank on this machine
+  bool np_check = false;         // the hosts must offer exactly the plan's ranks
+  bool oversubscribe = false;    // asked for by the user
+  std::string worker;            // trident-worker
+  std::string mpirun = "mpirun";
+  std::vector<std::string> worker_args;  // after `--`
+};
+
+struct LaunchSetup {
+  Plan plan;
+  Placement placement;
+  int threads = 1;  // per rank
+  bool oversubscribe = false;
+  std::vector<std::string> command;
+  std::vector<std::string> warnings;  // to print before the command
+};
+
+// Loads and checks the plan, places its ranks and builds the command. Fails (nothing has
+// started) on a bad plan, hosts that cannot hold it, or bad worker options.
+StatusOr<LaunchSetup> PrepareLaunch(const LaunchRequest& request, const LocalMachine& machine);
+
+// `path` made absolute, as every rank (and an sbatch script) opens the plan: ranks on other
+// hosts start in mpirun's folder only where that folder exists.
+std::string AbsolutePlanPath(const std::string& path);
+
+// Ranks `placement` puts on this machine.
+int LocalRanks(const Placement& placement, const LocalMachine& machine);
+
+}  // namespace trident

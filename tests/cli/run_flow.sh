@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Usage: run_flow.sh TRIDENT_BIN SOURCE_ROOT
+#
+# trident run end to end on this machine: gpt-tiny profiled, planned, launched on 2 ranks and
+# trained for a few steps, ending with the measured-against-predicted summary and its files;
+# a second run reuses both cached profiles; bad requests fail before anything starts.
+# shellcheck source=testlib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+
+trident=$1
+root=$2
+cd "$root" || exit 1
+flow=(run configs/models/gpt-tiny.yaml --devices 2 --global-batch 8 --steps 3 --seq 32
+  --micro-batch 1,2 --cache "$WORK/cache" --data synthetic)
+
+run timeout 300 "$trident" "${flow[@]}" --out "$WORK/first" -- --quiet
+expect_rc 0 && expect_in out "[1/4] layer profile: measuring" &&
+  expect_in out "[2/4] link profile: point-to-point" && expect_in out "[3/4] plan" &&
+  expect_in out "[4/4] train" && expect_in out "measured against predicted, per pipeline" &&
+  [[ -s $WORK/first/plan.yaml && -s $WORK/first/summary.json && -s $WORK/first/trace.json ]] &&
+  [[ $(grep -c '"step":3' "$WORK/first/metrics.jsonl") -eq 2 ]] &&
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["steps"] == [2, 3], d["steps"]
+assert d["step_time_ms"]["measured"] > 0 and d["step_time_ms"]["predicted"] > 0
+assert all(p["compute_ms"]["predicted"] > 0 for p in d["positions"])
+' "$WORK/first/summary.json"
+verdict "profiles, plans, launches and trains gpt-tiny on 2 ranks, with its summary"
+
+run timeout 300 "$trident" "${flow[@]}" --out "$WORK/second" -- --quiet
+expect_rc 0 && expect_in out "[1/4] layer profile: reusing $WORK/cache/profile-gpt-tiny-" &&
+  expect_in out "[2/4] link profile: reusing $WORK/cache/cluster-" &&
+  [[ $(find "$WORK/cache" -name '*.yaml' | wc -l) -eq 2 ]]
+verdict "a second run reuses both cached profiles"
+
+run "$trident" run configs/models/gpt-tiny.yaml --cluster "$WORK/nowhere.yaml" --out "$WORK/bad"
+expect_rc 1 && expect_in err "--cluster $WORK/nowhere.yaml: no such file" && [[ ! -e $WORK/bad ]]
+verdict "a missing cluster file is named before anything starts"
+
+run "$trident" run configs/models/gpt-tiny.yaml --devices 3 --out "$WORK/bad"
+expect_rc 1 && expect_in err "--devices 3: cluster local-cpu" && expect_in err "has 2 devices" &&
+  [[ ! -e $WORK/bad ]]
+verdict "more ranks than the cluster has devices are refused"
+
+summary 4
