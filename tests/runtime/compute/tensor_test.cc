@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -111,6 +112,24 @@ TEST(TrackingAllocatorTest, BlocksAreAlignedAndZeroed) {
     for (int64_t i = 0; i < bytes; ++i) ASSERT_EQ(block[i], 0) << bytes << " bytes, byte " << i;
     allocator.Free(block, bytes);
   }
+}
+
+// A freed block is handed out again for the same padded size, zero-filled, and the figures
+// count only live bytes.
+TEST(TrackingAllocatorTest, ReusesFreedBlocksZeroed) {
+  TrackingAllocator allocator;
+  auto* first = static_cast<unsigned char*>(allocator.Allocate(1000));
+  std::memset(first, 0xab, 1000);
+  allocator.Free(first, 1000);
+  EXPECT_EQ(allocator.stats(), (MemoryStats{0, 1000}));
+  auto* again = static_cast<unsigned char*>(allocator.Allocate(990));  // same padded size
+  EXPECT_EQ(again, first);
+  for (int i = 0; i < 990; ++i) ASSERT_EQ(again[i], 0) << "byte " << i;
+  EXPECT_EQ(allocator.stats(), (MemoryStats{990, 1000}));
+  auto* other = allocator.Allocate(64);  // another size: a new block
+  EXPECT_NE(other, static_cast<void*>(first));
+  allocator.Free(other, 64);
+  allocator.Free(again, 990);
 }
 
 TEST(CpuComputeTest, MemoryStatsFollowTensorLifetimes) {
