@@ -55,38 +55,9 @@ launch_stage() { echo "  - {first_layer: $1, num_layers: $2, replicas: $3, recom
 LAUNCH_TRAIN=(--data synthetic --steps "$LAUNCH_STEPS" --quiet --optimizer sgd --lr 0.1
   --momentum 0.9)
 
-LAUNCH_COMPARE='
-import json, struct, sys
-def losses(d):
-    rows = [json.loads(l) for l in open(d + "/metrics.jsonl")]
-    return {r["step"]: r["loss"] for r in rows if r["rank"] == 0}
-def tensors(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    h.pop("__metadata__", None)
-    out = {}
-    for k, v in h.items():
-        s, e = v["data_offsets"]
-        out[k] = struct.unpack("<%df" % ((e - s) // 4), b[8 + n + s:8 + n + e])
-    return out
-ref, got, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
-a, b = losses(ref), losses(got)
-if sorted(b) != list(range(1, steps + 1)):
-    sys.exit(f"steps {sorted(b)}, expected 1..{steps}")
-for k in b:
-    if abs(a[k] - b[k]) > 1e-5 * abs(a[k]):
-        sys.exit(f"step {k}: loss {b[k]!r}, single process {a[k]!r}")
-ta = tensors(f"{ref}/ckpt/step-{steps}.safetensors")
-tb = tensors(f"{got}/ckpt/step-{steps}.safetensors")
-if ta.keys() != tb.keys(): sys.exit(f"tensors differ: {sorted(ta.keys() ^ tb.keys())[:4]}")
-for k in ta:
-    scale = max(1e-6, max(abs(x) for x in ta[k]))
-    err = max(abs(x - y) for x, y in zip(ta[k], tb[k]))
-    if err > 1e-5 * scale: sys.exit(f"{k}: max difference {err:.3g} of scale {scale:.3g}")
-'
 
 same_losses() {
   # shellcheck disable=SC2034  # testlib's verdict reports it
-  REASON=$(python3 -c "$LAUNCH_COMPARE" "$WORK/$1" "$WORK/$2" "$LAUNCH_STEPS" 2>&1)
+  REASON=$(python3 "$(dirname "${BASH_SOURCE[0]}")/compare_runs.py" "$WORK/$1" "$WORK/$2" \
+    "$LAUNCH_STEPS" params --all-steps 2>&1)
 }

@@ -72,38 +72,9 @@ train() {
 }
 
 # Losses (metrics.jsonl, rank 0) and the final checkpoint of NAME against those of REFERENCE.
-COMPARE='
-import json, struct, sys
-def losses(d):
-    rows = [json.loads(l) for l in open(d + "/metrics.jsonl")]
-    return {r["step"]: r["loss"] for r in rows if r["rank"] == 0}
-def tensors(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    h.pop("__metadata__", None)
-    out = {}
-    for k, v in h.items():
-        s, e = v["data_offsets"]
-        out[k] = struct.unpack("<%df" % ((e - s) // 4), b[8 + n + s:8 + n + e])
-    return out
-ref, got, step, params = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "params"
-a, b = losses(ref), losses(got)
-for k in b:
-    if abs(a[k] - b[k]) > 1e-5 * abs(a[k]):
-        sys.exit(f"step {k}: loss {b[k]!r}, single process {a[k]!r}")
-if len(b) == 0: sys.exit("no losses")
-if not params: sys.exit(0)
-ta = tensors(f"{ref}/ckpt/step-{step}.safetensors")
-tb = tensors(f"{got}/ckpt/step-{step}.safetensors")
-if ta.keys() != tb.keys(): sys.exit(f"tensors differ: {sorted(ta.keys() ^ tb.keys())[:4]}")
-for k in ta:
-    scale = max(1e-6, max(abs(x) for x in ta[k]))
-    err = max(abs(x - y) for x, y in zip(ta[k], tb[k]))
-    if err > 1e-5 * scale: sys.exit(f"{k}: max difference {err:.3g} of scale {scale:.3g}")
-'
 same_as_single() {  # NAME [REFERENCE [losses]]
-  REASON=$(python3 -c "$COMPARE" "$WORK/${2:-single}" "$WORK/$1" "$steps" "${3:-params}" 2>&1)
+  REASON=$(python3 "$(dirname "${BASH_SOURCE[0]}")/compare_runs.py" "$WORK/${2:-single}" \
+    "$WORK/$1" "$steps" "${3:-params}" 2>&1)
 }
 
 two="$(stage 0 2 1 none)
