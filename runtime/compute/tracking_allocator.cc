@@ -52,7 +52,8 @@ void* TrackingAllocator::Allocate(int64_t bytes) {
   std::memset(data, 0, static_cast<size_t>(padded));
   stats_.current_bytes += bytes;
   stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.current_bytes);
-  high_water_bytes_ = std::max(high_water_bytes_, stats_.current_bytes);
+  live_padded_bytes_ += padded;
+  high_water_bytes_ = std::max(high_water_bytes_, live_padded_bytes_);
   return data;
 }
 
@@ -63,6 +64,7 @@ void TrackingAllocator::Free(void* data, int64_t bytes) {
       << " held";
   stats_.current_bytes -= bytes;
   const int64_t padded = Padded(bytes);
+  live_padded_bytes_ -= padded;
   if (idle_bytes_ + padded > high_water_bytes_) {
     std::free(data);
     return;

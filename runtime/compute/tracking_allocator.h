@@ -44,7 +44,8 @@ class TrackingAllocator {
   void ReleaseIdle();
 
   MemoryStats stats_;
-  int64_t high_water_bytes_ = 0;  // the most live bytes ever (ResetPeak does not lower it)
+  int64_t live_padded_bytes_ = 0;
+  int64_t high_water_bytes_ = 0;  // the most live padded bytes ever (ResetPeak does not lower it)
   std::unordered_map<int64_t, std::vector<void*>> idle_;  // by padded size
   int64_t idle_bytes_ = 0;
 };
