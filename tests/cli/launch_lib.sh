@@ -9,46 +9,14 @@
 #                                       do the parameters of both final checkpoints (STEP
 #                                       $LAUNCH_STEPS); reason in $REASON otherwise
 
+# shellcheck source=plan_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
+
 LAUNCH_STEPS=10
 
-launch_plan() {
-  cat >"$WORK/$1.yaml" <<EOF_PLAN
-format_version: 1
-kind: plan
-model:
-  name: gpt-tiny
-  vocab_size: 256
-  max_seq_len: 64
-  hidden: 64
-  heads: 4
-  kv_heads: 4
-  ffn_hidden: 256
-  norm: layer_norm
-  positions: learned
-  tied_embeddings: true
-  dropout: 0.0
-  layers:
-    - {kind: embedding}
-    - {kind: gpt_block, repeat: 2}
-    - {kind: final_norm}
-    - {kind: lm_head}
-cluster: local-cpu
-devices: $2
-devices_per_node: $3
-mesh: {dp: $4, pp: $5, tp: $6}
-virtual_stages: 1
-micro_batch_size: 2
-num_micro_batches: 4
-global_batch: 8
-seq_len: 32
-dtype: fp32
-schedule: 1f1b
-stages:
-$7
-EOF_PLAN
-}
+launch_plan() { tiny_plan "$1" "$2" "$3" "$4" "$5" "$6" 1 2 4 1f1b "$7"; }
 
-launch_stage() { echo "  - {first_layer: $1, num_layers: $2, replicas: $3, recompute: none}"; }
+launch_stage() { tiny_stage "$1" "$2" "$3" none; }
 
 # The worker options of every training run in these tests.
 # shellcheck disable=SC2034  # used by the scripts that source this one

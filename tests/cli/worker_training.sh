@@ -11,6 +11,8 @@
 # clear message.
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+# shellcheck source=plan_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
 
 worker=$1
 mpirun=$2
@@ -23,44 +25,9 @@ steps=10
 optimizer=(--optimizer sgd --lr 0.1 --momentum 0.9)
 
 # plan NAME DEVICES DP PP TP V MICRO_BATCH MICRO_BATCHES SCHEDULE STAGE_LINES
-plan() {
-  cat >"$WORK/$1.yaml" <<EOF
-format_version: 1
-kind: plan
-model:
-  name: gpt-tiny
-  vocab_size: 256
-  max_seq_len: 64
-  hidden: 64
-  heads: 4
-  kv_heads: 4
-  ffn_hidden: 256
-  norm: layer_norm
-  positions: learned
-  tied_embeddings: ${tied:-true}
-  dropout: 0.0
-  layers:
-    - {kind: embedding}
-    - {kind: gpt_block, repeat: 2}
-    - {kind: final_norm}
-    - {kind: lm_head}
-cluster: local-cpu
-devices: $2
-devices_per_node: $2
-mesh: {dp: $3, pp: $4, tp: $5}
-virtual_stages: $6
-micro_batch_size: $7
-num_micro_batches: $8
-global_batch: $(($7 * $8))
-seq_len: 32
-dtype: fp32
-schedule: $9
-stages:
-${10}
-EOF
-}
+plan() { tiny_plan "$1" "$2" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" "${10}"; }
 
-stage() { echo "  - {first_layer: $1, num_layers: $2, replicas: $3, recompute: $4}"; }
+stage() { tiny_stage "$@"; }
 
 # train NAME NP [worker flags...]: runs the plan NAME; output in $WORK/NAME.
 train() {
@@ -140,6 +107,7 @@ verdict "an AdamW checkpoint of a pp 2 run resumed under tp 2 continues the same
 # against a one-process re-implementation in tests/runtime/train/pipedream_test.cc. Here it
 # runs under mpirun with replicated stages (a gradient sum per update) and resumes from a
 # checkpoint with the same losses.
+# shellcheck disable=SC2034  # read by plan_lib.sh's tiny_plan
 tied=false
 optimizer=(--optimizer adamw --lr 1e-3 --warmup-steps 2)
 plan pipedream 4 2 2 1 1 1 4 pipedream "$(stage 0 2 2 none)
@@ -150,6 +118,7 @@ train pipedream 4 --load "$WORK/async/ckpt/step-3.safetensors"
 expect_rc 0 && same_as_single pipedream async losses &&
   [[ $(wc -l <"$WORK/async/metrics.jsonl") -eq $((4 * steps)) ]]
 verdict "pipedream, dp 2 x pp 2: trains under mpirun and resumes with the same losses"
+# shellcheck disable=SC2034
 tied=true
 
 run timeout 60 "$mpirun" -np 1 "${mpi_flags[@]}" "$worker" "$WORK/tp2.yaml" --data synthetic \
