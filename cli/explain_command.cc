@@ -72,10 +72,7 @@ std::vector<std::pair<std::string, SearchRequest>> Neighbours(const Plan& plan) 
 
 int RunExplain(const ExplainOptions& o) {
   StatusOr<EvaluatedPlan> ev = LoadAndEvaluate(o.plan, o.cost, 0);
-  if (!ev.ok()) {
-    std::cerr << "error: " << ev.status().message() << "\n";
-    return 1;
-  }
+  if (!ev.ok()) return PrintError(ev.status());
   std::cout << ev->plan.model.name << ": " << ConfigLine(ev->plan) << "\n"
             << StepBreakdown(ev->plan, ev->evaluation)
             << "\nneighbouring choices (each re-planned with the plan's other choices fixed; "

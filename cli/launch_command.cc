@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/format.h"
 #include "cli/launch_command.h"
 #include "core/file_util.h"
 #include "launcher/launch.h"
@@ -22,11 +23,6 @@ namespace {
 
 // Exit status of a job stopped at its time limit (as timeout(1) reports it).
 constexpr int kTimeLimitExitCode = 124;
-
-int Fail(const Status& status) {
-  std::cerr << "error: " << status.message() << "\n";
-  return 1;
-}
 
 StatusOr<std::vector<HostSlots>> HostsFromFlags(const LaunchFlags& f) {
   if (!f.hostfile.empty()) return LoadHostfile(f.hostfile);
@@ -65,9 +61,10 @@ int ReportJob(const SuperviseOptions& supervise, const JobResult& job) {
 
 int RunMpirun(const LaunchFlags& f, const std::string& worker) {
   StatusOr<std::vector<HostSlots>> hosts = HostsFromFlags(f);
-  if (!hosts.ok()) return Fail(hosts.status());
+  if (!hosts.ok()) return PrintError(hosts.status());
   if (!FindProgram("mpirun")) {
-    return Fail(NotFound("mpirun is not on PATH; install Open MPI (apt-get install openmpi-bin)"));
+    return PrintError(
+        NotFound("mpirun is not on PATH; install Open MPI (apt-get install openmpi-bin)"));
   }
   LaunchRequest request;
   request.plan_path = f.plan;
@@ -77,13 +74,13 @@ int RunMpirun(const LaunchFlags& f, const std::string& worker) {
   request.worker = worker;
   request.worker_args = f.worker_args;
   StatusOr<LaunchSetup> setup = PrepareLaunch(request, DetectLocalMachine());
-  if (!setup.ok()) return Fail(setup.status());
+  if (!setup.ok()) return PrintError(setup.status());
   PrintSetup(f, *setup);
   if (f.dry_run) return 0;
   SuperviseOptions supervise;
   supervise.time_limit_s = f.time_limit_s;
   StatusOr<JobResult> job = RunSupervised(setup->command, supervise);
-  if (!job.ok()) return Fail(job.status());
+  if (!job.ok()) return PrintError(job.status());
   return ReportJob(supervise, *job);
 }
 
@@ -98,11 +95,11 @@ std::string JobName(const std::string& plan_path) {
 
 int RunSlurm(const LaunchFlags& f, const std::string& worker) {
   StatusOr<Plan> plan = LoadPlan(f.plan);
-  if (!plan.ok()) return Fail(plan.status());
+  if (!plan.ok()) return PrintError(plan.status());
   StatusOr<int> threads = WorkerThreads(f.worker_args);
-  if (!threads.ok()) return Fail(threads.status());
+  if (!threads.ok()) return PrintError(threads.status());
   if (f.submit && !FindProgram("sbatch")) {
-    return Fail(NotFound(
+    return PrintError(NotFound(
         "--submit: sbatch is not on PATH, so this machine has no Slurm client; run without "
         "--submit to write the script, then run 'sbatch SCRIPT' on a Slurm login node"));
   }
@@ -117,7 +114,7 @@ int RunSlurm(const LaunchFlags& f, const std::string& worker) {
     return 0;
   }
   Status written = WriteFileAtomic(path, script);
-  if (!written.ok()) return Fail(written);
+  if (!written.ok()) return PrintError(written);
   std::error_code ec;
   std::filesystem::permissions(path, std::filesystem::perms::owner_exec,
                                std::filesystem::perm_options::add, ec);
@@ -125,7 +122,7 @@ int RunSlurm(const LaunchFlags& f, const std::string& worker) {
             << std::flush;
   if (!f.submit) return 0;
   StatusOr<JobResult> job = RunSupervised({"sbatch", path}, SuperviseOptions{});
-  if (!job.ok()) return Fail(job.status());
+  if (!job.ok()) return PrintError(job.status());
   if (job->exit_code != 0)
     std::cerr << "error: sbatch failed with status " << job->exit_code << "\n";
   return job->exit_code;
@@ -159,7 +156,7 @@ void AddSlurmOptions(CLI::App* cmd, LaunchFlags* f) {
 
 int RunLaunch(const LaunchFlags& f) {
   StatusOr<std::string> worker = WorkerBesideSelf();
-  if (!worker.ok()) return Fail(worker.status());
+  if (!worker.ok()) return PrintError(worker.status());
   return f.slurm ? RunSlurm(f, *worker) : RunMpirun(f, *worker);
 }
 

@@ -109,15 +109,10 @@ Status ResolveShape(const ModelOptions& options, const ModelSpec& model, LayerSh
 
 int RunModel(const ModelOptions& options) {
   StatusOr<ModelSpec> model = LoadModelSpec(options.file);
-  if (!model.ok()) {
-    std::cerr << "error: " << model.status().message() << "\n";
-    return 1;
-  }
+  if (!model.ok()) return PrintError(model.status());
   LayerShape shape;
-  if (Status status = ResolveShape(options, *model, &shape); !status.ok()) {
-    std::cerr << "error: " << status.message() << "\n";
-    return 1;
-  }
+  if (Status status = ResolveShape(options, *model, &shape); !status.ok())
+    return PrintError(status);
   ModelCost cost = AnalyticModelCost(*model, shape);
   if (options.json) {
     PrintJson(*model, shape, cost);

@@ -80,29 +80,24 @@ Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterS
   return Status::Ok();
 }
 
-int Fail(const Status& status) {
-  std::cerr << "error: " << status.message() << "\n";
-  return 1;
-}
-
 int RunPlan(const PlanOptions& o) {
   StatusOr<ModelSpec> model = LoadModelSpec(o.model);
-  if (!model.ok()) return Fail(model.status());
+  if (!model.ok()) return PrintError(model.status());
   StatusOr<ClusterSpec> cluster = LoadClusterSpec(o.cost.cluster);
-  if (!cluster.ok()) return Fail(cluster.status());
+  if (!cluster.ok()) return PrintError(cluster.status());
   SearchRequest request;
-  if (Status s = BuildRequest(o, *model, *cluster, &request); !s.ok()) return Fail(s);
+  if (Status s = BuildRequest(o, *model, *cluster, &request); !s.ok()) return PrintError(s);
   StatusOr<std::unique_ptr<CostInputs>> inputs =
       LoadCostInputs(o.cost, *model, request.seq_len, request.dtype);
-  if (!inputs.ok()) return Fail(inputs.status());
+  if (!inputs.ok()) return PrintError(inputs.status());
   StatusOr<SearchResult> result = SearchPlans(*(*inputs)->costs, request);
-  if (!result.ok()) return Fail(result.status());
+  if (!result.ok()) return PrintError(result.status());
   for (Candidate& c : result->ranked) RecordProvenance(**inputs, &c.plan);
   const Candidate& best = result->ranked.front();
-  if (Status s = WriteFileAtomic(o.output, PlanToYaml(best.plan)); !s.ok()) return Fail(s);
+  if (Status s = WriteFileAtomic(o.output, PlanToYaml(best.plan)); !s.ok()) return PrintError(s);
   if (!o.trace.empty()) {
     Status s = WriteFileAtomic(o.trace, TimelineToChromeTrace(best.evaluation.simulation));
-    if (!s.ok()) return Fail(s);
+    if (!s.ok()) return PrintError(s);
   }
   ReportContext context = MakeReportContext(best.plan, (*inputs)->cluster);
   if (o.json) {

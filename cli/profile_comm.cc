@@ -146,10 +146,8 @@ int Report(const CommProfileFlags& f, const ClusterSpec& cluster,
     std::cerr << "error: no link could be fitted; nothing written to " << f.output << "\n";
     return 1;
   }
-  if (Status s = WriteFileAtomic(f.output, ClusterSpecToYaml(measured)); !s.ok()) {
-    std::cerr << "error: " << s.message() << "\n";
-    return 1;
-  }
+  if (Status s = WriteFileAtomic(f.output, ClusterSpecToYaml(measured)); !s.ok())
+    return PrintError(s);
   StatusOr<ClusterSpec> reread = LoadClusterSpec(f.output);
   if (!reread.ok() || reread->measured != measured.measured) {
     std::cerr << "error: " << f.output << " does not read back as written"

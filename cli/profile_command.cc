@@ -40,11 +40,6 @@ struct ProfileOptions {
   CommProfileFlags comm_flags;
 };
 
-int Fail(const Status& s) {
-  std::cerr << "error: " << s.message() << "\n";
-  return 1;
-}
-
 int UsageError(const std::string& message) {
   std::cerr << "error: " << message << "\n";
   return 2;
@@ -95,17 +90,18 @@ int RunAnalytic(const ProfileOptions& o, const ModelSpec& model) {
     return UsageError("--analytic needs --cluster C: the cluster whose device it computes");
   }
   StatusOr<ClusterSpec> cluster = LoadClusterSpec(o.cluster);
-  if (!cluster.ok()) return Fail(cluster.status());
+  if (!cluster.ok()) return PrintError(cluster.status());
   AnalyticProfileOptions options{o.micro_batches, o.tps, o.seq_len,
                                  ValueOf(DTypeNames(), o.dtype).value_or(model.dtype)};
   if (o.seq_len > model.max_seq_len) {
-    return Fail(InvalidArgument("--seq " + std::to_string(o.seq_len) + " exceeds " + model.name +
-                                "'s max_seq_len " + std::to_string(model.max_seq_len)));
+    return PrintError(InvalidArgument("--seq " + std::to_string(o.seq_len) + " exceeds " +
+                                      model.name + "'s max_seq_len " +
+                                      std::to_string(model.max_seq_len)));
   }
   StatusOr<Profile> profile = AnalyticProfile(model, *cluster, options);
-  if (!profile.ok()) return Fail(profile.status());
+  if (!profile.ok()) return PrintError(profile.status());
   const std::string output = o.output.empty() ? "profile.yaml" : o.output;
-  if (Status s = WriteFileAtomic(output, ProfileToYaml(*profile)); !s.ok()) return Fail(s);
+  if (Status s = WriteFileAtomic(output, ProfileToYaml(*profile)); !s.ok()) return PrintError(s);
   PrintSummary(*profile);
   std::cout << "\nwrote " << output << "\n";
   return 0;
@@ -220,7 +216,7 @@ StatusOr<std::unique_ptr<Comm>> WorldFor(const MeasuredProfileOptions& options) 
 }
 
 int WriteMeasured(const Profile& profile, const std::string& output) {
-  if (Status s = WriteFileAtomic(output, ProfileToYaml(profile)); !s.ok()) return Fail(s);
+  if (Status s = WriteFileAtomic(output, ProfileToYaml(profile)); !s.ok()) return PrintError(s);
   PrintMeasuredSummary(profile);
   std::cout << "\nwrote " << output << "\n";
   return 0;
@@ -229,9 +225,9 @@ int WriteMeasured(const Profile& profile, const std::string& output) {
 int RunMeasured(const ProfileOptions& o, const ModelSpec& model) {
   const bool lead = LaunchedWorldSize() == 0 || LogContext::FromEnvironment().rank.value_or(0) == 0;
   StatusOr<MeasuredProfileOptions> options = MeasuredOptions(o, model);
-  if (!options.ok()) return lead ? Fail(options.status()) : 1;
+  if (!options.ok()) return lead ? PrintError(options.status()) : 1;
   StatusOr<std::unique_ptr<Comm>> world = WorldFor(*options);
-  if (!world.ok()) return Fail(world.status());
+  if (!world.ok()) return PrintError(world.status());
   Comm* comm = world->get();
   const bool rank0 = comm == nullptr || comm->Rank() == 0;
   if (rank0) PrintNotes(model);
@@ -240,7 +236,7 @@ int RunMeasured(const ProfileOptions& o, const ModelSpec& model) {
   if (rank0) progress = [&printer](const MeasureProgress& p) { printer(p); };
   StatusOr<Profile> profile = MeasureProfile(model, *options, comm, progress);
   if (!profile.ok()) {
-    if (comm == nullptr || comm->Size() == 1) return Fail(profile.status());
+    if (comm == nullptr || comm->Size() == 1) return PrintError(profile.status());
     Logger(LogContext::FromEnvironment()).Error(profile.status().message());
     comm->AbortJob(1);  // peers may wait in a collective
   }
@@ -274,7 +270,7 @@ int RunProfile(const ProfileOptions& o) {
         "from the cluster's hardware description, or drop --cluster to measure on this machine");
   }
   StatusOr<ModelSpec> model = LoadModelSpec(o.model);
-  if (!model.ok()) return Fail(model.status());
+  if (!model.ok()) return PrintError(model.status());
   if (o.analytic) return RunAnalytic(o, *model);
   ProfileOptions measured = o;
   if (measured.device.empty()) measured.device = "cpu";

@@ -5,17 +5,18 @@
 // same `trident` subcommand a user would, and prints its command first.
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cli/command.h"
+#include "cli/format.h"
 #include "cli/launch_command.h"
 #include "core/cluster.h"
 #include "core/digest.h"
+#include "core/file_util.h"
 #include "core/model_spec.h"
 #include "core/version.h"
+#include "launcher/launch.h"
 #include "launcher/local_machine.h"
 #include "launcher/mpirun_command.h"
 #include "launcher/supervisor.h"
@@ -42,11 +43,6 @@ struct RunFlags {
   std::vector<std::string> worker_args;
 };
 
-int Fail(const Status& status) {
-  std::cerr << "error: " << status.message() << "\n";
-  return 1;
-}
-
 std::string CacheDir(const RunFlags& f) {
   if (!f.cache.empty()) return f.cache;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
@@ -60,14 +56,6 @@ std::string Join(const std::vector<int>& values) {
   std::string out;
   for (int v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
   return out;
-}
-
-StatusOr<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot read the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // The tp degrees a plan of `devices` ranks may use that the model can be sharded by.
@@ -88,23 +76,14 @@ std::vector<int> TensorParallelDegrees(const ModelSpec& model, const RunFlags& f
 // `program` on `ranks` ranks of this machine: mpirun for more than one.
 std::vector<std::string> OnRanks(int ranks, int threads, std::vector<std::string> program) {
   if (ranks == 1) return program;
-  const LocalMachine machine = DetectLocalMachine();
-  Placement local;
-  local.local = true;
-  local.hosts = {{"localhost", ranks, 0, ranks}};
-  MpirunOptions options;
-  options.program = std::move(program);
-  options.threads = threads;
-  options.allow_run_as_root = machine.root;
-  options.oversubscribe = machine.cores < ranks * threads;
-  return MpirunCommand(local, options);
+  return LocalMpirunCommand(ranks, threads, std::move(program), DetectLocalMachine());
 }
 
 // Runs one step's command, printed first. Its exit status (0: done).
 int RunStep(const std::string& title, const std::vector<std::string>& argv) {
   std::cout << "\n" << title << "\n  " << ShellQuote(argv) << "\n" << std::flush;
   StatusOr<JobResult> job = RunSupervised(argv, SuperviseOptions{});
-  if (!job.ok()) return Fail(job.status());
+  if (!job.ok()) return PrintError(job.status());
   if (job->exit_code != 0) {
     std::cerr << "error: " << title << " failed (exit status " << job->exit_code << ")\n";
   }
@@ -199,39 +178,41 @@ void PrintFiles(const RunFlags& f, const std::string& plan, const std::string& p
 }
 
 int RunAll(RunFlags f) {
-  StatusOr<std::string> model_text = ReadText(f.model);
-  if (!model_text.ok()) return Fail(model_text.status());
+  StatusOr<std::string> model_text = ReadFile(f.model);
+  if (!model_text.ok()) return PrintError(model_text.status());
   StatusOr<ModelSpec> model = ParseModelSpec(*model_text, f.model);
-  if (!model.ok()) return Fail(model.status());
-  StatusOr<std::string> cluster_text = ReadText(f.cluster);
+  if (!model.ok()) return PrintError(model.status());
+  StatusOr<std::string> cluster_text = ReadFile(f.cluster);
   if (!cluster_text.ok()) {
-    return Fail(NotFound("--cluster " + f.cluster +
-                         ": no such file; pass --cluster FILE describing this machine (see "
-                         "configs/clusters/local-cpu.yaml)"));
+    return PrintError(NotFound("--cluster " + f.cluster +
+                               ": no such file; pass --cluster FILE describing this machine (see "
+                               "configs/clusters/local-cpu.yaml)"));
   }
   StatusOr<ClusterSpec> cluster = ParseClusterSpec(*cluster_text, f.cluster);
-  if (!cluster.ok()) return Fail(cluster.status());
+  if (!cluster.ok()) return PrintError(cluster.status());
   if (f.devices == 0) f.devices = static_cast<int>(cluster->TotalDevices());
   if (f.devices > cluster->TotalDevices()) {
-    return Fail(InvalidArgument("--devices " + std::to_string(f.devices) + ": cluster " +
-                                cluster->name + " (" + f.cluster + ") has " +
-                                std::to_string(cluster->TotalDevices()) +
-                                " devices; ask for fewer or describe this machine in --cluster"));
+    return PrintError(
+        InvalidArgument("--devices " + std::to_string(f.devices) + ": cluster " + cluster->name +
+                        " (" + f.cluster + ") has " + std::to_string(cluster->TotalDevices()) +
+                        " devices; ask for fewer or describe this machine in --cluster"));
   }
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  StatusOr<std::string> self = SelfPath();
+  if (!self.ok()) return PrintError(self.status());
   std::error_code ec;
   std::filesystem::create_directories(f.out, ec);
   if (!ec) std::filesystem::create_directories(CacheDir(f), ec);
   if (ec)
-    return Fail(IoError("cannot create " + f.out + " or " + CacheDir(f) + ": " + ec.message()));
+    return PrintError(
+        IoError("cannot create " + f.out + " or " + CacheDir(f) + ": " + ec.message()));
   std::cout << "trident run: " << model->name << " on " << f.devices << " rank"
             << (f.devices == 1 ? "" : "s") << " of " << cluster->name << ", global batch "
             << f.global_batch << ", " << f.steps << " steps -> " << f.out << "/\n";
   std::string profile, measured_cluster;
   const std::string plan = f.out + "/plan.yaml";
-  if (int rc = ProfileLayers(f, self, *model, *model_text, &profile); rc != 0) return rc;
-  if (int rc = ProfileLinks(f, self, *cluster_text, &measured_cluster); rc != 0) return rc;
-  if (int rc = PlanStep(f, self, profile, measured_cluster, plan); rc != 0) return rc;
+  if (int rc = ProfileLayers(f, *self, *model, *model_text, &profile); rc != 0) return rc;
+  if (int rc = ProfileLinks(f, *self, *cluster_text, &measured_cluster); rc != 0) return rc;
+  if (int rc = PlanStep(f, *self, profile, measured_cluster, plan); rc != 0) return rc;
   if (int rc = TrainStep(f, plan); rc != 0) return rc;
   PrintFiles(f, plan, profile, measured_cluster);
   return 0;

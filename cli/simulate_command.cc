@@ -23,16 +23,10 @@ struct SimulateOptions {
 
 int RunSimulate(const SimulateOptions& o) {
   StatusOr<EvaluatedPlan> ev = LoadAndEvaluate(o.plan, o.cost, o.max_memory_gib);
-  if (!ev.ok()) {
-    std::cerr << "error: " << ev.status().message() << "\n";
-    return 1;
-  }
+  if (!ev.ok()) return PrintError(ev.status());
   if (!o.trace.empty()) {
     Status s = WriteFileAtomic(o.trace, TimelineToChromeTrace(ev->evaluation.simulation));
-    if (!s.ok()) {
-      std::cerr << "error: " << s.message() << "\n";
-      return 1;
-    }
+    if (!s.ok()) return PrintError(s);
   }
   ReportContext context = MakeReportContext(ev->plan, ev->inputs->cluster);
   if (o.json) {

@@ -14,8 +14,7 @@ std::string Str(int64_t value) { return std::to_string(value); }
 void DecideOversubscribe(const LaunchRequest& request, const LocalMachine& machine,
                          LaunchSetup* setup) {
   setup->oversubscribe = request.oversubscribe;
-  int local_threads = LocalRanks(setup->placement, machine) * setup->threads;
-  if (local_threads <= machine.cores) return;
+  if (!TooFewCores(LocalRanks(setup->placement, machine), setup->threads, machine)) return;
   std::string what = Str(LocalRanks(setup->placement, machine)) + " ranks x " +
                      Str(setup->threads) + " threads on this machine's " + Str(machine.cores) +
                      " cores";
@@ -44,6 +43,21 @@ std::string AbsolutePlanPath(const std::string& path) {
   return ec ? path : absolute.lexically_normal().string();
 }
 
+bool TooFewCores(int local_ranks, int threads, const LocalMachine& machine) {
+  return local_ranks * threads > machine.cores;
+}
+
+std::vector<std::string> LocalMpirunCommand(int ranks, int threads,
+                                            std::vector<std::string> program,
+                                            const LocalMachine& machine) {
+  MpirunOptions options;
+  options.program = std::move(program);
+  options.threads = threads;
+  options.allow_run_as_root = machine.root;
+  options.oversubscribe = TooFewCores(ranks, threads, machine);
+  return MpirunCommand(PlaceLocally(ranks), options);
+}
+
 int LocalRanks(const Placement& placement, const LocalMachine& machine) {
   if (placement.local) return placement.NumRanks();
   int ranks = 0;
@@ -60,7 +74,7 @@ StatusOr<LaunchSetup> PrepareLaunch(const LaunchRequest& request, const LocalMac
     if (request.np_check) {
       return InvalidArgument("--np-check compares the plan with --hostfile or --hosts; give one");
     }
-    setup.placement = PlaceLocally(setup.plan);
+    setup.placement = PlaceLocally(setup.plan.devices);
   } else {
     TRIDENT_ASSIGN_OR_RETURN(setup.placement, PlaceRanks(setup.plan, request.plan_path,
                                                          request.hosts, request.np_check));

@@ -41,6 +41,16 @@ StatusOr<LaunchSetup> PrepareLaunch(const LaunchRequest& request, const LocalMac
 // hosts start in mpirun's folder only where that folder exists.
 std::string AbsolutePlanPath(const std::string& path);
 
+// Whether `local_ranks` ranks of `threads` threads need more cores than this machine has
+// (Open MPI then refuses to start them without --oversubscribe).
+bool TooFewCores(int local_ranks, int threads, const LocalMachine& machine);
+
+// The mpirun command that runs `program` (argv) on `ranks` ranks of this machine, with the
+// flags a launch would add (--allow-run-as-root for root, --oversubscribe when TooFewCores).
+std::vector<std::string> LocalMpirunCommand(int ranks, int threads,
+                                            std::vector<std::string> program,
+                                            const LocalMachine& machine);
+
 // Ranks `placement` puts on this machine.
 int LocalRanks(const Placement& placement, const LocalMachine& machine);
 

@@ -56,13 +56,18 @@ std::optional<std::string> FindProgram(std::string_view program) {
   return std::nullopt;
 }
 
-StatusOr<std::string> WorkerBesideSelf() {
+StatusOr<std::string> SelfPath() {
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return IoError("cannot find the running executable (/proc/self/exe): " + ec.message());
-  std::string worker = (self.parent_path() / "trident-worker").string();
+  return self.string();
+}
+
+StatusOr<std::string> WorkerBesideSelf() {
+  TRIDENT_ASSIGN_OR_RETURN(std::string self, SelfPath());
+  std::string worker = (std::filesystem::path(self).parent_path() / "trident-worker").string();
   if (!FindProgram(worker)) {
-    return NotFound("trident-worker is not beside " + self.string() + " (looked for " + worker +
+    return NotFound("trident-worker is not beside " + self + " (looked for " + worker +
                     "); it is built only with MPI: apt-get install libopenmpi-dev openmpi-bin, "
                     "then rebuild (cmake -DTRIDENT_MPI=ON)");
   }

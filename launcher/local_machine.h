@@ -26,6 +26,9 @@ bool IsLocalHost(std::string_view host, const LocalMachine& machine);
 // and is executable); nullopt when there is none.
 std::optional<std::string> FindProgram(std::string_view program);
 
+// The running executable's path (/proc/self/exe); IoError when it cannot be read.
+StatusOr<std::string> SelfPath();
+
 // trident-worker beside the running executable (/proc/self/exe). NotFound, with how to get
 // one, when it is not there.
 StatusOr<std::string> WorkerBesideSelf();

@@ -122,10 +122,10 @@ StatusOr<Placement> PlaceRanks(const Plan& plan, const std::string& plan_path,
   return placement;
 }
 
-Placement PlaceLocally(const Plan& plan) {
+Placement PlaceLocally(int ranks) {
   Placement placement;
   placement.local = true;
-  placement.hosts.push_back(HostRanks{"localhost", plan.devices, 0, plan.devices});
+  placement.hosts.push_back(HostRanks{"localhost", ranks, 0, ranks});
   return placement;
 }
 

@@ -54,8 +54,8 @@ std::vector<int> PlanNodeSizes(const Plan& plan);
 StatusOr<Placement> PlaceRanks(const Plan& plan, const std::string& plan_path,
                                const std::vector<HostSlots>& hosts, bool exact);
 
-// Every rank on this machine, as `mpirun -np N` without --host places them.
-Placement PlaceLocally(const Plan& plan);
+// `ranks` ranks on this machine, as `mpirun -np N` without --host places them.
+Placement PlaceLocally(int ranks);
 
 // Checks what placement promises, independently of how it was built: ranks 0..N-1 each on
 // one host, contiguous per host, within each host's slots, and every tp group of `map` on

@@ -137,6 +137,15 @@ TEST(PrepareLaunchTest, MultiNodePlanRunHereGetsANote) {
             std::string::npos);
 }
 
+// Any program on this machine's ranks (trident run's profiling steps) gets a launch's flags.
+TEST(LocalMpirunCommandTest, RootAndTooFewCoresAddTheirFlags) {
+  EXPECT_EQ(LocalMpirunCommand(3, 1, {"trident", "profile"}, Machine(2, true)),
+            (Args{"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", "-x",
+                  "OMP_NUM_THREADS=1", "trident", "profile"}));
+  EXPECT_EQ(LocalMpirunCommand(2, 1, {"trident"}, Machine(2, false)),
+            (Args{"mpirun", "-np", "2", "-x", "OMP_NUM_THREADS=1", "trident"}));
+}
+
 TEST(PrepareLaunchTest, RefusesBadInputsBeforeAnythingStarts) {
   LaunchRequest request;
   request.worker = "w";

@@ -104,7 +104,7 @@ TEST(PlacementTest, NpCheckWantsEverySlotUsed) {
 
 TEST(PlacementTest, LocalPlacementRunsEveryRankHere) {
   Plan plan = LaunchPlan(1, {2, 2}, 2);
-  Placement placement = PlaceLocally(plan);
+  Placement placement = PlaceLocally(plan.devices);
   EXPECT_TRUE(placement.local);
   EXPECT_EQ(placement.NumRanks(), 4);
   ExpectPlacementHonoursRankMap(plan, placement);
