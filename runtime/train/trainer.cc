@@ -104,8 +104,10 @@ Status Trainer::State::Build() {
   optimizer = std::make_unique<Optimizer>(compute, &model->parameters(), options.optimizer);
   grad_sync = std::make_unique<GradSync>(compute, model.get(), dp_comm.get(), tie_comm.get(),
                                          options.bucket_bytes);
-  interpreter = std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(),
-                                              data.get(), MakeInterpreterOptions());
+  if (plan.schedule != ScheduleKind::kPipeDream) {  // PipeDream's segments make their own
+    interpreter = std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(),
+                                                data.get(), MakeInterpreterOptions());
+  }
   return InitializeWeights();
 }
 

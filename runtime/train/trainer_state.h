@@ -38,7 +38,7 @@ struct Trainer::State {
   std::unique_ptr<StageModel> model;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<GradSync> grad_sync;
-  std::unique_ptr<Interpreter> interpreter;
+  std::unique_ptr<Interpreter> interpreter;  // flushing schedules only
   int64_t start_step = 0;
   std::vector<TraceEvent> trace;
   double trace_cursor_ms = 0;
