@@ -104,7 +104,10 @@ void Train(WorkerFlags& flags) {
   if (!status.ok()) Fail(status, nullptr);
   StatusOr<Plan> plan = LoadPlan(flags.plan);
   if (!plan.ok()) Fail(plan.status(), nullptr);
-  StatusOr<std::unique_ptr<Comm>> world = MakeWorldComm("mpi");
+  // One timeout for every wait: a blocking collective (the step's loss reduction) waits no
+  // longer than a transfer does.
+  StatusOr<std::unique_ptr<Comm>> world =
+      MakeWorldComm("mpi", CommOptions{.collective_timeout = flags.train.comm_timeout});
   if (!world.ok()) Fail(world.status(), nullptr);
   Comm* comm = world->get();
   if (comm->Size() == plan->devices) {
