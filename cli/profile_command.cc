@@ -36,6 +36,7 @@ struct ProfileOptions {
   std::string clock = "wall";
   double time_budget_s = 2.0;
   int max_repeats = RepeatPolicy().max_repeats;
+  int passes = MeasuredProfileOptions().passes;
   std::string output;  // empty: profile.yaml, or cluster.yaml with --comm
   CommProfileFlags comm_flags;
 };
@@ -115,7 +116,8 @@ class ProgressPrinter {
 
   void operator()(const MeasureProgress& p) {
     std::string what = NameOf(LayerKindNames(), p.kind) + " mb " + std::to_string(p.micro_batch) +
-                       " tp " + std::to_string(p.tp);
+                       " tp " + std::to_string(p.tp) + " pass " + std::to_string(p.pass) + "/" +
+                       std::to_string(p.passes);
     if (tty_) {
       constexpr int kWidth = 30;
       int filled = p.total == 0 ? kWidth : kWidth * p.done / p.total;
@@ -181,6 +183,7 @@ StatusOr<MeasuredProfileOptions> MeasuredOptions(const ProfileOptions& o, const 
   options.repeats.budget_ms = o.time_budget_s * 1000;
   options.repeats.max_repeats = o.max_repeats;
   options.repeats.min_repeats = std::min(options.repeats.min_repeats, o.max_repeats);
+  options.passes = o.passes;
   TRIDENT_RETURN_IF_ERROR(CheckMeasuredOptions(model, options, std::max(launched, 1)));
   return options;
 }
@@ -290,6 +293,10 @@ void AddMeasureFlags(CLI::App* cmd, ProfileOptions* o) {
                   "Seconds each measurement may take before it stops repeating (measured)")
       ->capture_default_str();
   cmd->add_option("--max-repeats", o->max_repeats, "Timed repeats per measurement at most")
+      ->capture_default_str();
+  cmd->add_option("--passes", o->passes,
+                  "Turns each measurement takes, its budget shared out, so its samples span the "
+                  "whole profile (measured)")
       ->capture_default_str();
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <random>
 #include <span>
@@ -84,7 +85,7 @@ class Bench {
   Status Build(ProfileEntry* entry);
   // The inputs of the next repeats: a micro-batch of `micro_batch` sequences.
   void SetMicroBatch(int micro_batch);
-  // One repeat, its times the tp group's slowest.
+  // One repeat, its times the job's slowest.
   StatusOr<RepeatResult> Repeat();
   const std::vector<RecomputeMode>& modes() const { return modes_; }
   int tp() const { return tp_comm_ == nullptr ? 1 : tp_comm_->Size(); }
@@ -108,7 +109,8 @@ class Bench {
   const ModelSpec& model_;
   LayerBenchSetup setup_;
   Compute& compute_;
-  Comm* tp_comm_;  // null for a group of one
+  Comm* tp_comm_;   // null for a group of one
+  Comm* job_comm_;  // the ranks that measure together: the world, else the tp group; or null
   std::vector<RecomputeMode> modes_;
   int micro_batch_ = 1;
   std::vector<int64_t> activation_shape_;  // [B, S, H]
@@ -126,6 +128,7 @@ Bench::Bench(const ModelSpec& model, const LayerBenchSetup& setup)
       setup_(setup),
       compute_(*setup.compute),
       tp_comm_(setup.tp_comm != nullptr && setup.tp_comm->Size() > 1 ? setup.tp_comm : nullptr),
+      job_comm_(setup.world != nullptr && setup.world->Size() > 1 ? setup.world : tp_comm_),
       modes_(ModesOf(setup.kind)) {}
 
 void Bench::SetMicroBatch(int micro_batch) {
@@ -218,7 +221,7 @@ Tensor Bench::MakeOutputGrad() {
   return dy;
 }
 
-Status Bench::Align() { return tp_comm_ == nullptr ? Status::Ok() : tp_comm_->Barrier(); }
+Status Bench::Align() { return job_comm_ == nullptr ? Status::Ok() : job_comm_->Barrier(); }
 
 // One call's workspace: the peak above what was alive at its start or its end.
 int64_t Workspace(const MemoryStats& stats, int64_t start_bytes) {
@@ -287,17 +290,17 @@ StatusOr<RepeatResult> Bench::Repeat() {
   return result;
 }
 
-// Replaces every time of `result` by the largest over the tp group.
+// Replaces every time of `result` by the largest over the job.
 Status Bench::TakeSlowest(RepeatResult& result) {
-  if (tp_comm_ == nullptr) return Status::Ok();
+  if (job_comm_ == nullptr) return Status::Ok();
   std::vector<double*> times = {&result.wall_ms};
   for (PassResult& p : result.passes) {
     times.insert(times.end(), {&p.fwd_ms, &p.bwd_input_ms, &p.bwd_weight_ms});
   }
   std::vector<float> mine;
   for (double* t : times) mine.push_back(static_cast<float>(*t));
-  std::vector<float> all(mine.size() * static_cast<size_t>(tp_comm_->Size()));
-  TRIDENT_RETURN_IF_ERROR(tp_comm_->AllGather(mine, all));
+  std::vector<float> all(mine.size() * static_cast<size_t>(job_comm_->Size()));
+  TRIDENT_RETURN_IF_ERROR(job_comm_->AllGather(mine, all));
   for (size_t i = 0; i < times.size(); ++i) {
     float slowest = 0;
     for (size_t r = 0; r < all.size(); r += mine.size()) slowest = std::max(slowest, all[r + i]);
@@ -357,11 +360,28 @@ void Summarize(const Samples& s, const std::vector<RecomputeMode>& modes, Profil
 
 }  // namespace
 
-namespace {
+struct LayerBench::Impl {
+  Impl(const ModelSpec& model, const LayerBenchSetup& setup) : bench(model, setup) {}
 
-// One micro-batch size: repeats as `policy` says, then the figures.
-StatusOr<LayerMeasurement> MeasureMicroBatch(Bench& bench, const ProfileEntry& built,
-                                             const RepeatPolicy& policy) {
+  Bench bench;
+  ProfileEntry built;              // the memory figures of building the layer
+  std::map<int, Samples> by_size;  // by micro-batch size
+};
+
+LayerBench::LayerBench(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LayerBench::~LayerBench() = default;
+
+StatusOr<std::unique_ptr<LayerBench>> LayerBench::Create(const ModelSpec& model,
+                                                         const LayerBenchSetup& setup) {
+  auto impl = std::make_unique<Impl>(model, setup);
+  impl->built.tp = impl->bench.tp();
+  TRIDENT_RETURN_IF_ERROR(impl->bench.Build(&impl->built));
+  return std::unique_ptr<LayerBench>(new LayerBench(std::move(impl)));
+}
+
+Status LayerBench::Measure(int micro_batch, const RepeatPolicy& policy) {
+  Bench& bench = impl_->bench;
+  bench.SetMicroBatch(micro_batch);
   std::vector<RepeatResult> repeats;
   std::vector<double> totals_ms, walls_ms;
   double spent_ms = 0;
@@ -373,37 +393,19 @@ StatusOr<LayerMeasurement> MeasureMicroBatch(Bench& bench, const ProfileEntry& b
     repeats.push_back(std::move(r));
   }
   const int taken = static_cast<int>(repeats.size());
-  Samples samples;
+  Samples& samples = impl_->by_size[micro_batch];
   for (int i = policy.Skipped(taken); i < taken; ++i) samples.Add(repeats[i]);
-  LayerMeasurement m;
-  m.entry = built;
-  Summarize(samples, bench.modes(), &m.entry);
-  m.repeats = static_cast<int>(samples.total_ms.size());
-  return m;
+  return Status::Ok();
 }
 
-}  // namespace
-
-StatusOr<std::vector<LayerMeasurement>> MeasureLayer(const ModelSpec& model,
-                                                     const LayerBenchSetup& setup,
-                                                     const std::vector<int>& micro_batches,
-                                                     const RepeatPolicy& policy,
-                                                     const LayerBenchProgress& progress) {
-  Bench bench(model, setup);
-  ProfileEntry built;
-  built.tp = bench.tp();
-  TRIDENT_RETURN_IF_ERROR(bench.Build(&built));
-  std::vector<LayerMeasurement> measurements;
-  for (int mb : micro_batches) {
-    if (setup.world != nullptr) TRIDENT_RETURN_IF_ERROR(setup.world->Barrier());
-    if (progress) progress(mb, nullptr);
-    built.micro_batch = mb;
-    bench.SetMicroBatch(mb);
-    TRIDENT_ASSIGN_OR_RETURN(LayerMeasurement m, MeasureMicroBatch(bench, built, policy));
-    measurements.push_back(m);
-    if (progress) progress(mb, &measurements.back());
-  }
-  return measurements;
+LayerMeasurement LayerBench::Result(int micro_batch) const {
+  const Samples& samples = impl_->by_size.at(micro_batch);
+  LayerMeasurement m;
+  m.entry = impl_->built;
+  m.entry.micro_batch = micro_batch;
+  Summarize(samples, impl_->bench.modes(), &m.entry);
+  m.repeats = static_cast<int>(samples.total_ms.size());
+  return m;
 }
 
 }  // namespace trident

@@ -24,14 +24,15 @@
 // A layer that keeps memory after its micro-batch ended, or whose figures disagree with its
 // own account, is reported as an Internal error (a bug to fix in the layer).
 //
-// Tensor parallelism: every rank of `tp_comm` calls MeasureLayer with the same arguments. The
-// ranks meet at a barrier before each timed call, and each repeat's times are the slowest
-// rank's (gathered over the group), so every rank sees the same samples and stops after the
-// same repeat.
+// Jobs of several ranks: every rank of the job (the setup's world, or the tp group without
+// one) measures the same layer at the same time. The ranks meet at a barrier before each timed
+// call, and each repeat's times are the slowest rank's (gathered over the job): a training job
+// runs at the pace of its slowest rank, and on a shared machine the cores' speeds drift apart.
+// Every rank so sees the same samples and stops after the same repeat.
 // Thread-safety: one thread at a time per Compute and Comm.
 #pragma once
 
-#include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/model_spec.h"
@@ -55,8 +56,7 @@ struct LayerBenchSetup {
   int64_t seq_len = 1;
   Compute* compute = nullptr;  // REQUIRES: not null
   Comm* tp_comm = nullptr;     // the tp group; nullptr for tp 1
-  // The whole job, when several tp groups measure at once: they meet at a barrier before each
-  // micro-batch size, so they measure the same thing at the same time. nullptr: no job.
+  // The whole job, when several tp groups measure at once (see above). nullptr: no job.
   Comm* world = nullptr;
   TimingClock clock = TimingClock::kWall;
 };
@@ -66,19 +66,34 @@ struct LayerMeasurement {
   int repeats = 0;     // repeats the figures come from (warm-up left out: repeat_policy.h)
 };
 
-// Called before (with null) and after (with the result) each micro-batch size is measured.
-using LayerBenchProgress = std::function<void(int micro_batch, const LayerMeasurement* result)>;
+// One layer of setup.kind, built once (a copy per recompute mode), measured at any micro-batch
+// size any number of times: each Measure adds repeats to that size's samples and Result
+// summarizes all of them. Measurements of several layers and sizes can so take turns (a
+// profile does, in passes), and each one's samples span the same stretch of time: on a shared
+// machine whose speed drifts over seconds, the figures stay consistent with one another.
+class LayerBench {
+ public:
+  // REQUIRES: model.Validate() ok; model.dropout == 0; the tp group's size shards the model
+  // (ModelSpec::TensorParallelProblem); 1 <= seq_len <= model.max_seq_len. Fails with
+  // Internal when building the layer allocates other than its parameters and gradients.
+  static StatusOr<std::unique_ptr<LayerBench>> Create(const ModelSpec& model,
+                                                      const LayerBenchSetup& setup);
+  ~LayerBench();
+  LayerBench(const LayerBench&) = delete;
+  LayerBench& operator=(const LayerBench&) = delete;
 
-// Builds the layer of setup.kind once (a copy per recompute mode) and measures it at each of
-// `micro_batches`, in order; one LayerMeasurement per micro-batch size.
-// REQUIRES: model.Validate() ok; model.dropout == 0; the tp group's size shards the model
-// (ModelSpec::TensorParallelProblem); 1 <= seq_len <= model.max_seq_len; micro-batch sizes
-// >= 1; policy.Validate() ok. Fails with Internal when the allocator's figures disagree with
-// the layer's, and with the Comm's error when the tp group or the job fails.
-StatusOr<std::vector<LayerMeasurement>> MeasureLayer(const ModelSpec& model,
-                                                     const LayerBenchSetup& setup,
-                                                     const std::vector<int>& micro_batches,
-                                                     const RepeatPolicy& policy,
-                                                     const LayerBenchProgress& progress = {});
+  // Repeats a micro-batch of `micro_batch` (>= 1) sequences as `policy` (Validate() ok) says,
+  // its warm-up left out, and adds them to that size's samples. Every rank of the setup's
+  // world (or tp group) calls it with the same arguments. Fails with Internal when the
+  // allocator's figures disagree with the layer's, and with the Comm's error.
+  Status Measure(int micro_batch, const RepeatPolicy& policy);
+  // The figures of every sample of `micro_batch` so far. REQUIRES: Measure(micro_batch) ran.
+  LayerMeasurement Result(int micro_batch) const;
+
+ private:
+  struct Impl;
+  explicit LayerBench(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace trident

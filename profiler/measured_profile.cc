@@ -108,6 +108,10 @@ Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions
                            "'s max_seq_len " + std::to_string(model.max_seq_len) +
                            "; pick --seq between 1 and " + std::to_string(model.max_seq_len));
   }
+  if (options.passes < 1) {
+    return InvalidArgument("--passes " + std::to_string(options.passes) +
+                           ": give at least 1 pass over the measurements");
+  }
   if (options.threads < 1) {
     return InvalidArgument("--threads " + std::to_string(options.threads) +
                            ": give at least 1 compute thread per rank");
@@ -120,6 +124,17 @@ Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions
   return options.repeats.Validate();
 }
 
+namespace {
+
+// One layer kind at one tp degree: its bench and the ranks it measures with.
+struct Measurement {
+  LayerKind kind;
+  int tp;
+  std::unique_ptr<LayerBench> bench;
+};
+
+}  // namespace
+
 StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOptions& options,
                                  Comm* world, const MeasureProgressFn& progress) {
   const int world_size = world == nullptr ? 1 : world->Size();
@@ -127,31 +142,44 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
   ModelSpec runnable = model;
   runnable.dropout = 0;
   Profile profile = ProfileHeader(model, options, world_size);
-  const std::vector<LayerKind> kinds = DistinctKinds(model);
+  CpuCompute compute(CpuComputeOptions{options.threads});
+  std::vector<std::unique_ptr<Comm>> groups;
+  std::vector<Measurement> measurements;
+  for (int tp : options.tps) {
+    TRIDENT_ASSIGN_OR_RETURN(groups.emplace_back(), TpGroup(world, tp));
+    for (LayerKind kind : DistinctKinds(model)) {
+      LayerBenchSetup setup{kind,  profile.seq_len, &compute, groups.back().get(),
+                            world, options.clock};
+      TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<LayerBench> bench,
+                               LayerBench::Create(runnable, setup));
+      measurements.push_back({kind, tp, std::move(bench)});
+    }
+  }
   MeasureProgress report;
-  report.total = static_cast<int>(options.tps.size() * kinds.size() * options.micro_batches.size());
+  report.passes = options.passes;
+  report.total =
+      static_cast<int>(measurements.size() * options.micro_batches.size()) * options.passes;
+  const RepeatPolicy share = options.repeats.Share(options.passes);
+  for (report.pass = 1; report.pass <= options.passes; ++report.pass) {
+    for (Measurement& m : measurements) {
+      for (int mb : options.micro_batches) {
+        report = {report.done, report.total, report.pass, report.passes, m.kind, mb, m.tp};
+        if (progress) progress(report);
+        TRIDENT_RETURN_IF_ERROR(m.bench->Measure(mb, share));
+        LayerMeasurement result = m.bench->Result(mb);
+        ++report.done;
+        report.result = &result;
+        if (progress) progress(report);
+      }
+    }
+  }
   int fewest_repeats = options.repeats.max_repeats;
   std::map<LayerKind, std::vector<ProfileEntry>> entries;
-  CpuCompute compute(CpuComputeOptions{options.threads});
-  for (int tp : options.tps) {
-    TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Comm> group, TpGroup(world, tp));
-    for (LayerKind kind : kinds) {
-      report.kind = kind;
-      report.tp = tp;
-      LayerBenchProgress step = [&](int mb, const LayerMeasurement* result) {
-        report.micro_batch = mb;
-        report.result = result;
-        if (result != nullptr) ++report.done;
-        if (progress) progress(report);
-      };
-      LayerBenchSetup setup{kind, profile.seq_len, &compute, group.get(), world, options.clock};
-      TRIDENT_ASSIGN_OR_RETURN(
-          std::vector<LayerMeasurement> measured,
-          MeasureLayer(runnable, setup, options.micro_batches, options.repeats, step));
-      for (const LayerMeasurement& m : measured) {
-        entries[kind].push_back(m.entry);
-        fewest_repeats = std::min(fewest_repeats, m.repeats);
-      }
+  for (const Measurement& m : measurements) {
+    for (int mb : options.micro_batches) {
+      LayerMeasurement result = m.bench->Result(mb);
+      entries[m.kind].push_back(result.entry);
+      fewest_repeats = std::min(fewest_repeats, result.repeats);
     }
   }
   profile.method.repeats = fewest_repeats;

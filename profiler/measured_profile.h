@@ -9,10 +9,10 @@
 //
 // Jobs of several ranks (under mpirun): `world` is the job's communicator, split into groups of
 // tp consecutive ranks for each tp degree. Every group measures the same layer at the same
-// time, so the machine is as busy as in a training job of that many ranks; the figures of
-// rank 0's group are the profile's (every rank returns the same profile, up to its own group's
-// timings). tp 1 needs no job: `world` may be null.
-//
+// time, so the machine is as busy as in a training job of that many ranks, and each repeat's
+// times are the slowest rank's of the job (layer_bench.h): every rank returns the same profile.
+// tp 1 needs no job: `world` may be null.
+
 // The device description names the CPU model, the threads, the ranks of a job and a clock other
 // than elapsed time: "AMD EPYC 7B13 (1 thread per rank, 2 ranks, thread CPU time)".
 //
@@ -40,17 +40,24 @@ struct MeasuredProfileOptions {
   int64_t seq_len = 0;                     // 0: the model's max_seq_len
   int threads = 1;                         // compute threads per rank
   TimingClock clock = TimingClock::kWall;  // kThreadCpu needs threads == 1
-  RepeatPolicy repeats;
+  RepeatPolicy repeats;                    // the whole of each measurement, over all passes
+  // Turns each measurement takes: every pass measures every layer, micro-batch size and tp
+  // degree once, with a share of the repeats, and the figures pool the samples of all
+  // passes, so they come from the whole time the profile ran (a shared machine's speed drifts
+  // over seconds; a measurement taken in one stretch would catch one moment of it).
+  int passes = 3;
 };
 
-// Reported before and after each measurement, for a progress display.
+// Reported before and after each turn of a measurement, for a progress display.
 struct MeasureProgress {
-  int done = 0;   // measurements finished
-  int total = 0;  // measurements in the whole profile
+  int done = 0;   // turns finished
+  int total = 0;  // turns in the whole profile (measurements times passes)
+  int pass = 1;   // this turn's pass, 1..passes
+  int passes = 1;
   LayerKind kind = LayerKind::kGptBlock;
   int micro_batch = 1;
   int tp = 1;
-  const LayerMeasurement* result = nullptr;  // null before the measurement runs
+  const LayerMeasurement* result = nullptr;  // null before the turn; then every pass so far
 };
 using MeasureProgressFn = std::function<void(const MeasureProgress&)>;
 

@@ -48,4 +48,12 @@ bool RepeatPolicy::WantsMore(const std::vector<double>& samples_ms, double spent
          target_spread_pct;
 }
 
+RepeatPolicy RepeatPolicy::Share(int passes) const {
+  RepeatPolicy share = *this;
+  share.budget_ms = budget_ms / passes;
+  share.min_repeats = (min_repeats + passes - 1) / passes;
+  share.max_repeats = (max_repeats + passes - 1) / passes;
+  return share;
+}
+
 }  // namespace trident

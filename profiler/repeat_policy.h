@@ -47,6 +47,9 @@ struct RepeatPolicy {
   // quantity whose spread decides), the time spent and the median cost of one repeat.
   bool WantsMore(const std::vector<double>& samples_ms, double spent_ms,
                  double repeat_cost_ms) const;
+  // The policy of one of `passes` (>= 1) turns at a measurement whose samples are pooled:
+  // the budget, min_repeats and max_repeats shared out (rounded up), the warm-up kept.
+  RepeatPolicy Share(int passes) const;
   // How many leading repeats of `taken` are warm-up, to be left out of the figures.
   int Skipped(int taken) const { return taken > warmup ? warmup : 0; }
 };

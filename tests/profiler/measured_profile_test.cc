@@ -74,6 +74,20 @@ TEST(RepeatPolicy, StopsOnSpreadBudgetOrCount) {
   EXPECT_EQ(policy.Skipped(4), 1);
 }
 
+TEST(RepeatPolicy, ShareDividesTheBudgetAndTheCountsRoundingUp) {
+  RepeatPolicy policy;
+  policy.warmup = 2;
+  policy.min_repeats = 5;
+  policy.max_repeats = 1000;
+  policy.budget_ms = 3000;
+  RepeatPolicy share = policy.Share(3);
+  EXPECT_EQ(share.warmup, 2);
+  EXPECT_EQ(share.min_repeats, 2);
+  EXPECT_EQ(share.max_repeats, 334);
+  EXPECT_DOUBLE_EQ(share.budget_ms, 1000);
+  EXPECT_EQ(policy.Share(1).max_repeats, 1000);
+}
+
 TEST(RepeatPolicy, ValidateNamesTheFlag) {
   RepeatPolicy policy;
   policy.budget_ms = 0;
@@ -109,6 +123,33 @@ TEST(MeasuredProfile, CoversEveryLayerOnceAndIdenticalBlocksShareOneEntry) {
     for (int mb : {1, 2}) EXPECT_NE(profile.Find(layer, mb, 1), nullptr) << layer << " " << mb;
     EXPECT_EQ(profile.Find(layer, 4, 1), nullptr);
   }
+}
+
+// Every pass measures every layer and micro-batch once, and the figures pool the passes'
+// samples: three passes of one timed repeat each give three samples.
+TEST(MeasuredProfile, PassesTakeTurnsAndPoolTheirSamples) {
+  MeasuredProfileOptions options = QuickOptions();
+  options.repeats.max_repeats = 3;
+  options.repeats.budget_ms = 1e6;
+  options.passes = 3;
+  std::vector<std::string> turns;
+  MeasureProgressFn progress = [&](const MeasureProgress& p) {
+    EXPECT_EQ(p.total, 4 * 2 * 3);  // 4 kinds, 2 micro-batch sizes, 3 passes
+    if (p.result == nullptr) return;
+    EXPECT_EQ(p.result->repeats, p.pass) << "pooled over the passes so far";
+    turns.push_back(std::to_string(p.pass) + NameOf(LayerKindNames(), p.kind) + " " +
+                    std::to_string(p.micro_batch));
+  };
+  StatusOr<Profile> profile = MeasureProfile(LoadPreset("gpt-tiny"), options, nullptr, progress);
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  EXPECT_EQ(profile->method.repeats, 3);
+  ASSERT_EQ(turns.size(), 24u);
+  EXPECT_EQ(turns[0], "1embedding 1");
+  EXPECT_EQ(turns[1], "1embedding 2");
+  EXPECT_EQ(turns[8], "2embedding 1");
+  options.passes = 0;
+  EXPECT_THAT(CheckMeasuredOptions(LoadPreset("gpt-tiny"), options, 1).message(),
+              HasSubstr("--passes 0"));
 }
 
 TEST(MeasuredProfile, ParameterBytesAreTheParameterCountsTimesFour) {
@@ -214,8 +255,8 @@ TEST(MeasuredProfile, ThreadCpuClockIsNamedInTheDevice) {
   EXPECT_GT(profile.layers[1].entries[0].fwd_ms, 0);
 }
 
-// Two in-process ranks time the tp 2 shards together: the same samples on both ranks (the
-// slowest of the group), the memory of a half.
+// Two in-process ranks time the tp 2 shards together, and the tp 1 layers side by side: the
+// same samples on both ranks (the slowest of the job), the memory of a half.
 TEST(MeasuredProfile, TensorParallelShardsAreTimedAsAGroup) {
   ModelSpec model = LoadPreset("gpt-tiny");
   MeasuredProfileOptions options = QuickOptions();
@@ -240,10 +281,7 @@ TEST(MeasuredProfile, TensorParallelShardsAreTimedAsAGroup) {
   for (size_t i = 0; i < p.layers.size(); ++i) {
     for (size_t j = 0; j < p.layers[i].entries.size(); ++j) {
       const ProfileEntry& mine = p.layers[i].entries[j];
-      const ProfileEntry& other = profiles[1].layers[i].entries[j];
-      if (mine.tp == 2) {
-        EXPECT_EQ(mine, other) << "layer group " << i << ", entry " << j;
-      }
+      EXPECT_EQ(mine, profiles[1].layers[i].entries[j]) << "layer group " << i << ", entry " << j;
     }
   }
 }
