@@ -44,7 +44,9 @@ FieldCheck CheckEntry(const ProfileEntry& e, const std::string& path) {
       {"stashed_bytes.none", e.stashed_none_bytes},
       {"stashed_bytes.selective", e.stashed_selective_bytes},
       {"stashed_bytes.full", e.stashed_full_bytes},
-      {"workspace_bytes", e.workspace_bytes}};
+      {"workspace_bytes.none", e.workspace_none_bytes},
+      {"workspace_bytes.selective", e.workspace_selective_bytes},
+      {"workspace_bytes.full", e.workspace_full_bytes}};
   for (const auto& [key, value] : sizes) {
     if (value < 0) return FieldError{JoinKeyPath(path, key), "must not be negative", ""};
   }
@@ -101,6 +103,25 @@ FieldCheck Profile::Check() const {
   return std::nullopt;
 }
 
+namespace {
+
+// The figure of `mode` among an entry's three.
+int64_t ByMode(RecomputeMode mode, int64_t none, int64_t selective, int64_t full) {
+  if (mode == RecomputeMode::kSelective) return selective;
+  if (mode == RecomputeMode::kFull) return full;
+  return none;
+}
+
+}  // namespace
+
+int64_t ProfileEntry::StashedBytes(RecomputeMode mode) const {
+  return ByMode(mode, stashed_none_bytes, stashed_selective_bytes, stashed_full_bytes);
+}
+
+int64_t ProfileEntry::WorkspaceBytes(RecomputeMode mode) const {
+  return ByMode(mode, workspace_none_bytes, workspace_selective_bytes, workspace_full_bytes);
+}
+
 std::string Profile::ToString() const {
   return model + " on " + device + " (" + NameOf(ProfileSourceNames(), method.source) + ", " +
          DTypeName(dtype) + ", seq " + std::to_string(seq_len) + ", " +
@@ -128,7 +149,11 @@ Status ReadEntry(YamlMap& item, std::vector<ProfileEntry>* entries) {
   TRIDENT_RETURN_IF_ERROR(stashed.Get("selective", &e.stashed_selective_bytes));
   TRIDENT_RETURN_IF_ERROR(stashed.Get("full", &e.stashed_full_bytes));
   TRIDENT_RETURN_IF_ERROR(stashed.Finish());
-  TRIDENT_RETURN_IF_ERROR(item.Get("workspace_bytes", &e.workspace_bytes));
+  TRIDENT_ASSIGN_OR_RETURN(YamlMap workspace, item.GetMap("workspace_bytes"));
+  TRIDENT_RETURN_IF_ERROR(workspace.Get("none", &e.workspace_none_bytes));
+  TRIDENT_RETURN_IF_ERROR(workspace.Get("selective", &e.workspace_selective_bytes));
+  TRIDENT_RETURN_IF_ERROR(workspace.Get("full", &e.workspace_full_bytes));
+  TRIDENT_RETURN_IF_ERROR(workspace.Finish());
   entries->push_back(e);
   return Status::Ok();
 }
@@ -181,7 +206,12 @@ void WriteEntry(YamlWriter& out, const ProfileEntry& e) {
       .Field("selective", e.stashed_selective_bytes)
       .Field("full", e.stashed_full_bytes)
       .EndMap();
-  out.Field("workspace_bytes", e.workspace_bytes).EndMap();
+  out.Key("workspace_bytes").BeginMap(/*flow=*/true);
+  out.Field("none", e.workspace_none_bytes)
+      .Field("selective", e.workspace_selective_bytes)
+      .Field("full", e.workspace_full_bytes)
+      .EndMap();
+  out.EndMap();
 }
 
 void WriteLayer(YamlWriter& out, const LayerProfile& layer) {

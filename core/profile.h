@@ -15,6 +15,7 @@
 #include "core/field_error.h"
 #include "core/model_spec.h"
 #include "core/names.h"
+#include "core/recompute.h"
 #include "core/status.h"
 
 namespace trident {
@@ -40,7 +41,14 @@ struct ProfileEntry {
   int64_t stashed_none_bytes = 0;
   int64_t stashed_selective_bytes = 0;
   int64_t stashed_full_bytes = 0;
-  int64_t workspace_bytes = 0;
+  // The most one call of the layer allocates above what was alive at its start or end, per
+  // recompute mode (a recomputing backward rebuilds what the forward dropped).
+  int64_t workspace_none_bytes = 0;
+  int64_t workspace_selective_bytes = 0;
+  int64_t workspace_full_bytes = 0;
+
+  int64_t StashedBytes(RecomputeMode mode) const;
+  int64_t WorkspaceBytes(RecomputeMode mode) const;
   bool operator==(const ProfileEntry&) const = default;
 };
 

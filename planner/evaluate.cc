@@ -107,6 +107,9 @@ void AddMemory(const CostModel& costs, const Plan& plan, const CostsByMode& by_m
       f.grad_bytes += embedding.grad_bytes;
       f.optimizer_bytes += embedding.optimizer_bytes;
     }
+    if (TiedAcrossPositions(plan) && (holds_head || p == 0)) {
+      f.tied_grad_bytes = embedding.grad_bytes;
+    }
     MemoryContext context{plan.schedule,           plan.mesh.pp,
                           plan.virtual_stages,     plan.num_micro_batches / plan.mesh.dp,
                           plan.stages[p].replicas, plan.zero1,

@@ -35,6 +35,7 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
   m.params = f.param_bytes;
   m.grads = f.grad_bytes;
   m.optimizer = c.zero1 ? (f.optimizer_bytes + c.replicas - 1) / c.replicas : f.optimizer_bytes;
+  if (c.replicas > 1) m.grad_buckets = f.grad_bytes - f.tied_grad_bytes;
   m.activations = static_cast<int64_t>(std::ceil(live * static_cast<double>(f.stash_bytes)));
   if (c.schedule == ScheduleKind::kPipeDream) {
     m.weight_versions = static_cast<int64_t>(live - 1) * f.param_bytes;
@@ -51,8 +52,10 @@ std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes));
 }  // namespace
 
 std::string MemoryBreakdown::ToString() const {
-  std::string text = "params " + GiB(params) + ", grads " + GiB(grads) + ", optimizer " +
-                     GiB(optimizer) + ", activations " + GiB(activations);
+  std::string text =
+      "params " + GiB(params) + ", grads " + GiB(grads) + ", optimizer " + GiB(optimizer);
+  if (grad_buckets > 0) text += ", gradient buckets " + GiB(grad_buckets);
+  text += ", activations " + GiB(activations);
   if (weight_versions > 0) text += ", weight versions " + GiB(weight_versions);
   return text + ", workspace " + GiB(workspace) + ", reserved " + GiB(reserved) + ", total " +
          GiB(Total());

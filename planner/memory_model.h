@@ -1,7 +1,9 @@
 // Memory per rank of one pipeline position: parameters, gradients, optimizer state
-// (sharded over the replicas with ZeRO-1), the activations the schedule keeps alive at its
-// peak, PipeDream's stashed weight versions, the largest layer workspace and the device's
-// reserved memory.
+// (sharded over the replicas with ZeRO-1), the flat buffers the replicas' gradient
+// all-reduce packs the gradients into (replicas > 1; a tied table split over two positions
+// is summed on its own and not packed), the activations the schedule keeps alive at its peak,
+// PipeDream's stashed weight versions, the largest layer workspace and the device's reserved
+// memory.
 //
 // Live activations, in micro-batches of the position's whole stash (p = position, P = pp,
 // m = micro-batches per replica, v = virtual stages; DESIGN.md §5):
@@ -33,6 +35,7 @@ double LiveActivationFactor(ScheduleKind kind, int position, int pp, int micro_b
 struct PositionFootprint {
   int64_t param_bytes = 0;
   int64_t grad_bytes = 0;
+  int64_t tied_grad_bytes = 0;  // of grad_bytes, a tied table's summed outside the buckets
   int64_t optimizer_bytes = 0;
   int64_t stash_bytes = 0;      // per micro-batch, for the position's recompute mode
   int64_t workspace_bytes = 0;  // the largest single layer's
@@ -42,12 +45,14 @@ struct MemoryBreakdown {
   int64_t params = 0;
   int64_t grads = 0;
   int64_t optimizer = 0;
+  int64_t grad_buckets = 0;
   int64_t activations = 0;
   int64_t weight_versions = 0;
   int64_t workspace = 0;
   int64_t reserved = 0;
   int64_t Total() const {
-    return params + grads + optimizer + activations + weight_versions + workspace + reserved;
+    return params + grads + optimizer + grad_buckets + activations + weight_versions + workspace +
+           reserved;
   }
   // "params 1.2 GiB, grads ..., total 30.1 GiB".
   std::string ToString() const;

@@ -5,18 +5,6 @@
 namespace trident {
 namespace {
 
-int64_t StashOf(const ProfileEntry& e, RecomputeMode mode) {
-  switch (mode) {
-    case RecomputeMode::kNone:
-      return e.stashed_none_bytes;
-    case RecomputeMode::kSelective:
-      return e.stashed_selective_bytes;
-    case RecomputeMode::kFull:
-      return e.stashed_full_bytes;
-  }
-  return e.stashed_none_bytes;
-}
-
 double RecomputeMsOf(const ProfileEntry& e, RecomputeMode mode) {
   if (mode == RecomputeMode::kSelective) return e.recompute_selective_ms;
   if (mode == RecomputeMode::kFull) return e.recompute_full_ms;
@@ -49,8 +37,8 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
     c.param_[i + 1] = c.param_[i] + e->param_bytes;
     c.grad_[i + 1] = c.grad_[i] + e->grad_bytes;
     c.optimizer_[i + 1] = c.optimizer_[i] + e->optimizer_bytes;
-    c.stash_[i + 1] = c.stash_[i] + StashOf(*e, recompute);
-    c.workspace_.push_back(e->workspace_bytes);
+    c.stash_[i + 1] = c.stash_[i] + e->StashedBytes(recompute);
+    c.workspace_.push_back(e->WorkspaceBytes(recompute));
     c.output_bytes_.push_back(e->output_bytes);
   }
   return c;

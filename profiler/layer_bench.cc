@@ -314,7 +314,7 @@ struct Samples {
   std::vector<double> fwd_ms, bwd_input_ms, bwd_weight_ms, total_ms;
   std::vector<std::vector<double>> extra_ms;  // per mode: its BackwardInput minus mode none's
   std::vector<PassResult> last;               // memory figures (the same every repeat)
-  int64_t workspace_bytes = 0;
+  std::vector<int64_t> workspace_bytes;       // per mode: the largest of any repeat
 
   void Add(const RepeatResult& r) {
     const PassResult& none = r.passes.front();
@@ -323,9 +323,10 @@ struct Samples {
     bwd_weight_ms.push_back(none.bwd_weight_ms);
     total_ms.push_back(none.TotalMs());
     extra_ms.resize(r.passes.size());
+    workspace_bytes.resize(r.passes.size());
     for (size_t i = 0; i < r.passes.size(); ++i) {
       extra_ms[i].push_back(r.passes[i].bwd_input_ms - none.bwd_input_ms);
-      workspace_bytes = std::max(workspace_bytes, r.passes[i].workspace_bytes);
+      workspace_bytes[i] = std::max(workspace_bytes[i], r.passes[i].workspace_bytes);
     }
     last = r.passes;
   }
@@ -345,15 +346,19 @@ void Summarize(const Samples& s, const std::vector<RecomputeMode>& modes, Profil
   e->stashed_none_bytes = s.last.front().stashed_bytes;
   e->stashed_selective_bytes = e->stashed_none_bytes;
   e->stashed_full_bytes = e->stashed_none_bytes;
-  e->workspace_bytes = s.workspace_bytes;
+  e->workspace_none_bytes = s.workspace_bytes.front();
+  e->workspace_selective_bytes = e->workspace_none_bytes;
+  e->workspace_full_bytes = e->workspace_none_bytes;
   for (size_t i = 1; i < modes.size(); ++i) {
     double extra_ms = Rounded(std::max(0.0, Median(s.extra_ms[i])), kNsInMs);
     if (modes[i] == RecomputeMode::kSelective) {
       e->recompute_selective_ms = extra_ms;
       e->stashed_selective_bytes = s.last[i].stashed_bytes;
+      e->workspace_selective_bytes = s.workspace_bytes[i];
     } else {
       e->recompute_full_ms = extra_ms;
       e->stashed_full_bytes = s.last[i].stashed_bytes;
+      e->workspace_full_bytes = s.workspace_bytes[i];
     }
   }
 }

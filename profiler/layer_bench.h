@@ -19,8 +19,9 @@
 //   output_bytes              what Forward's output holds;
 //   stashed_*_bytes           what the layer still holds after Forward (its input included),
 //                             per recompute mode (checked against Layer::StashBytes);
-//   workspace_bytes           the most any call allocated above what was alive at its start
-//                             or end: temporaries freed before it returned.
+//   workspace_*_bytes         the most any call allocated above what was alive at its start
+//                             or end (temporaries freed before it returned), per recompute
+//                             mode.
 // A layer that keeps memory after its micro-batch ended, or whose figures disagree with its
 // own account, is reported as an Internal error (a bug to fix in the layer).
 //

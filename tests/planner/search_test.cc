@@ -7,6 +7,7 @@
 
 #include "core/schedule.h"
 #include "planner/memory_model.h"
+#include "planner/stage_costs.h"
 #include "profiler/analytic_profile.h"
 
 namespace trident {
@@ -157,12 +158,54 @@ TEST(MemoryModel, LiveActivationsMatchTheSimulator) {
 }
 
 TEST(MemoryModel, ZeroOneShardsOptimizerStateOverReplicas) {
-  PositionFootprint f{100, 200, 800, 10, 5};
+  PositionFootprint f{.param_bytes = 100,
+                      .grad_bytes = 200,
+                      .optimizer_bytes = 800,
+                      .stash_bytes = 10,
+                      .workspace_bytes = 5};
   MemoryContext c{ScheduleKind::k1F1B, 4, 1, 8, 4, true, 1000};
   MemoryBreakdown m = PositionMemory(f, 1, c);
   EXPECT_EQ(m.optimizer, 200);
   EXPECT_EQ(m.activations, 30);  // 1F1B position 1 of 4 holds 3 micro-batches
-  EXPECT_EQ(m.Total(), 100 + 200 + 200 + 30 + 5 + 1000);
+  EXPECT_EQ(m.grad_buckets, 200);
+  EXPECT_EQ(m.Total(), 100 + 200 + 200 + 200 + 30 + 5 + 1000);
+}
+
+// Replicas pack their gradients into flat buffers for the all-reduce, all but a tied table
+// split over two positions; a position without replicas packs nothing.
+TEST(MemoryModel, ReplicasHoldGradientBuckets) {
+  PositionFootprint f{.param_bytes = 100, .grad_bytes = 200, .tied_grad_bytes = 50};
+  MemoryContext c{ScheduleKind::k1F1B, 2, 1, 8, 2, false, 0};
+  EXPECT_EQ(PositionMemory(f, 0, c).grad_buckets, 150);
+  EXPECT_THAT(PositionMemory(f, 0, c).ToString(), HasSubstr("gradient buckets"));
+  c.replicas = 1;
+  EXPECT_EQ(PositionMemory(f, 0, c).grad_buckets, 0);
+  EXPECT_THAT(PositionMemory(f, 0, c).ToString(), ::testing::Not(HasSubstr("gradient buckets")));
+}
+
+// A stage's stash and workspace are those of its recompute mode, the workspace its largest
+// layer's.
+TEST(StageCosts, RecomputeModeChoosesTheStashAndTheWorkspace) {
+  auto f = Load("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  for (LayerProfile& layer : f->profile.layers) {
+    for (ProfileEntry& e : layer.entries) {
+      e.workspace_none_bytes = 100;
+      e.workspace_selective_bytes = 200;
+      e.workspace_full_bytes = layer.kind == LayerKind::kGptBlock ? 300 : 100;
+    }
+  }
+  ProfileCostModel costs(f->profile, f->cluster);
+  const ProfileEntry& block = *costs.Layer(1, 2, 1);
+  for (RecomputeMode mode :
+       {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull}) {
+    StatusOr<StageCosts> stage = StageCosts::Create(costs, 2, 1, mode);
+    ASSERT_TRUE(stage.ok()) << stage.status().ToString();
+    PositionFootprint footprint = stage->Footprint(1, 2);
+    EXPECT_EQ(footprint.workspace_bytes, block.WorkspaceBytes(mode));
+    EXPECT_EQ(footprint.stash_bytes, 2 * block.StashedBytes(mode));
+  }
+  EXPECT_EQ(block.WorkspaceBytes(RecomputeMode::kFull), 300);
+  EXPECT_EQ(block.StashedBytes(RecomputeMode::kSelective), block.stashed_selective_bytes);
 }
 
 // PipeDream updates after every backward: m / r optimizer steps a step, each after an unhidden

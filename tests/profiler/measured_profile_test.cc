@@ -184,9 +184,13 @@ TEST(MeasuredProfile, RecomputeKeepsLessAndCostsExtraTime) {
     LayerCost cost = Analytic(model, LayerKind::kGptBlock, e.micro_batch, 16);
     EXPECT_EQ(e.stashed_none_bytes, cost.stashed_bytes + 16 * tokens);
     EXPECT_GT(e.recompute_full_ms, 0);
+    // A fully recomputing backward first rebuilds the whole stash it dropped.
+    EXPECT_GE(e.workspace_full_bytes, e.stashed_none_bytes - e.stashed_full_bytes);
+    EXPECT_GT(e.workspace_full_bytes, e.workspace_none_bytes);
   }
   for (size_t i : {0u, 2u, 3u}) {
     for (const ProfileEntry& e : profile.layers[i].entries) {
+      EXPECT_EQ(e.workspace_full_bytes, e.workspace_none_bytes);
       EXPECT_EQ(e.stashed_selective_bytes, e.stashed_none_bytes);
       EXPECT_EQ(e.stashed_full_bytes, e.stashed_none_bytes);
       EXPECT_EQ(e.recompute_full_ms, 0);
@@ -208,7 +212,7 @@ TEST(MeasuredProfile, TimesArePositiveWhereTheLayerWorks) {
         EXPECT_GT(e.bwd_weight_ms, 0);
       }
       EXPECT_GE(e.spread_pct, 0);
-      EXPECT_GT(e.workspace_bytes, 0);
+      EXPECT_GT(e.workspace_none_bytes, 0);
     }
   }
   // Twice the tokens, more time (a wide margin: the machine may be busy).
