@@ -311,7 +311,7 @@ Status Bench::TakeSlowest(RepeatResult& result) {
 
 // The counted repeats of one measurement.
 struct Samples {
-  std::vector<double> fwd_ms, bwd_input_ms, bwd_weight_ms, total_ms;
+  std::vector<double> fwd_ms, bwd_input_ms, bwd_weight_ms, total_ms, wall_ms;
   std::vector<std::vector<double>> extra_ms;  // per mode: its BackwardInput minus mode none's
   std::vector<PassResult> last;               // memory figures (the same every repeat)
   std::vector<int64_t> workspace_bytes;       // per mode: the largest of any repeat
@@ -322,6 +322,7 @@ struct Samples {
     bwd_input_ms.push_back(none.bwd_input_ms);
     bwd_weight_ms.push_back(none.bwd_weight_ms);
     total_ms.push_back(none.TotalMs());
+    wall_ms.push_back(r.wall_ms);
     extra_ms.resize(r.passes.size());
     workspace_bytes.resize(r.passes.size());
     for (size_t i = 0; i < r.passes.size(); ++i) {
@@ -410,6 +411,7 @@ LayerMeasurement LayerBench::Result(int micro_batch) const {
   m.entry.micro_batch = micro_batch;
   Summarize(samples, impl_->bench.modes(), &m.entry);
   m.repeats = static_cast<int>(samples.total_ms.size());
+  m.repeat_ms = Median(samples.wall_ms);
   return m;
 }
 

@@ -63,8 +63,9 @@ struct LayerBenchSetup {
 };
 
 struct LayerMeasurement {
-  ProfileEntry entry;  // medians of the repeats, their spread, and the memory figures
-  int repeats = 0;     // repeats the figures come from (warm-up left out: repeat_policy.h)
+  ProfileEntry entry;    // medians of the repeats, their spread, and the memory figures
+  int repeats = 0;       // repeats the figures come from (warm-up left out: repeat_policy.h)
+  double repeat_ms = 0;  // the median time of one repeat, every recompute mode's pass included
 };
 
 // One layer of setup.kind, built once (a copy per recompute mode), measured at any micro-batch

@@ -44,14 +44,15 @@ struct MeasuredProfileOptions {
   // Turns each measurement takes: every pass measures every layer, micro-batch size and tp
   // degree once, with a share of the repeats, and the figures pool the samples of all
   // passes, so they come from the whole time the profile ran (a shared machine's speed drifts
-  // over seconds; a measurement taken in one stretch would catch one moment of it).
+  // over seconds; a measurement taken in one stretch would catch one moment of it). A
+  // measurement whose one repeat outlasts its share of the budget takes the first turn only.
   int passes = 3;
 };
 
 // Reported before and after each turn of a measurement, for a progress display.
 struct MeasureProgress {
   int done = 0;   // turns finished
-  int total = 0;  // turns in the whole profile (measurements times passes)
+  int total = 0;  // turns in the whole profile: measurements times passes, less those skipped
   int pass = 1;   // this turn's pass, 1..passes
   int passes = 1;
   LayerKind kind = LayerKind::kGptBlock;

@@ -152,6 +152,29 @@ TEST(MeasuredProfile, PassesTakeTurnsAndPoolTheirSamples) {
               HasSubstr("--passes 0"));
 }
 
+// A measurement whose one repeat outlasts its share of the budget takes one turn: its one
+// sample (the warm-up) already spans more than a turn would.
+TEST(MeasuredProfile, SlowMeasurementsTakeOneTurn) {
+  MeasuredProfileOptions options = QuickOptions();
+  options.repeats.budget_ms = 1e-3;
+  options.passes = 3;
+  int turns = 0;
+  MeasureProgress last;
+  MeasureProgressFn progress = [&](const MeasureProgress& p) {
+    last = p;
+    if (p.result == nullptr) return;
+    ++turns;
+    EXPECT_EQ(p.pass, 1);
+    EXPECT_EQ(p.result->repeats, 1);
+  };
+  StatusOr<Profile> profile = MeasureProfile(LoadPreset("gpt-tiny"), options, nullptr, progress);
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  EXPECT_EQ(turns, 8);
+  EXPECT_EQ(last.done, 8);
+  EXPECT_EQ(last.total, 8);  // the skipped turns leave the count
+  EXPECT_EQ(profile->method.repeats, 1);
+}
+
 TEST(MeasuredProfile, ParameterBytesAreTheParameterCountsTimesFour) {
   ModelSpec model = LoadPreset("gpt-tiny");
   Profile profile = Measure(model, QuickOptions());
