@@ -75,11 +75,7 @@ TEST(RepeatPolicy, StopsOnSpreadBudgetOrCount) {
 }
 
 TEST(RepeatPolicy, ShareDividesTheBudgetAndTheCountsRoundingUp) {
-  RepeatPolicy policy;
-  policy.warmup = 2;
-  policy.min_repeats = 5;
-  policy.max_repeats = 1000;
-  policy.budget_ms = 3000;
+  const RepeatPolicy policy{.warmup = 2, .min_repeats = 5, .max_repeats = 1000, .budget_ms = 3000};
   RepeatPolicy share = policy.Share(3);
   EXPECT_EQ(share.warmup, 2);
   EXPECT_EQ(share.min_repeats, 2);
