@@ -126,12 +126,41 @@ Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions
 
 namespace {
 
-// One layer kind at one tp degree: its bench and the ranks it measures with.
+// One layer kind at one tp degree, and its bench (which holds the tp group it measures with).
 struct Measurement {
   LayerKind kind;
   int tp;
   std::unique_ptr<LayerBench> bench;
 };
+
+// The passes: every measurement takes a turn at every micro-batch size in each (see the
+// header), but one whose single repeat outlasts a turn takes the first only: its sample already
+// spans seconds.
+Status TakeTurns(std::vector<Measurement>& measurements, const MeasuredProfileOptions& options,
+                 const MeasureProgressFn& progress) {
+  MeasureProgress report;
+  report.passes = options.passes;
+  report.total =
+      static_cast<int>(measurements.size() * options.micro_batches.size()) * options.passes;
+  const RepeatPolicy share = options.repeats.Share(options.passes);
+  for (report.pass = 1; report.pass <= options.passes; ++report.pass) {
+    for (Measurement& m : measurements) {
+      for (int mb : options.micro_batches) {
+        const bool first = report.pass == 1;
+        if (!first && m.bench->Result(mb).repeat_ms > share.budget_ms) continue;
+        report = {report.done, report.total, report.pass, report.passes, m.kind, mb, m.tp};
+        if (progress) progress(report);
+        TRIDENT_RETURN_IF_ERROR(m.bench->Measure(mb, share));
+        LayerMeasurement result = m.bench->Result(mb);
+        if (first && result.repeat_ms > share.budget_ms) report.total -= options.passes - 1;
+        ++report.done;
+        report.result = &result;
+        if (progress) progress(report);
+      }
+    }
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -155,29 +184,7 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
       measurements.push_back({kind, tp, std::move(bench)});
     }
   }
-  MeasureProgress report;
-  report.passes = options.passes;
-  report.total =
-      static_cast<int>(measurements.size() * options.micro_batches.size()) * options.passes;
-  const RepeatPolicy share = options.repeats.Share(options.passes);
-  for (report.pass = 1; report.pass <= options.passes; ++report.pass) {
-    for (Measurement& m : measurements) {
-      for (int mb : options.micro_batches) {
-        // A measurement whose one repeat outlasts a turn takes the first only: its sample
-        // already spans seconds.
-        const bool first = report.pass == 1;
-        if (!first && m.bench->Result(mb).repeat_ms > share.budget_ms) continue;
-        report = {report.done, report.total, report.pass, report.passes, m.kind, mb, m.tp};
-        if (progress) progress(report);
-        TRIDENT_RETURN_IF_ERROR(m.bench->Measure(mb, share));
-        LayerMeasurement result = m.bench->Result(mb);
-        if (first && result.repeat_ms > share.budget_ms) report.total -= options.passes - 1;
-        ++report.done;
-        report.result = &result;
-        if (progress) progress(report);
-      }
-    }
-  }
+  TRIDENT_RETURN_IF_ERROR(TakeTurns(measurements, options, progress));
   int fewest_repeats = options.repeats.max_repeats;
   std::map<LayerKind, std::vector<ProfileEntry>> entries;
   for (const Measurement& m : measurements) {
