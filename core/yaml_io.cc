@@ -182,7 +182,12 @@ std::string FormatDouble(double value) {
   char buffer[64];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
   if (ec != std::errc()) return "nan";
-  return std::string(buffer, end);
+  std::string text(buffer, end);
+  const size_t exponent = text.find('e');
+  if (exponent != std::string::npos && text.find('.') == std::string::npos) {
+    text.insert(exponent, ".0");  // "3e-04" is a string to YAML 1.1 readers (PyYAML)
+  }
+  return text;
 }
 
 YamlWriter::YamlWriter() {

@@ -104,7 +104,8 @@ class YamlMap {
 template <typename T>
 constexpr std::string_view YamlTypeName();
 
-// Shortest decimal text that reads back to exactly `value`.
+// Shortest decimal text that reads back to exactly `value`; an exponent always follows a
+// decimal point ("3.0e-04", not "3e-04"), so YAML 1.1 readers see a float too.
 std::string FormatDouble(double value);
 
 class YamlWriter {

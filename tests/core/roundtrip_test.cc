@@ -1,6 +1,7 @@
 // Every data-model type survives write -> read unchanged, and writing is stable.
 #include <gtest/gtest.h>
 
+#include "core/yaml_io.h"
 #include "tests/core/test_values.h"
 
 namespace trident {
@@ -50,6 +51,14 @@ TEST(RoundTrip, DoublesKeepEveryBit) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->device.memory_gib, cluster.device.memory_gib);
   EXPECT_EQ(back->intra_node.latency_us, cluster.intra_node.latency_us);
+}
+
+TEST(RoundTrip, ExponentsFollowADecimalPoint) {
+  EXPECT_EQ(FormatDouble(3e-4), "3.0e-04");
+  EXPECT_EQ(FormatDouble(1.5e-7), "1.5e-07");
+  EXPECT_EQ(FormatDouble(2e22), "2.0e+22");
+  EXPECT_EQ(FormatDouble(0.25), "0.25");
+  EXPECT_EQ(FormatDouble(3), "3");
 }
 
 TEST(Profile, FindCoversSharedBlocks) {
