@@ -106,7 +106,8 @@ FieldCheck Profile::Check() const {
 namespace {
 
 // The figure of `mode` among an entry's three.
-int64_t ByMode(RecomputeMode mode, int64_t none, int64_t selective, int64_t full) {
+template <typename T>
+T ByMode(RecomputeMode mode, T none, T selective, T full) {
   if (mode == RecomputeMode::kSelective) return selective;
   if (mode == RecomputeMode::kFull) return full;
   return none;
@@ -122,6 +123,10 @@ int64_t ProfileEntry::WorkspaceBytes(RecomputeMode mode) const {
   return ByMode(mode, workspace_none_bytes, workspace_selective_bytes, workspace_full_bytes);
 }
 
+double ProfileEntry::RecomputeMs(RecomputeMode mode) const {
+  return ByMode(mode, 0.0, recompute_selective_ms, recompute_full_ms);
+}
+
 std::string Profile::ToString() const {
   return model + " on " + device + " (" + NameOf(ProfileSourceNames(), method.source) + ", " +
          DTypeName(dtype) + ", seq " + std::to_string(seq_len) + ", " +
@@ -129,6 +134,16 @@ std::string Profile::ToString() const {
 }
 
 namespace {
+
+// A {none, selective, full} map of byte counts, one per recompute mode.
+Status ReadByMode(YamlMap& item, std::string_view key, int64_t* none, int64_t* selective,
+                  int64_t* full) {
+  TRIDENT_ASSIGN_OR_RETURN(YamlMap map, item.GetMap(key));
+  TRIDENT_RETURN_IF_ERROR(map.Get("none", none));
+  TRIDENT_RETURN_IF_ERROR(map.Get("selective", selective));
+  TRIDENT_RETURN_IF_ERROR(map.Get("full", full));
+  return map.Finish();
+}
 
 Status ReadEntry(YamlMap& item, std::vector<ProfileEntry>* entries) {
   ProfileEntry e;
@@ -144,16 +159,10 @@ Status ReadEntry(YamlMap& item, std::vector<ProfileEntry>* entries) {
   TRIDENT_RETURN_IF_ERROR(item.Get("grad_bytes", &e.grad_bytes));
   TRIDENT_RETURN_IF_ERROR(item.Get("optimizer_bytes", &e.optimizer_bytes));
   TRIDENT_RETURN_IF_ERROR(item.Get("output_bytes", &e.output_bytes));
-  TRIDENT_ASSIGN_OR_RETURN(YamlMap stashed, item.GetMap("stashed_bytes"));
-  TRIDENT_RETURN_IF_ERROR(stashed.Get("none", &e.stashed_none_bytes));
-  TRIDENT_RETURN_IF_ERROR(stashed.Get("selective", &e.stashed_selective_bytes));
-  TRIDENT_RETURN_IF_ERROR(stashed.Get("full", &e.stashed_full_bytes));
-  TRIDENT_RETURN_IF_ERROR(stashed.Finish());
-  TRIDENT_ASSIGN_OR_RETURN(YamlMap workspace, item.GetMap("workspace_bytes"));
-  TRIDENT_RETURN_IF_ERROR(workspace.Get("none", &e.workspace_none_bytes));
-  TRIDENT_RETURN_IF_ERROR(workspace.Get("selective", &e.workspace_selective_bytes));
-  TRIDENT_RETURN_IF_ERROR(workspace.Get("full", &e.workspace_full_bytes));
-  TRIDENT_RETURN_IF_ERROR(workspace.Finish());
+  TRIDENT_RETURN_IF_ERROR(ReadByMode(item, "stashed_bytes", &e.stashed_none_bytes,
+                                     &e.stashed_selective_bytes, &e.stashed_full_bytes));
+  TRIDENT_RETURN_IF_ERROR(ReadByMode(item, "workspace_bytes", &e.workspace_none_bytes,
+                                     &e.workspace_selective_bytes, &e.workspace_full_bytes));
   entries->push_back(e);
   return Status::Ok();
 }
@@ -187,6 +196,12 @@ Status ReadProfile(YamlMap& map, Profile* p) {
   return map.ForEachMap("layers", [p](YamlMap& item, int) { return ReadLayer(item, &p->layers); });
 }
 
+void WriteByMode(YamlWriter& out, std::string_view key, int64_t none, int64_t selective,
+                 int64_t full) {
+  out.Key(key).BeginMap(/*flow=*/true);
+  out.Field("none", none).Field("selective", selective).Field("full", full).EndMap();
+}
+
 void WriteEntry(YamlWriter& out, const ProfileEntry& e) {
   out.BeginMap()
       .Field("micro_batch", e.micro_batch)
@@ -201,16 +216,10 @@ void WriteEntry(YamlWriter& out, const ProfileEntry& e) {
       .Field("grad_bytes", e.grad_bytes)
       .Field("optimizer_bytes", e.optimizer_bytes)
       .Field("output_bytes", e.output_bytes);
-  out.Key("stashed_bytes").BeginMap(/*flow=*/true);
-  out.Field("none", e.stashed_none_bytes)
-      .Field("selective", e.stashed_selective_bytes)
-      .Field("full", e.stashed_full_bytes)
-      .EndMap();
-  out.Key("workspace_bytes").BeginMap(/*flow=*/true);
-  out.Field("none", e.workspace_none_bytes)
-      .Field("selective", e.workspace_selective_bytes)
-      .Field("full", e.workspace_full_bytes)
-      .EndMap();
+  WriteByMode(out, "stashed_bytes", e.stashed_none_bytes, e.stashed_selective_bytes,
+              e.stashed_full_bytes);
+  WriteByMode(out, "workspace_bytes", e.workspace_none_bytes, e.workspace_selective_bytes,
+              e.workspace_full_bytes);
   out.EndMap();
 }
 

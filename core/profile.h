@@ -49,6 +49,7 @@ struct ProfileEntry {
 
   int64_t StashedBytes(RecomputeMode mode) const;
   int64_t WorkspaceBytes(RecomputeMode mode) const;
+  double RecomputeMs(RecomputeMode mode) const;  // 0 for kNone
   bool operator==(const ProfileEntry&) const = default;
 };
 

@@ -3,15 +3,6 @@
 #include <algorithm>
 
 namespace trident {
-namespace {
-
-double RecomputeMsOf(const ProfileEntry& e, RecomputeMode mode) {
-  if (mode == RecomputeMode::kSelective) return e.recompute_selective_ms;
-  if (mode == RecomputeMode::kFull) return e.recompute_full_ms;
-  return 0;
-}
-
-}  // namespace
 
 StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch, int tp,
                                         RecomputeMode recompute) {
@@ -32,7 +23,7 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
                       "; use a profile with that micro-batch size and tp degree");
     }
     c.fwd_[i + 1] = c.fwd_[i] + e->fwd_ms;
-    c.bwd_input_[i + 1] = c.bwd_input_[i] + e->bwd_input_ms + RecomputeMsOf(*e, recompute);
+    c.bwd_input_[i + 1] = c.bwd_input_[i] + e->bwd_input_ms + e->RecomputeMs(recompute);
     c.bwd_weight_[i + 1] = c.bwd_weight_[i] + e->bwd_weight_ms;
     c.param_[i + 1] = c.param_[i] + e->param_bytes;
     c.grad_[i + 1] = c.grad_[i] + e->grad_bytes;
