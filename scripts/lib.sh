@@ -42,3 +42,13 @@ trident_build() {
   }
   cmake --build "$dir" -j "$(nproc)"
 }
+
+# trident_build_release: installs what is missing and builds build/release without tests
+# (scripts/demo, scripts/fidelity); the trident binary is then build/release/cli/trident.
+trident_build_release() {
+  trident_setup_deps
+  mkdir -p "$TRIDENT_ROOT/build"
+  trident_log "building (build/release)"
+  trident_build "$TRIDENT_ROOT/build/release" -DCMAKE_BUILD_TYPE=Release \
+    -DTRIDENT_BUILD_TESTS=OFF >/dev/null
+}
