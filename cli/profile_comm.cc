@@ -100,14 +100,6 @@ Status WarnAboutPlacement(Comm& world, int devices_per_node) {
   return Status::Ok();
 }
 
-// Reports `status` with this rank's identity and ends every rank of the job, so that no peer
-// waits for this one.
-[[noreturn]] void Fail(const Status& status, Comm& world) {
-  Logger(LogContext::FromEnvironment()).Error(status.message());
-  world.AbortJob(1);
-  std::_Exit(1);  // not reached: AbortJob never returns, but the compiler cannot see it
-}
-
 void PrintTable(const std::vector<CommPoint>& points) {
   TextTable table(
       {"collective", "link", "ranks", "bytes", "time (us)", "algbw (GB/s)", "busbw (GB/s)"});
@@ -195,16 +187,16 @@ int RunCommProfileCommand(const CommProfileFlags& flags) {
   }
   ClusterSpec cluster;
   StatusOr<int> devices_per_node = AgreeOnRequest(world, flags, &cluster);
-  if (!devices_per_node.ok()) Fail(devices_per_node.status(), world);
+  if (!devices_per_node.ok()) world.FailJob(devices_per_node.status());
   if (*devices_per_node == 0) return 1;  // rank 0 said why
-  if (Status s = WarnAboutPlacement(world, *devices_per_node); !s.ok()) Fail(s, world);
+  if (Status s = WarnAboutPlacement(world, *devices_per_node); !s.ok()) world.FailJob(s);
   CommSweepOptions options = SweepOptions(flags, *devices_per_node);
   if (world.Rank() == 0) {
     options.progress = [](const std::string& line) { std::cerr << "comm " << line << "\n"; };
   }
   auto start = std::chrono::steady_clock::now();
   StatusOr<std::vector<CommPoint>> points = RunCommSweep(world, options);
-  if (!points.ok()) Fail(points.status(), world);
+  if (!points.ok()) world.FailJob(points.status());
   if (world.Rank() != 0) return 0;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Report(flags, cluster, *points, seconds);

@@ -240,8 +240,7 @@ int RunMeasured(const ProfileOptions& o, const ModelSpec& model) {
   StatusOr<Profile> profile = MeasureProfile(model, *options, comm, progress);
   if (!profile.ok()) {
     if (comm == nullptr || comm->Size() == 1) return PrintError(profile.status());
-    Logger(LogContext::FromEnvironment()).Error(profile.status().message());
-    comm->AbortJob(1);  // peers may wait in a collective
+    comm->FailJob(profile.status());  // peers may wait in a collective
   }
   if (!rank0) return 0;
   return WriteMeasured(*profile, o.output.empty() ? "profile.yaml" : o.output);

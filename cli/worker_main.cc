@@ -94,8 +94,8 @@ Status Finish(WorkerFlags* f) {
 // Reports `status` with this rank's identity and ends the job: every rank, if the job has
 // started (a peer may be waiting), else this process.
 [[noreturn]] void Fail(const Status& status, Comm* world) {
+  if (world != nullptr && world->Size() > 1) world->FailJob(status);
   Logger(LogContext::FromEnvironment()).Error(status.message());
-  if (world != nullptr && world->Size() > 1) world->AbortJob(1);
   std::exit(1);
 }
 

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/text_format.h"
+#include "profiler/repeat_policy.h"
 
 namespace trident {
 namespace {
@@ -178,12 +179,6 @@ void FindMismatch(const Buffers& b, int repeat, RankReport* report) {
   report->index = got - b.output.begin();
   report->got = *got;
   report->expected = *want;
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 // Every rank's report, through one all-gather of floats. The index travels as two floats of

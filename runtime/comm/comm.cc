@@ -1,5 +1,9 @@
 #include "runtime/comm/comm.h"
 
+#include <cstdlib>
+
+#include "core/logging.h"
+
 namespace trident {
 
 Request& Request::operator=(Request&& other) noexcept {
@@ -8,6 +12,12 @@ Request& Request::operator=(Request&& other) noexcept {
   other.owner_ = nullptr;
   other.id_ = 0;
   return *this;
+}
+
+void Comm::FailJob(const Status& reason) {
+  Logger(LogContext::FromEnvironment()).Error(reason.message());
+  AbortJob(1);
+  std::_Exit(1);  // not reached: GCC does not carry [[noreturn]] through a virtual call
 }
 
 bool IsCommTimeout(const Status& status) { return status.code() == StatusCode::kDeadlineExceeded; }

@@ -152,6 +152,9 @@ class Comm {
   // stderr first; print the reason before calling it. MPI: MPI_Abort on MPI_COMM_WORLD. The
   // in-process backend has one process and ends it (std::_Exit): every rank ends with it.
   [[noreturn]] virtual void AbortJob(int exit_code) = 0;
+  // Logs `reason` as this rank's error (with the rank's identity, core/logging.h), then
+  // AbortJob(1): what a rank does on an error its peers may be waiting behind.
+  [[noreturn]] void FailJob(const Status& reason);
 
  protected:
   Comm() = default;
