@@ -16,9 +16,15 @@ if(TRIDENT_SANITIZE)
   message(STATUS "Trident: sanitizers ${_trident_san}")
 endif()
 
+# CUDA sources: nvcc's own warnings, and the host compiler's -Wall -Wextra on the host side
+# (-Wpedantic and -Wold-style-cast would fire inside the CUDA headers).
+set(TRIDENT_CUDA_WARNING_FLAGS -Xcompiler=-Wall,-Wextra,-Wshadow)
+
 function(trident_target_defaults target)
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${TRIDENT_WARNING_FLAGS}>)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${TRIDENT_WARNING_FLAGS}>
+                                           $<$<COMPILE_LANGUAGE:CUDA>:${TRIDENT_CUDA_WARNING_FLAGS}>)
   if(TRIDENT_WERROR)
-    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>
+                                             $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
   endif()
 endfunction()

@@ -55,6 +55,13 @@ void Compute::Copy(const Tensor& src, Tensor& dst) {
   DoCopy(src, dst);
 }
 
+void Compute::Cast(const Tensor& src, Tensor& dst) {
+  OpCheck check(this, "Cast");
+  check.Floats({{"src", src}}).Floats({{"dst", dst}});
+  check.SameNumel({{"src", src}, {"dst", dst}}).Disjoint({"dst", dst}, {"src", src});
+  DoCast(src, dst);
+}
+
 void Compute::Fill(float value, Tensor& dst) {
   OpCheck(this, "Fill").Floats({{"dst", dst}});
   DoFill(value, dst);

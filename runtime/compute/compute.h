@@ -1,4 +1,4 @@
-// Compute: the interface between layer code and a device (CPU/Eigen here, CUDA/cuBLAS later).
+// Compute: the interface between layer code and a device (CpuCompute: Eigen; CudaCompute: cuBLAS).
 //
 // Layer code calls the public methods below; a backend implements the protected Do* methods.
 // The public methods check every contract that does not need to read tensor contents
@@ -17,7 +17,8 @@
 //
 // Conventions, for every method:
 //  - Tensors are dense and row-major; all tensors of one call belong to this backend.
-//  - Float operands share one element type (CpuCompute supports fp32 only); saved
+//  - Float operands share one element type (CpuCompute supports fp32 only, CudaCompute fp32
+//    and bf16; the optimizers take fp32 master buffers); saved
 //    statistics (mean, rstd) and the loss are always fp32; ids and targets are int32.
 //  - Elementwise ops compare tensors by element count only: shapes may differ.
 //  - "=" overwrites an output; "+=" accumulates into it. Forward outputs and input gradients
@@ -37,6 +38,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/compute/tensor.h"
@@ -106,6 +108,8 @@ class Compute {
 
   // --- Memory, copies, completion -------------------------------------------------------
 
+  // A line naming the backend: "cpu (1 thread)", "cuda:0 (NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB)".
+  virtual std::string Describe() const = 0;
   // Whether tensors of `type` can be allocated (and, if floating point, computed on).
   virtual bool Supports(ElementType type) const = 0;
   // A zero-filled tensor of `shape`. REQUIRES: every dimension >= 0; a type the backend
@@ -121,6 +125,10 @@ class Compute {
   std::vector<float> CopyToHost(const Tensor& src);
   // dst = src. REQUIRES: same element count and type.
   void Copy(const Tensor& src, Tensor& dst);
+  // dst = src converted to dst's element type (to bf16: rounded to nearest even), the mixed-
+  // precision step between fp32 master weights and bf16 working copies. REQUIRES: both are
+  // float tensors of one element count, of types the backend supports; they do not overlap.
+  void Cast(const Tensor& src, Tensor& dst);
   // dst = value in every element. REQUIRES: dst is a float tensor.
   void Fill(float value, Tensor& dst);
   virtual MemoryStats memory_stats() const = 0;
@@ -128,6 +136,9 @@ class Compute {
   virtual void ResetPeak() = 0;
   // Returns when every op issued before has completed.
   virtual void Synchronize() = 0;
+  // The stream the ops run on (a cudaStream_t for CudaCompute), for a communication backend
+  // that must order its transfers after them; null for backends whose ops complete on return.
+  virtual void* device_stream() const { return nullptr; }
 
   // --- Matrix products ------------------------------------------------------------------
 
@@ -223,6 +234,7 @@ class Compute {
   virtual void DoCopyFromHost(const void* host, Tensor& dst) = 0;
   virtual void DoCopyToHost(const Tensor& src, void* host) = 0;
   virtual void DoCopy(const Tensor& src, Tensor& dst) = 0;
+  virtual void DoCast(const Tensor& src, Tensor& dst) = 0;
   virtual void DoFill(float value, Tensor& dst) = 0;
   virtual void DoGemmStridedBatched(const BatchedGemm& gemm, const Tensor& a, const Tensor& b,
                                     Tensor& c) = 0;

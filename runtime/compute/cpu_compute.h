@@ -36,7 +36,7 @@ class CpuCompute final : public Compute {
 
   int threads() const { return threads_.count(); }
   // "cpu (2 threads)".
-  std::string Describe() const;
+  std::string Describe() const override;
 
   bool Supports(ElementType type) const override;
   MemoryStats memory_stats() const override { return allocator_.stats(); }
@@ -49,6 +49,7 @@ class CpuCompute final : public Compute {
   void DoCopyFromHost(const void* host, Tensor& dst) override;
   void DoCopyToHost(const Tensor& src, void* host) override;
   void DoCopy(const Tensor& src, Tensor& dst) override;
+  void DoCast(const Tensor& src, Tensor& dst) override;
   void DoFill(float value, Tensor& dst) override;
   void DoGemmStridedBatched(const BatchedGemm& gemm, const Tensor& a, const Tensor& b,
                             Tensor& c) override;
