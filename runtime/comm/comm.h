@@ -1,13 +1,14 @@
 // Comm: the communicator every rank of a running job talks through.
 //
-// One small interface with three backends: MPI (CPU jobs; mpi_comm.h), NCCL (GPU jobs; later)
-// and in-process threads for unit tests (inprocess_comm.h). The runtime sees only `Comm`; it
+// One small interface with three backends: MPI (CPU jobs; mpi_comm.h), NCCL (GPU jobs;
+// nccl_comm.h, behind HostDeviceComm, which sends host buffers over MPI) and in-process threads
+// for unit tests (inprocess_comm.h). The runtime sees only `Comm`; it
 // gets the world communicator from MakeWorldComm (comm_factory.h) and the tp, pp and dp groups
 // of core/rank_map.h from Split. Communicators travel in the runtime's context object; there is
 // no global one.
 //
-// Buffers are floats in host memory for the MPI and in-process backends (the NCCL backend will
-// take device pointers). Every backend gives bit-identical results for exactly representable
+// Buffers are floats in host memory for the MPI and in-process backends, in device memory for
+// NCCL. Every backend gives bit-identical results for exactly representable
 // inputs (small integers times powers of two): then every summation order gives the same sum.
 //
 // Errors: argument errors are InvalidArgument, found before anything is sent, with the same
@@ -38,6 +39,9 @@ struct CommOptions {
   // How long a collective or a Split waits for the other ranks before it returns an error.
   // Point-to-point waits take their own timeout.
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
+  // NCCL: the compute stream (Compute::device_stream(), a cudaStream_t) whose queued work every
+  // transfer and collective is ordered after. Required by the NCCL backend; ignored by others.
+  void* device_stream = nullptr;
 };
 
 class Comm;

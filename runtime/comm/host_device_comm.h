@@ -1,0 +1,75 @@
+// HostDeviceComm: one Comm over two communicators of the same ranks, routing each call by
+// where its buffer lives: device memory to `device` (NCCL), host memory to `host` (MPI).
+//
+//   std::unique_ptr<Comm> world = std::make_unique<HostDeviceComm>(
+//       std::move(mpi_world), std::move(nccl_world), IsCudaDevicePointer);
+//
+// A GPU job moves activations and gradients (tensors, in device memory) and also small host
+// vectors: the step's loss and statistics, a vocab-parallel loss's row maxima, a checkpoint's
+// messages. PyTorch's process groups do the same ("cpu:gloo,cuda:nccl"): every rank makes the
+// same call with the same kind of buffer, so each inner communicator sees the same sequence of
+// calls on every rank, and the Comm contract holds for the whole. Rank() and Size() are the
+// host communicator's (both must agree). Barrier goes to the host communicator; AbortJob to the
+// device one (NCCL aborts its own communicator before MPI ends the job).
+// Requests are this object's own; each maps to the request of the communicator that made it.
+// A send and a receive of one transfer must have buffers of the same kind (device or host) on
+// both ranks, as they do when both are tensors of the same backend.
+// Thread-safety: as the inner communicators (one thread at a time).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include "runtime/comm/comm.h"
+
+namespace trident {
+
+class HostDeviceComm final : public Comm {
+ public:
+  // Whether a buffer is in device memory.
+  using IsDevicePointer = std::function<bool(const void*)>;
+
+  // REQUIRES: host and device are communicators of the same ranks in the same order.
+  HostDeviceComm(std::unique_ptr<Comm> host, std::unique_ptr<Comm> device,
+                 IsDevicePointer is_device);
+  ~HostDeviceComm() override = default;
+
+  int Rank() const override { return host_->Rank(); }
+  int Size() const override { return host_->Size(); }
+
+  StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override;
+  StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override;
+  Status Wait(Request& request, std::chrono::milliseconds timeout) override;
+  StatusOr<bool> Test(Request& request) override;
+  Status Cancel(Request& request) override;
+
+  Status AllReduceSum(std::span<float> data) override;
+  Status AllGather(std::span<const float> send, std::span<float> recv) override;
+  Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) override;
+  Status Broadcast(std::span<float> data, int root) override;
+  Status Barrier() override { return host_->Barrier(); }
+  StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
+  StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
+  [[noreturn]] void AbortJob(int exit_code) override;
+
+ private:
+  // The communicator for a buffer at `data` (an empty buffer goes to the host).
+  Comm& For(const void* data, size_t count) const;
+  StatusOr<Request> Wrap(StatusOr<Request> inner, Comm* comm);
+  // The inner request of `request`, or null when this object did not make it.
+  struct Inner {
+    Comm* comm;
+    Request request;
+  };
+  Inner* Find(const Request& request);
+  void Forget(Request& request);
+
+  std::unique_ptr<Comm> host_;
+  std::unique_ptr<Comm> device_;
+  IsDevicePointer is_device_;
+  std::unordered_map<int64_t, Inner> requests_;
+  int64_t next_id_ = 1;
+};
+
+}  // namespace trident
