@@ -18,6 +18,7 @@
 #include "profiler/analytic_profile.h"
 #include "profiler/measured_profile.h"
 #include "runtime/comm/comm_factory.h"
+#include "runtime/compute/compute_factory.h"
 
 namespace trident {
 namespace {
@@ -156,21 +157,14 @@ int LaunchedWorldSize() {
 }
 
 StatusOr<MeasuredProfileOptions> MeasuredOptions(const ProfileOptions& o, const ModelSpec& model) {
-  if (o.device == "cuda") {
-    return InvalidArgument(
-        "--device cuda: this build has no CUDA compute backend; measure with --device cpu, or "
-        "compute a GPU's profile with --analytic --cluster C");
-  }
-  if (o.device != "cpu") {
-    return InvalidArgument("--device " + o.device + ": unknown device; use --device cpu");
-  }
   if (!o.dtype.empty() && o.dtype != "fp32") {
     return InvalidArgument("--dtype " + o.dtype +
-                           ": the CPU backend computes in fp32 only; use --dtype fp32 or leave "
-                           "it out");
+                           ": the runtime's layers compute in fp32; use --dtype fp32 or leave it "
+                           "out (--analytic --cluster C computes a bf16 profile)");
   }
   const int launched = LaunchedWorldSize();
   MeasuredProfileOptions options;
+  options.device = o.device;
   options.micro_batches = o.micro_batches;
   if (!o.tps.empty()) {
     options.tps = o.tps;
@@ -207,14 +201,19 @@ void PrintNotes(const ModelSpec& model) {
   }
   if (model.dtype != DType::kFp32) {
     std::cerr << "note: " << model.name << " trains in " << DTypeName(model.dtype)
-              << "; the CPU backend measures fp32\n";
+              << "; the runtime's layers compute in fp32, so the profile is of fp32\n";
   }
 }
 
-// The job's communicator when this process is one rank of a job, or when tp > 1 asks for one.
-StatusOr<std::unique_ptr<Comm>> WorldFor(const MeasuredProfileOptions& options) {
+// The job's communicator when this process is one rank of a job, or when tp > 1 asks for one:
+// NCCL (tensors) over MPI (host figures) on GPUs, MPI alone on CPUs.
+StatusOr<std::unique_ptr<Comm>> WorldFor(const MeasuredProfileOptions& options,
+                                         const Compute& compute) {
   int largest_tp = *std::max_element(options.tps.begin(), options.tps.end());
   if (LaunchedWorldSize() == 0 && largest_tp == 1) return std::unique_ptr<Comm>();
+  if (options.device == "cuda") {
+    return MakeWorldComm("nccl", CommOptions{.device_stream = compute.device_stream()});
+  }
   return MakeWorldComm("mpi");
 }
 
@@ -229,7 +228,10 @@ int RunMeasured(const ProfileOptions& o, const ModelSpec& model) {
   const bool lead = LaunchedWorldSize() == 0 || LogContext::FromEnvironment().rank.value_or(0) == 0;
   StatusOr<MeasuredProfileOptions> options = MeasuredOptions(o, model);
   if (!options.ok()) return lead ? PrintError(options.status()) : 1;
-  StatusOr<std::unique_ptr<Comm>> world = WorldFor(*options);
+  StatusOr<std::unique_ptr<Compute>> compute =
+      MakeCompute({.device = options->device, .threads = options->threads});
+  if (!compute.ok()) return PrintError(compute.status());
+  StatusOr<std::unique_ptr<Comm>> world = WorldFor(*options, **compute);
   if (!world.ok()) return PrintError(world.status());
   Comm* comm = world->get();
   const bool rank0 = comm == nullptr || comm->Rank() == 0;
@@ -237,7 +239,7 @@ int RunMeasured(const ProfileOptions& o, const ModelSpec& model) {
   ProgressPrinter printer;
   MeasureProgressFn progress;
   if (rank0) progress = [&printer](const MeasureProgress& p) { printer(p); };
-  StatusOr<Profile> profile = MeasureProfile(model, *options, comm, progress);
+  StatusOr<Profile> profile = MeasureProfile(model, *options, **compute, comm, progress);
   if (!profile.ok()) {
     if (comm == nullptr || comm->Size() == 1) return PrintError(profile.status());
     comm->FailJob(profile.status());  // peers may wait in a collective
@@ -280,7 +282,8 @@ int RunProfile(const ProfileOptions& o) {
 }
 
 void AddMeasureFlags(CLI::App* cmd, ProfileOptions* o) {
-  cmd->add_option("--device", o->device, "Device to measure on: cpu [default: cpu]");
+  cmd->add_option("--device", o->device,
+                  "Device to measure on: cpu, or cuda (one GPU per rank) [default: cpu]");
   cmd->add_option("--threads", o->threads, "Compute threads per rank (measured)")
       ->capture_default_str();
   cmd->add_option("--clock", o->clock,

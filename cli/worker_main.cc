@@ -1,6 +1,7 @@
 // trident-worker: one rank of a training job, as mpirun starts it:
 //
 //   mpirun -np 4 trident-worker plan.yaml --steps 100 --out run/
+//   mpirun -np 8 trident-worker plan.yaml --device cuda     # one GPU per rank, NCCL
 //
 // Reads the plan (self-contained: the model is embedded), checks the job against it, trains
 // with runtime/train's Trainer and writes OUT/metrics.jsonl (and OUT/trace.json for
@@ -15,7 +16,7 @@
 #include "core/logging.h"
 #include "core/plan.h"
 #include "runtime/comm/comm_factory.h"
-#include "runtime/compute/cpu_compute.h"
+#include "runtime/compute/compute_factory.h"
 #include "runtime/train/trainer.h"
 
 namespace trident {
@@ -28,6 +29,7 @@ struct WorkerFlags {
   double bucket_mb = 25;
   double timeout_s = 300;
   int threads = 1;
+  std::string device = "cpu";
   TrainOptions train;
 };
 
@@ -71,7 +73,11 @@ void AddFlags(CLI::App& app, WorkerFlags* f) {
       ->capture_default_str();
   app.add_option("--timeout", f->timeout_s, "Seconds a rank waits for a peer before aborting")
       ->capture_default_str();
-  app.add_option("--threads", f->threads, "Compute threads per rank")->capture_default_str();
+  app.add_option("--threads", f->threads, "Compute threads per rank (cpu)")->capture_default_str();
+  app.add_option("--device", f->device,
+                 "cpu (Eigen, MPI) or cuda (one GPU per rank of a node, NCCL for tensors)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   app.add_flag("--quiet", t.quiet, "No per-step line on stdout");
 }
 
@@ -104,10 +110,17 @@ void Train(WorkerFlags& flags) {
   if (!status.ok()) Fail(status, nullptr);
   StatusOr<Plan> plan = LoadPlan(flags.plan);
   if (!plan.ok()) Fail(plan.status(), nullptr);
+  // The device first: the NCCL world orders its transfers after the compute stream's work.
+  StatusOr<std::unique_ptr<Compute>> compute =
+      MakeCompute({.device = flags.device, .threads = flags.threads});
+  if (!compute.ok()) Fail(compute.status(), nullptr);
   // One timeout for every wait: a blocking collective (the step's loss reduction) waits no
   // longer than a transfer does.
-  StatusOr<std::unique_ptr<Comm>> world =
-      MakeWorldComm("mpi", CommOptions{.collective_timeout = flags.train.comm_timeout});
+  const bool gpu = flags.device == "cuda";
+  flags.train.in_order_transfers = gpu;  // NCCL matches a pair's transfers by order, not tag
+  StatusOr<std::unique_ptr<Comm>> world = MakeWorldComm(
+      gpu ? "nccl" : "mpi", CommOptions{.collective_timeout = flags.train.comm_timeout,
+                                        .device_stream = (*compute)->device_stream()});
   if (!world.ok()) Fail(world.status(), nullptr);
   Comm* comm = world->get();
   if (comm->Size() == plan->devices) {
@@ -122,8 +135,8 @@ void Train(WorkerFlags& flags) {
                  ": zero1 is not implemented by the runtime yet; every replica keeps "
                  "the whole optimizer state (same numbers, more memory than the plan predicts)");
   }
-  CpuCompute compute(CpuComputeOptions{flags.threads});
-  StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(*plan, flags.train, comm, &compute);
+  StatusOr<std::unique_ptr<Trainer>> trainer =
+      Trainer::Create(*plan, flags.train, comm, compute->get());
   if (!trainer.ok()) Fail(trainer.status(), comm);
   status = (*trainer)->Run();
   if (!status.ok()) Fail(status, comm);

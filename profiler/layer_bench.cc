@@ -234,6 +234,7 @@ int64_t Workspace(const MemoryStats& stats, int64_t start_bytes) {
 
 template <typename Call>
 StatusOr<double> Bench::Timed(const Call& call, int64_t* workspace_bytes) {
+  compute_.Synchronize();  // a GPU's queue is empty when the clock starts
   TRIDENT_RETURN_IF_ERROR(Align());
   compute_.ResetPeak();
   const int64_t start = Current();

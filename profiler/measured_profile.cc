@@ -6,7 +6,6 @@
 
 #include "core/file_util.h"
 #include "core/version.h"
-#include "runtime/compute/cpu_compute.h"
 
 namespace trident {
 namespace {
@@ -55,22 +54,24 @@ StatusOr<std::unique_ptr<Comm>> TpGroup(Comm* world, int tp) {
   return world->Split(ranks);
 }
 
-std::string DeviceName(const MeasuredProfileOptions& o, int world_size) {
-  std::string text = ThisCpuModelName() + " (" + std::to_string(o.threads) +
-                     (o.threads == 1 ? " thread" : " threads");
+std::string DeviceName(const MeasuredProfileOptions& o, const Compute& compute, int world_size) {
+  std::string text = o.device == "cuda" ? compute.Describe() + " (1 GPU"
+                                        : ThisCpuModelName() + " (" + std::to_string(o.threads) +
+                                              (o.threads == 1 ? " thread" : " threads");
   if (world_size > 1) text += " per rank, " + std::to_string(world_size) + " ranks";
   if (o.clock == TimingClock::kThreadCpu) text += ", thread CPU time";
   return text + ")";
 }
 
-Profile ProfileHeader(const ModelSpec& model, const MeasuredProfileOptions& o, int world_size) {
+Profile ProfileHeader(const ModelSpec& model, const MeasuredProfileOptions& o,
+                      const Compute& compute, int world_size) {
   Profile p;
   p.model = model.name;
   p.num_layers = model.NumLayers();
   p.seq_len = o.seq_len > 0 ? o.seq_len : model.max_seq_len;
   p.dtype = DType::kFp32;
-  p.device_kind = DeviceKind::kCpu;
-  p.device = DeviceName(o, world_size);
+  p.device_kind = o.device == "cuda" ? DeviceKind::kGpu : DeviceKind::kCpu;
+  p.device = DeviceName(o, compute, world_size);
   p.threads = o.threads;
   p.build = TridentBuild();
   p.date = UtcTimestamp();
@@ -115,6 +116,14 @@ Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions
   if (options.threads < 1) {
     return InvalidArgument("--threads " + std::to_string(options.threads) +
                            ": give at least 1 compute thread per rank");
+  }
+  if (options.device != "cpu" && options.device != "cuda") {
+    return InvalidArgument("--device " + options.device + ": unknown device; use cpu or cuda");
+  }
+  if (options.clock == TimingClock::kThreadCpu && options.device == "cuda") {
+    return InvalidArgument(
+        "--clock cpu reads the host thread's CPU time, which misses the GPU's work; use --clock "
+        "wall with --device cuda");
   }
   if (options.clock == TimingClock::kThreadCpu && options.threads != 1) {
     return InvalidArgument("--clock cpu reads the calling thread's CPU time, which misses the " +
@@ -165,13 +174,12 @@ Status TakeTurns(std::vector<Measurement>& measurements, const MeasuredProfileOp
 }  // namespace
 
 StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOptions& options,
-                                 Comm* world, const MeasureProgressFn& progress) {
+                                 Compute& compute, Comm* world, const MeasureProgressFn& progress) {
   const int world_size = world == nullptr ? 1 : world->Size();
   TRIDENT_RETURN_IF_ERROR(CheckMeasuredOptions(model, options, world_size));
   ModelSpec runnable = model;
   runnable.dropout = 0;
-  Profile profile = ProfileHeader(model, options, world_size);
-  CpuCompute compute(CpuComputeOptions{options.threads});
+  Profile profile = ProfileHeader(model, options, compute, world_size);
   std::vector<std::unique_ptr<Comm>> groups;
   std::vector<Measurement> measurements;
   for (int tp : options.tps) {

@@ -38,7 +38,8 @@ struct MeasuredProfileOptions {
   std::vector<int> micro_batches = {1, 2, 4, 8};
   std::vector<int> tps = {1};
   int64_t seq_len = 0;                     // 0: the model's max_seq_len
-  int threads = 1;                         // compute threads per rank
+  std::string device = "cpu";              // the compute backend's device: cpu or cuda
+  int threads = 1;                         // compute threads per rank (cpu)
   TimingClock clock = TimingClock::kWall;  // kThreadCpu needs threads == 1
   RepeatPolicy repeats;                    // the whole of each measurement, over all passes
   // Turns each measurement takes: every pass measures every layer, micro-batch size and tp
@@ -68,11 +69,13 @@ using MeasureProgressFn = std::function<void(const MeasureProgress&)>;
 Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions& options,
                             int world_size);
 
-// The measured profile of `model`. Every rank of `world` calls it with the same arguments.
-// REQUIRES: model.Validate() ok. Fails with CheckMeasuredOptions's error, a Comm error, or
-// Internal (see layer_bench.h).
+// The measured profile of `model`, run on `compute` (options.device's backend; MakeCompute).
+// Every rank of `world` calls it with the same arguments; with cuda, `world` is a NCCL world
+// made with compute's stream (MakeWorldComm("nccl")). REQUIRES: model.Validate() ok. Fails with
+// CheckMeasuredOptions's error, a Comm error, or Internal (see layer_bench.h).
 StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOptions& options,
-                                 Comm* world, const MeasureProgressFn& progress = {});
+                                 Compute& compute, Comm* world,
+                                 const MeasureProgressFn& progress = {});
 
 // "AMD EPYC 7B13" from the text of /proc/cpuinfo (its first "model name"), or "" when absent.
 std::string CpuModelName(std::string_view cpuinfo);

@@ -227,6 +227,9 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
                               StepRecord* record) {
   const Action& a = (*program_)[index];
   ActionRecord rec{a, MsSince(step_start_), 0, 0};
+  // Receives are posted in list order (this action's, if not yet, before the next one's):
+  // NCCL matches a pair's transfers in the order they are posted.
+  TRIDENT_RETURN_IF_ERROR(PostReceive(index));
   if (index + 1 < program_->size()) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
   if (hooks.before) TRIDENT_RETURN_IF_ERROR(hooks.before(a));
   if (a.kind == ActionKind::kForward) {

@@ -1,5 +1,8 @@
 #include "runtime/train/job_layout.h"
 
+#include <map>
+#include <utility>
+
 #include "core/check.h"
 
 namespace trident {
@@ -165,6 +168,70 @@ Status JobLayout::CheckNoDeadlock() const {
     return InvalidArgument(RankName(rank_map_, rank) + ", action " + Str(next[rank]) + " (" +
                            ActionToString(a) + "): waits for " + what +
                            ", which never runs (deadlock)");
+  }
+  return Status::Ok();
+}
+
+// One pipeline transfer: the activation (forward) or gradient crossing the boundary after
+// `boundary` for `micro_batch`, between ranks `from` and `to`.
+struct JobLayout::Transfer {
+  int from = 0;
+  int to = 0;
+  int boundary = 0;
+  int micro_batch = 0;
+  bool forward = true;
+  bool operator==(const Transfer&) const = default;
+  std::string ToString() const {
+    return std::string(forward ? "activation" : "gradient") + " of micro-batch " +
+           Str(micro_batch) + " across boundary " + Str(boundary);
+  }
+};
+
+std::optional<JobLayout::Transfer> JobLayout::SendOf(int rank, const Action& a) const {
+  const int tp = rank_map_.Coords(rank).tp;
+  std::optional<Transfer> t;
+  if (a.kind == ActionKind::kForward && a.stage < LastStage()) {
+    t = Transfer{rank, RankOf(a.stage + 1, a.micro_batch, tp), a.stage, a.micro_batch, true};
+  } else if (a.kind == ActionKind::kBackward && a.stage > 0) {
+    t = Transfer{rank, RankOf(a.stage - 1, a.micro_batch, tp), a.stage - 1, a.micro_batch, false};
+  }
+  if (t && t->to == rank) return std::nullopt;
+  return t;
+}
+
+std::optional<JobLayout::Transfer> JobLayout::ReceiveOf(int rank, const Action& a) const {
+  const int tp = rank_map_.Coords(rank).tp;
+  std::optional<Transfer> t;
+  if (a.kind == ActionKind::kForward && a.stage > 0) {
+    t = Transfer{RankOf(a.stage - 1, a.micro_batch, tp), rank, a.stage - 1, a.micro_batch, true};
+  } else if (a.kind == ActionKind::kBackward && a.stage < LastStage()) {
+    t = Transfer{RankOf(a.stage + 1, a.micro_batch, tp), rank, a.stage, a.micro_batch, false};
+  }
+  if (t && t->from == rank) return std::nullopt;
+  return t;
+}
+
+Status JobLayout::CheckInOrderTransfers() const {
+  using Pair = std::pair<int, int>;
+  std::map<Pair, std::vector<Transfer>> sent;
+  std::map<Pair, std::vector<Transfer>> received;
+  for (int rank = 0; rank < NumRanks(); ++rank) {
+    for (const Action& a : programs_[rank]) {
+      if (std::optional<Transfer> t = SendOf(rank, a)) sent[{t->from, t->to}].push_back(*t);
+      if (std::optional<Transfer> t = ReceiveOf(rank, a)) received[{t->from, t->to}].push_back(*t);
+    }
+  }
+  for (const auto& [pair, sends] : sent) {
+    const std::vector<Transfer>& receives = received[pair];
+    for (size_t k = 0; k < sends.size() && k < receives.size(); ++k) {
+      if (sends[k] == receives[k]) continue;
+      return InvalidArgument(
+          RankName(rank_map_, pair.first) + " sends the " + sends[k].ToString() + " to " +
+          RankName(rank_map_, pair.second) + " as its transfer " + Str(k) + " to that rank, " +
+          "but the receiver expects the " + receives[k].ToString() +
+          " there; hint: this schedule needs a backend that matches messages by tag (MPI: "
+          "--device cpu)");
+    }
   }
   return Status::Ok();
 }

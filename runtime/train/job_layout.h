@@ -69,6 +69,11 @@ class JobLayout {
 
   // See the file comment.
   Status CheckNoDeadlock() const;
+  // Whether every pair of ranks meets its transfers in one order: the k-th activation or
+  // gradient rank a sends to rank b (in a's list) is the k-th one b receives from a (in b's
+  // list). A backend that matches messages by order instead of by tag (NCCL) needs it; the
+  // error names the pair and the first transfer the two lists disagree on.
+  Status CheckInOrderTransfers() const;
 
  private:
   JobLayout(Plan plan, RankMap rank_map, int steps)
@@ -76,6 +81,9 @@ class JobLayout {
   Status BuildPrograms();
   std::optional<std::string> WaitsForReplica(int rank, size_t next,
                                              const std::vector<int>& backwards) const;
+  struct Transfer;
+  std::optional<Transfer> SendOf(int rank, const Action& a) const;
+  std::optional<Transfer> ReceiveOf(int rank, const Action& a) const;
 
   Plan plan_;
   RankMap rank_map_;

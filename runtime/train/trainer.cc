@@ -98,6 +98,7 @@ Status Trainer::State::Build() {
   rank = world->Rank();
   coords = layout->rank_map().Coords(rank);
   TRIDENT_RETURN_IF_ERROR(layout->CheckNoDeadlock());
+  if (options.in_order_transfers) TRIDENT_RETURN_IF_ERROR(layout->CheckInOrderTransfers());
   TRIDENT_ASSIGN_OR_RETURN(data, OpenData(options, plan));
   TRIDENT_RETURN_IF_ERROR(SplitComms());
   model = std::make_unique<StageModel>(*layout, rank, compute, tp_comm.get(), options.seed);

@@ -46,6 +46,9 @@ struct TrainOptions {
   int64_t save_every = 0;            // also every k steps (0: only at the end)
   std::string load_path;             // resume from this checkpoint ("" start afresh)
   bool quiet = false;  // no per-step line on stdout (the end-of-run summary still prints)
+  // The world matches a pair's transfers by order, not by tag (NCCL): refuse a layout whose
+  // ranks would post them in different orders (JobLayout::CheckInOrderTransfers).
+  bool in_order_transfers = false;
 
   // InvalidArgument naming the worker flag.
   Status Validate() const;

@@ -1,8 +1,8 @@
-"""Usage: compare_runs.py REFERENCE RUN STEP {params|losses} [--all-steps]
+"""Usage: compare_runs.py REFERENCE RUN STEP {params|losses} [--all-steps] [--tol=T]
 
 Compares two trident-worker output folders: the rank-0 losses in RUN/metrics.jsonl must equal
-those of REFERENCE within 1e-5 relative (every step RUN has; with --all-steps RUN must hold
-exactly steps 1..STEP), and with `params` so must every tensor of their checkpoints
+those of REFERENCE within T relative (default 1e-5; every step RUN has; with --all-steps RUN
+must hold exactly steps 1..STEP), and with `params` so must every tensor of their checkpoints
 ckpt/step-STEP.safetensors (relative to the tensor's largest value). Exits with the first
 difference as its message.
 """
@@ -30,13 +30,14 @@ def tensors(path):
 
 def main(ref, got, step, mode, *flags):
     step = int(step)
+    tol = float(next((f[6:] for f in flags if f.startswith("--tol=")), "1e-5"))
     a, b = losses(ref), losses(got)
     if not b:
         sys.exit("no losses")
     if "--all-steps" in flags and sorted(b) != list(range(1, step + 1)):
         sys.exit(f"steps {sorted(b)}, expected 1..{step}")
     for k in b:
-        if abs(a[k] - b[k]) > 1e-5 * abs(a[k]):
+        if abs(a[k] - b[k]) > tol * abs(a[k]):
             sys.exit(f"step {k}: loss {b[k]!r}, reference {a[k]!r}")
     if mode != "params":
         return
@@ -47,7 +48,7 @@ def main(ref, got, step, mode, *flags):
     for k in ta:
         scale = max(1e-6, max(abs(x) for x in ta[k]))
         err = max(abs(x - y) for x, y in zip(ta[k], tb[k]))
-        if err > 1e-5 * scale:
+        if err > tol * scale:
             sys.exit(f"{k}: max difference {err:.3g} of scale {scale:.3g}")
 
 

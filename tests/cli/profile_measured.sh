@@ -65,13 +65,15 @@ bad() {
   expect_rc "$code" && expect_in err "$text" && [[ ! -e $WORK/bad.yaml ]]
   verdict "$reason"
 }
-bad "--device tpu: exit 1, names the flag and the fix" 1 "use --device cpu" "$tiny" --device tpu
-bad "--device cuda: exit 1, no CUDA backend" 1 "--device cuda: this build has no CUDA" \
-  "$tiny" --device cuda
+bad "--device tpu: exit 1, names the flag and the fix" 1 "--device tpu: unknown device; use cpu" \
+  "$tiny" --device tpu
+# Without CUDA in the build, or without a GPU: the cause, then the fix.
+bad "--device cuda here: exit 1 with the fix" 1 "or use --device cpu" "$tiny" --device cuda
 bad "--tp 3 does not divide 4 heads" 1 "--tp 3: tp 3 does not divide" "$tiny" --tp 3
 bad "--tp 2 without mpirun says how to run it" 1 "mpirun -np 2" "$tiny" --tp 2
 bad "--seq above max_seq_len" 1 "--seq 65 exceeds gpt-tiny's max_seq_len 64" "$tiny" --seq 65
-bad "--dtype bf16 on the CPU" 1 "fp32 only" "$tiny" --dtype bf16
+bad "--dtype bf16: the layers compute in fp32" 1 "the runtime's layers compute in fp32" \
+  "$tiny" --dtype bf16
 bad "--clock cpu with 2 threads" 1 "use --threads 1" "$tiny" --clock cpu --threads 2
 bad "--time-budget-s 0" 1 "--time-budget-s" "$tiny" --time-budget-s 0
 bad "no MODEL: usage error" 2 "MODEL is required" --device cpu

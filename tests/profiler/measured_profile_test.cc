@@ -7,6 +7,7 @@
 
 #include "models/layer_cost.h"
 #include "runtime/comm/inprocess_comm.h"
+#include "runtime/compute/cpu_compute.h"
 
 namespace trident {
 namespace {
@@ -31,7 +32,8 @@ MeasuredProfileOptions QuickOptions() {
 }
 
 Profile Measure(const ModelSpec& model, const MeasuredProfileOptions& options) {
-  StatusOr<Profile> profile = MeasureProfile(model, options, nullptr);
+  CpuCompute cpu;
+  StatusOr<Profile> profile = MeasureProfile(model, options, cpu, nullptr);
   EXPECT_TRUE(profile.ok()) << profile.status().ToString();
   return profile.ok() ? *profile : Profile();
 }
@@ -136,7 +138,9 @@ TEST(MeasuredProfile, PassesTakeTurnsAndPoolTheirSamples) {
     turns.push_back(std::to_string(p.pass) + NameOf(LayerKindNames(), p.kind) + " " +
                     std::to_string(p.micro_batch));
   };
-  StatusOr<Profile> profile = MeasureProfile(LoadPreset("gpt-tiny"), options, nullptr, progress);
+  CpuCompute cpu;
+  StatusOr<Profile> profile =
+      MeasureProfile(LoadPreset("gpt-tiny"), options, cpu, nullptr, progress);
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
   EXPECT_EQ(profile->method.repeats, 3);
   ASSERT_EQ(turns.size(), 24u);
@@ -163,7 +167,9 @@ TEST(MeasuredProfile, SlowMeasurementsTakeOneTurn) {
     EXPECT_EQ(p.pass, 1);
     EXPECT_EQ(p.result->repeats, 1);
   };
-  StatusOr<Profile> profile = MeasureProfile(LoadPreset("gpt-tiny"), options, nullptr, progress);
+  CpuCompute cpu;
+  StatusOr<Profile> profile =
+      MeasureProfile(LoadPreset("gpt-tiny"), options, cpu, nullptr, progress);
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
   EXPECT_EQ(turns, 8);
   EXPECT_EQ(last.done, 8);
@@ -288,7 +294,8 @@ TEST(MeasuredProfile, TensorParallelShardsAreTimedAsAGroup) {
   std::vector<Profile> profiles(2);
   std::mutex mu;
   Status status = RunInProcess(2, [&](Comm& world) -> Status {
-    TRIDENT_ASSIGN_OR_RETURN(Profile p, MeasureProfile(model, options, &world));
+    CpuCompute cpu;
+    TRIDENT_ASSIGN_OR_RETURN(Profile p, MeasureProfile(model, options, cpu, &world));
     std::lock_guard<std::mutex> lock(mu);
     profiles[static_cast<size_t>(world.Rank())] = std::move(p);
     return Status::Ok();
@@ -325,7 +332,8 @@ TEST(MeasuredProfile, OptionsAreCheckedWithTheFlagAndTheFix) {
   options.threads = 2;
   options.clock = TimingClock::kThreadCpu;
   EXPECT_THAT(CheckMeasuredOptions(model, options, 1).message(), HasSubstr("--threads 1"));
-  StatusOr<Profile> refused = MeasureProfile(model, options, nullptr);
+  CpuCompute cpu;
+  StatusOr<Profile> refused = MeasureProfile(model, options, cpu, nullptr);
   EXPECT_FALSE(refused.ok());
 }
 

@@ -1,7 +1,8 @@
 // JobLayout: for every schedule (PipeDream with its per-update replica barrier), pp 1, 2 and 4,
 // uniform replication 1 and 2 and the non-uniform {2, 1}, tp 1 and 2, one and two steps: the layout
 // is built, cannot deadlock, and the ranks' lists hold every (kind, stage, global micro-batch)
-// exactly once, on the rank RankOf names; tp ranks run their tp-0 rank's list.
+// exactly once, on the rank RankOf names; tp ranks run their tp-0 rank's list; and which
+// layouts post every pair's transfers in one order on both sides (what NCCL needs).
 #include "runtime/train/job_layout.h"
 
 #include <gmock/gmock.h>
@@ -117,6 +118,27 @@ TEST_P(JobLayoutCoverageTest, EveryActionOnceOnTheRankRankOfNames) {
     }
   }
   EXPECT_EQ(seen.size(), expected_entries) << "actions outside the step's range";
+}
+
+// NCCL matches a pair's transfers by order. Every generated layout posts them in one order on
+// both sides of every pair, except interleaved 1F1B over positions with different replica
+// counts: position 0's replica 0 sends micro-batch 2 of stage 0 to the one replica of
+// position 1 before micro-batch 0 of stage 2, which position 1 receives first.
+TEST_P(JobLayoutCoverageTest, EveryPairMeetsItsTransfersInOneOrder) {
+  const LayoutCase& c = GetParam();
+  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(c.blocks), c.shape), c.steps);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  const std::vector<int>& r = c.shape.replicas;
+  const bool uniform = std::all_of(r.begin(), r.end(), [&](int x) { return x == r.front(); });
+  Status in_order = layout->CheckInOrderTransfers();
+  if (c.shape.schedule != ScheduleKind::kInterleaved1F1B || uniform) {
+    EXPECT_TRUE(in_order.ok()) << in_order.ToString();
+    return;
+  }
+  EXPECT_EQ(in_order.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(in_order.message(), HasSubstr("sends the activation of micro-batch 2 across "
+                                            "boundary 0"));
+  EXPECT_THAT(in_order.message(), HasSubstr("matches messages by tag (MPI: --device cpu)"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, JobLayoutCoverageTest, ::testing::ValuesIn(AllLayoutCases()),

@@ -271,6 +271,21 @@ TEST(TrainerTest, WorldOfTheWrongSizeIsRejected) {
   EXPECT_THAT(status.message(), HasSubstr("mpirun -np 2"));
 }
 
+// A world that matches transfers by order (NCCL) refuses the one layout family whose pairs
+// post them in different orders, before any rank starts (job_layout_test has the family).
+TEST(TrainerTest, InOrderTransfersRefuseAMismatchedLayout) {
+  PlanShape shape = Shape(ScheduleKind::kInterleaved1F1B, 1, {2, 1}, 2);
+  shape.num_micro_batches = 8;
+  const Plan plan = MakePlan(TinyGpt(2), shape);
+  TrainOptions options = QuietOptions(1);
+  options.in_order_transfers = true;
+  TrainRun run = TrainInProcess(plan, options);
+  EXPECT_EQ(run.status.code(), StatusCode::kInvalidArgument) << run.status.ToString();
+  EXPECT_THAT(run.status.message(), HasSubstr("matches messages by tag"));
+  options.in_order_transfers = false;
+  EXPECT_TRUE(TrainInProcess(plan, options).status.ok());
+}
+
 TEST(TrainerTest, PipeDreamIsRejected) {
   Plan plan = MakePlan(TinyGpt(), Shape(ScheduleKind::kPipeDream, 1, {1, 1}));
   TrainRun run = TrainInProcess(plan, QuietOptions(1));

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Usage: worker_cuda.sh WORKER_BIN MPIRUN [MPIRUN_FLAG...]
+#
+# trident-worker --device cuda against --device cpu on the same plan, seed and data: gpt-tiny,
+# 10 steps of SGD with momentum, losses and final parameters within 1e-3 relative (both fp32;
+# cuBLAS and Eigen sum in different orders, and the GPU kernels fuse multiply-adds, so the two
+# runs drift apart by rounding, far less than any wrong formula would). One GPU: the
+# single-rank plan. Two or more: pp 2 (activations and gradients through NCCL) and dp 2 (the
+# gradient all-reduce through NCCL) against the one-process CPU run. Without a GPU, or in a
+# build without CUDA, it prints why and exits 77 (ctest: skipped).
+# shellcheck source=testlib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+# shellcheck source=plan_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
+
+worker=$1
+mpirun=$2
+shift 2
+mpi_flags=("$@")
+steps=10
+tol=1e-3
+
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if ((gpus == 0)); then
+  echo "SKIP: no NVIDIA GPU here (nvidia-smi -L lists none); the CUDA runs need one"
+  exit 77
+fi
+
+plan() { tiny_plan "$1" "$2" "$2" "$3" "$4" 1 1 "$5" "$6" 1f1b "$7"; }
+
+train() {  # NAME NP DEVICE
+  run timeout 300 "$mpirun" -np "$2" "${mpi_flags[@]}" "$worker" "$WORK/$1.yaml" \
+    --device "$3" --data synthetic --steps "$steps" --out "$WORK/$1-$3" \
+    --save "$WORK/$1-$3/ckpt" --quiet --optimizer sgd --lr 0.1 --momentum 0.9
+}
+
+same_as() {  # REFERENCE RUN
+  REASON=$(python3 "$(dirname "${BASH_SOURCE[0]}")/compare_runs.py" "$WORK/$1" "$WORK/$2" \
+    "$steps" params --all-steps "--tol=$tol" 2>&1)
+}
+
+plan single 1 1 1 2 4 "$(tiny_stage 0 5 1 none)"
+train single 1 cpu
+expect_rc 0
+verdict "the CPU reference trains"
+train single 1 cuda
+if [[ $RC -ne 0 ]] && grep -q "this build has no CUDA backend" "$WORK/err"; then
+  echo "SKIP: trident-worker was built without CUDA (-DTRIDENT_CUDA=ON)"
+  exit 77
+fi
+expect_rc 0 && same_as single-cpu single-cuda
+verdict "one GPU: same losses and parameters as the CPU"
+
+if ((gpus >= 2)); then
+  plan pp2 2 1 2 2 4 "$(tiny_stage 0 2 1 none)
+$(tiny_stage 2 3 1 none)"
+  train pp2 2 cuda
+  expect_rc 0 && same_as single-cpu pp2-cuda
+  verdict "pp 2 on two GPUs (NCCL transfers): same as the CPU"
+  plan dp2 2 2 1 2 4 "$(tiny_stage 0 5 2 none)"
+  train dp2 2 cuda
+  expect_rc 0 && same_as single-cpu dp2-cuda
+  verdict "dp 2 on two GPUs (NCCL all-reduce): same as the CPU"
+fi
+summary 2
