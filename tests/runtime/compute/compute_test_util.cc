@@ -7,7 +7,23 @@
 #include <numbers>
 #include <random>
 
+#include "runtime/compute/compute_factory.h"
+
 namespace trident {
+
+const CudaBackend& Cuda() {
+  static const CudaBackend* const backend = [] {
+    auto* made = new CudaBackend;
+    StatusOr<std::unique_ptr<Compute>> cuda = MakeCompute({.device = "cuda"});
+    if (cuda.ok()) {
+      made->compute = std::move(cuda).value();
+    } else {
+      made->error = cuda.status().message();
+    }
+    return made;
+  }();
+  return *backend;
+}
 
 std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,14 @@ std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f, floa
 // `n` ids uniform in [0, vocab).
 std::vector<int32_t> RandomIds(int64_t n, int32_t vocab, uint32_t seed);
 std::vector<double> ToDouble(const std::vector<float>& values);
+
+// The CUDA backend of a test program, made on first use and never destroyed; null, with the
+// reason (no GPU, or a build without CUDA), without one.
+struct CudaBackend {
+  std::unique_ptr<Compute> compute;
+  std::string error;
+};
+const CudaBackend& Cuda();
 
 Tensor Upload(Compute& compute, std::vector<int64_t> shape, const std::vector<float>& values);
 Tensor UploadIds(Compute& compute, std::vector<int64_t> shape, const std::vector<int32_t>& ids);

@@ -68,26 +68,6 @@ double Flops(const Linear& linear) {
   return 2.0 * static_cast<double>(kTokens * linear.in * linear.out);
 }
 
-// The CUDA backend, made on first use and never destroyed; null, with the reason, without one.
-struct CudaBackend {
-  std::unique_ptr<Compute> compute;
-  std::string error;
-};
-
-const CudaBackend& Cuda() {
-  static const CudaBackend* const backend = [] {
-    auto* made = new CudaBackend;
-    StatusOr<std::unique_ptr<Compute>> cuda = MakeCompute({.device = "cuda"});
-    if (cuda.ok()) {
-      made->compute = std::move(cuda).value();
-    } else {
-      made->error = cuda.status().message();
-    }
-    return made;
-  }();
-  return *backend;
-}
-
 // The CUDA backend, or null after marking the benchmark skipped.
 Compute* CudaOrSkip(benchmark::State& state) {
   if (Cuda().compute == nullptr) {
