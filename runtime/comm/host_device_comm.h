@@ -9,8 +9,9 @@
 // messages. PyTorch's process groups do the same ("cpu:gloo,cuda:nccl"): every rank makes the
 // same call with the same kind of buffer, so each inner communicator sees the same sequence of
 // calls on every rank, and the Comm contract holds for the whole. Rank() and Size() are the
-// host communicator's (both must agree). Barrier goes to the host communicator; AbortJob to the
-// device one (NCCL aborts its own communicator before MPI ends the job).
+// host communicator's (both must agree). Barrier and AbortJob go to the device communicator
+// (NCCL launches its queued transfers before meeting the others, and aborts its own
+// communicator before MPI ends the job).
 // Requests are this object's own; each maps to the request of the communicator that made it.
 // A send and a receive of one transfer must have buffers of the same kind (device or host) on
 // both ranks, as they do when both are tensors of the same backend.
@@ -48,7 +49,7 @@ class HostDeviceComm final : public Comm {
   Status AllGather(std::span<const float> send, std::span<float> recv) override;
   Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) override;
   Status Broadcast(std::span<float> data, int root) override;
-  Status Barrier() override { return host_->Barrier(); }
+  Status Barrier() override { return device_->Barrier(); }
   StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
   [[noreturn]] void AbortJob(int exit_code) override;

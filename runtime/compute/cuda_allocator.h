@@ -4,8 +4,11 @@
 // rounded size, and handed out again instead of going back to the driver: cudaMalloc and
 // cudaFree synchronize the device, which would serialize every step. Blocks are zero-filled
 // on the compute stream (cudaMemsetAsync), so a block reused there is ordered after the ops
-// that used it before. When cudaMalloc fails the idle blocks are released and it is tried
-// once more; after that the allocator aborts, naming the bytes requested and held.
+// that used it before. Blocks are not tracked per stream: a block used on another stream (a
+// communication stream) must have its use completed on the host (Comm::Wait or Test) before
+// its tensor is freed, as the runtime does. When cudaMalloc fails the idle blocks are released
+// (cudaFree, which waits for the whole device) and it is tried once more; after that the
+// allocator aborts, naming the bytes requested and held.
 //
 // The figures count the bytes requested by live blocks (not the rounding, not idle blocks),
 // so they match the tensor sizes the memory model predicts, as TrackingAllocator's do.

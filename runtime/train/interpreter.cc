@@ -230,7 +230,8 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
   // Receives are posted in list order (this action's, if not yet, before the next one's):
   // NCCL matches a pair's transfers in the order they are posted.
   TRIDENT_RETURN_IF_ERROR(PostReceive(index));
-  if (index + 1 < program_->size()) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
+  const bool prefetch = index + 1 < program_->size();
+  if (prefetch && !options_.in_order_transfers) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
   if (hooks.before) TRIDENT_RETURN_IF_ERROR(hooks.before(a));
   if (a.kind == ActionKind::kForward) {
     TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, record, &rec.wait_ms));
@@ -245,6 +246,7 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
   record->compute_ms += rec.end_ms - rec.start_ms - rec.wait_ms;
   record->wait_ms += rec.wait_ms;
   record->actions.push_back(rec);
+  if (prefetch && options_.in_order_transfers) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
   TRIDENT_RETURN_IF_ERROR(ReapSends(false, nullptr));
   if (hooks.after) return hooks.after(a, completes_stage_[index] != 0);
   return Status::Ok();

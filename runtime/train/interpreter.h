@@ -74,6 +74,11 @@ struct InterpreterOptions {
   bool check_finite = true;
   // The gradient each backward starts from at the loss.
   float dloss = 1.0f;
+  // The world matches a pair's transfers by order on one stream per communicator (NCCL): the
+  // next action's receive is posted after this action's send, not before the action runs. A
+  // receive launched first would hold back the send behind it on the stream while the peer's
+  // receive holds back the send this one waits for (pipelines of 3 or more stages).
+  bool in_order_transfers = false;
 };
 
 class Interpreter {

@@ -55,6 +55,7 @@ struct Trainer::State {
             optimizer.get(),
             options.comm_timeout};
   }
+  Status CheckInOrderLayout() const;
   InterpreterOptions MakeInterpreterOptions() const;
 
   // One step of a flushing schedule.
