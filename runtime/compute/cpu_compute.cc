@@ -62,9 +62,7 @@ void CpuCompute::DoCopy(const Tensor& src, Tensor& dst) {
 }
 
 // Every float tensor here is fp32 (Supports), so a cast is a copy.
-void CpuCompute::DoCast(const Tensor& src, Tensor& dst) {
-  CopyBytes(dst.raw_data(), src.raw_data(), src.bytes());
-}
+void CpuCompute::DoCast(const Tensor& src, Tensor& dst) { DoCopy(src, dst); }
 
 void CpuCompute::DoFill(float value, Tensor& dst) {
   threads_.ParallelFor(dst.numel(), 1, [&](int64_t begin, int64_t end) {
