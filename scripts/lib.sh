@@ -43,6 +43,13 @@ trident_build() {
   cmake --build "$dir" -j "$(nproc)"
 }
 
+# trident_test_count DIR [ctest label options...]: how many tests ctest lists there.
+trident_test_count() {
+  local dir="$1"
+  shift
+  ctest --test-dir "$dir" -N "$@" | sed -n 's/^Total Tests: //p'
+}
+
 # trident_build_release: installs what is missing and builds build/release without tests
 # (scripts/demo, scripts/fidelity); the trident binary is then build/release/cli/trident.
 trident_build_release() {
