@@ -87,9 +87,14 @@ class Bench {
   void SetMicroBatch(int micro_batch);
   // One repeat, its times the job's slowest.
   StatusOr<RepeatResult> Repeat();
-  // An untimed forward (then discarded) of the first mode: the first call at a new size
-  // faults in fresh memory and cold caches, which a layer of seconds a repeat, whose warm-up
-  // is its only sample, would otherwise count.
+  // An untimed micro-batch through the first mode: the first call at a new size takes fresh
+  // memory from the system and runs on cold caches, which a layer of seconds a repeat, whose
+  // warm-up is its only sample, would otherwise count. A layer with recompute modes runs its
+  // backward too: a block's backward allocates buffers its forward never does (the
+  // attention-score and MLP gradients), and its first BackwardInput at a size ran 40% slower
+  // than the next (gpt2-small, mb 1), which also hid the recompute figures (a cold mode none
+  // made the others' extra time negative). Other layers' backward reuses the forward's buffer
+  // sizes, and priming it would double the LM head's share of a profile.
   void Prime();
   const std::vector<RecomputeMode>& modes() const { return modes_; }
   int tp() const { return tp_comm_ == nullptr ? 1 : tp_comm_->Size(); }
@@ -284,10 +289,17 @@ StatusOr<PassResult> Bench::Pass(Layer& layer, bool weight) {
 }
 
 void Bench::Prime() {
+  Layer& layer = *layers_.front();
   const Tensor* targets = targets_BS_.defined() ? &targets_BS_ : nullptr;
-  Tensor y = layers_.front()->Forward(kMicroBatch, MakeInput(), targets);
+  Tensor y = layer.Forward(kMicroBatch, MakeInput(), targets);
   y = Tensor();
-  layers_.front()->Discard(kMicroBatch);
+  if (modes_.size() == 1) {
+    layer.Discard(kMicroBatch);
+    return;
+  }
+  Tensor dx = layer.BackwardInput(kMicroBatch, MakeOutputGrad());
+  dx = Tensor();
+  layer.BackwardWeight(kMicroBatch);
 }
 
 StatusOr<RepeatResult> Bench::Repeat() {

@@ -45,8 +45,9 @@ struct MeasuredProfileOptions {
   // Turns each measurement takes: every pass measures every layer, micro-batch size and tp
   // degree once, with a share of the repeats, and the figures pool the samples of all
   // passes, so they come from the whole time the profile ran (a shared machine's speed drifts
-  // over seconds; a measurement taken in one stretch would catch one moment of it). A
-  // measurement whose one repeat outlasts its share of the budget takes the first turn only.
+  // over seconds; a measurement taken in one stretch would catch one moment of it). A size
+  // whose one repeat outlasts its share of the budget takes one turn only, and the larger
+  // sizes of its measurement take one pass each (all that are left in the last pass).
   int passes = 3;
 };
 

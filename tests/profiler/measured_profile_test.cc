@@ -12,6 +12,7 @@
 namespace trident {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 ModelSpec LoadPreset(const std::string& name) {
@@ -152,28 +153,34 @@ TEST(MeasuredProfile, PassesTakeTurnsAndPoolTheirSamples) {
               HasSubstr("--passes 0"));
 }
 
-// A measurement whose one repeat outlasts its share of the budget takes one turn: its one
-// sample (the warm-up) already spans more than a turn would.
-TEST(MeasuredProfile, SlowMeasurementsTakeOneTurn) {
+// A size whose one repeat outlasts its share of the budget takes one turn: its one sample (the
+// warm-up) already spans more than a turn would. The larger sizes of such a measurement take
+// one pass each (all that are left in the last), so the other measurements' turns fall
+// between them.
+TEST(MeasuredProfile, SlowMeasurementsTakeOneTurnPerSizeSpreadOverThePasses) {
   MeasuredProfileOptions options = QuickOptions();
+  options.micro_batches = {4, 1, 2};
   options.repeats.budget_ms = 1e-3;
-  options.passes = 3;
-  int turns = 0;
+  options.passes = 2;
+  std::vector<std::string> turns;
   MeasureProgress last;
   MeasureProgressFn progress = [&](const MeasureProgress& p) {
+    EXPECT_LE(p.done, p.total);
     last = p;
     if (p.result == nullptr) return;
-    ++turns;
-    EXPECT_EQ(p.pass, 1);
     EXPECT_EQ(p.result->repeats, 1);
+    turns.push_back(std::to_string(p.pass) + NameOf(LayerKindNames(), p.kind) + " " +
+                    std::to_string(p.micro_batch));
   };
   CpuCompute cpu;
   StatusOr<Profile> profile =
       MeasureProfile(LoadPreset("gpt-tiny"), options, cpu, nullptr, progress);
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
-  EXPECT_EQ(turns, 8);
-  EXPECT_EQ(last.done, 8);
-  EXPECT_EQ(last.total, 8);  // the skipped turns leave the count
+  EXPECT_THAT(turns, ElementsAre("1embedding 1", "1gpt_block 1", "1final_norm 1", "1lm_head 1",
+                                 "2embedding 2", "2embedding 4", "2gpt_block 2", "2gpt_block 4",
+                                 "2final_norm 2", "2final_norm 4", "2lm_head 2", "2lm_head 4"));
+  EXPECT_EQ(last.done, 12);
+  EXPECT_EQ(last.total, 12);  // the skipped turns leave the count
   EXPECT_EQ(profile->method.repeats, 1);
 }
 
