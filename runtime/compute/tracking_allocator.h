@@ -11,6 +11,14 @@
 // small model up to twice as slow as its layers' profile. Idle blocks are bounded by the peak
 // of live bytes (never more idle memory than the job has used at once) and released by the
 // destructor; they are not counted in the figures.
+//
+// Blocks of 2 MiB and more are 2 MiB aligned and advised as transparent huge pages
+// (madvise(MADV_HUGEPAGE), which counts where the kernel's THP mode is "madvise", Debian's
+// default), as PyTorch's CPU allocator does when THP_MEM_ALLOC_ENABLE is set: a 2 MiB page
+// holds what 512 small ones do, so the first touch of a fresh block faults 512 times less and
+// the TLB covers a whole embedding table. On gpt2-small the embedding's forward (random rows of
+// a 147 MiB table) measured 0.71 ms against 0.83–1.0 ms, and of two profiles' embedding and
+// final-norm medians 11 of 12 agreed within 5% (the 12th 8%), against 8 of 12 (up to 20%).
 // Thread-safety: none; one thread at a time (the owning backend's).
 #pragma once
 
@@ -25,6 +33,7 @@ namespace trident {
 class TrackingAllocator {
  public:
   static constexpr int64_t kAlignmentBytes = 64;
+  static constexpr int64_t kHugePageBytes = int64_t{2} << 20;
 
   TrackingAllocator() = default;
   ~TrackingAllocator();

@@ -2,6 +2,7 @@
 // contract checks that Compute's public methods apply for every backend.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -112,6 +113,19 @@ TEST(TrackingAllocatorTest, BlocksAreAlignedAndZeroed) {
     for (int64_t i = 0; i < bytes; ++i) ASSERT_EQ(block[i], 0) << bytes << " bytes, byte " << i;
     allocator.Free(block, bytes);
   }
+}
+
+// From 2 MiB a block starts on a huge page (the kernel may then back it with 2 MiB pages).
+TEST(TrackingAllocatorTest, LargeBlocksAreHugePageAligned) {
+  TrackingAllocator allocator;
+  const int64_t huge = TrackingAllocator::kHugePageBytes;
+  for (int64_t bytes : {huge, huge + 1, 3 * huge + 100}) {
+    auto* block = static_cast<unsigned char*>(allocator.Allocate(bytes));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(block) % huge, 0u) << bytes << " bytes";
+    EXPECT_EQ(std::count(block, block + bytes, 0), bytes) << bytes << " bytes, zero-filled";
+    allocator.Free(block, bytes);
+  }
+  EXPECT_EQ(allocator.stats(), (MemoryStats{0, 3 * huge + 100}));
 }
 
 // A freed block is handed out again for the same padded size, zero-filled, and the figures
