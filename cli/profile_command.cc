@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -14,6 +13,7 @@
 #include "cli/format.h"
 #include "cli/profile_comm.h"
 #include "core/file_util.h"
+#include "core/launcher_env.h"
 #include "core/logging.h"
 #include "profiler/analytic_profile.h"
 #include "profiler/measured_profile.h"
@@ -149,20 +149,13 @@ class ProgressPrinter {
 
 // The number of ranks of the job that started this process (Open MPI's mpirun, or a PMI
 // launcher: MPICH's mpiexec, srun --mpi=pmi2), or 0 when it was started on its own.
-int LaunchedWorldSize() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-    if (const char* value = std::getenv(name)) return std::atoi(value);
-  }
-  return 0;
-}
-
 StatusOr<MeasuredProfileOptions> MeasuredOptions(const ProfileOptions& o, const ModelSpec& model) {
   if (!o.dtype.empty() && o.dtype != "fp32") {
     return InvalidArgument("--dtype " + o.dtype +
                            ": the runtime's layers compute in fp32; use --dtype fp32 or leave it "
                            "out (--analytic --cluster C computes a bf16 profile)");
   }
-  const int launched = LaunchedWorldSize();
+  const int launched = LaunchedWorldSize().value_or(0);
   MeasuredProfileOptions options;
   options.device = o.device;
   options.micro_batches = o.micro_batches;
@@ -210,7 +203,7 @@ void PrintNotes(const ModelSpec& model) {
 StatusOr<std::unique_ptr<Comm>> WorldFor(const MeasuredProfileOptions& options,
                                          const Compute& compute) {
   int largest_tp = *std::max_element(options.tps.begin(), options.tps.end());
-  if (LaunchedWorldSize() == 0 && largest_tp == 1) return std::unique_ptr<Comm>();
+  if (!LaunchedWorldSize() && largest_tp == 1) return std::unique_ptr<Comm>();
   if (options.device == "cuda") {
     return MakeWorldComm("nccl", CommOptions{.device_stream = compute.device_stream()});
   }

@@ -6,15 +6,10 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "core/launcher_env.h"
+
 namespace trident {
 namespace {
-
-std::optional<int> RankFromEnvironment() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* value = std::getenv(name)) return std::atoi(value);
-  }
-  return std::nullopt;
-}
 
 std::optional<MeshCoords> CoordsFromEnvironment() {
   const char* value = std::getenv(kMeshCoordsVariable);
@@ -45,7 +40,7 @@ LogContext LogContext::FromEnvironment() {
   LogContext context;
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) context.host = host;
-  context.rank = RankFromEnvironment();
+  context.rank = LaunchedRank();
   context.coords = CoordsFromEnvironment();
   return context;
 }

@@ -1,7 +1,6 @@
 #include "runtime/compute/compute_factory.h"
 
-#include <cstdlib>
-
+#include "core/launcher_env.h"
 #include "runtime/compute/cpu_compute.h"
 #if TRIDENT_HAVE_CUDA
 #include "runtime/compute/cuda_compute.h"
@@ -10,21 +9,12 @@
 namespace trident {
 namespace {
 
-#if TRIDENT_HAVE_CUDA
-int LocalRank() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-    if (const char* value = std::getenv(name)) return std::atoi(value);
-  }
-  return 0;
-}
-#endif
-
 StatusOr<std::unique_ptr<Compute>> MakeCuda([[maybe_unused]] const ComputeOptions& options) {
 #if TRIDENT_HAVE_CUDA
   TRIDENT_ASSIGN_OR_RETURN(
       std::unique_ptr<CudaCompute> cuda,
-      CudaCompute::Create(
-          {.device = options.device_index < 0 ? LocalRank() : options.device_index}));
+      CudaCompute::Create({.device = options.device_index < 0 ? LaunchedLocalRank().value_or(0)
+                                                              : options.device_index}));
   return std::unique_ptr<Compute>(std::move(cuda));
 #else
   return FailedPrecondition(

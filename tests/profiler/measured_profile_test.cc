@@ -124,6 +124,12 @@ TEST(MeasuredProfile, CoversEveryLayerOnceAndIdenticalBlocksShareOneEntry) {
   }
 }
 
+// "2gpt_block 4": a turn's pass, layer kind and micro-batch size.
+std::string TurnName(const MeasureProgress& p) {
+  return std::to_string(p.pass) + NameOf(LayerKindNames(), p.kind) + " " +
+         std::to_string(p.micro_batch);
+}
+
 // Every pass measures every layer and micro-batch once, and the figures pool the passes'
 // samples: three passes of one timed repeat each give three samples.
 TEST(MeasuredProfile, PassesTakeTurnsAndPoolTheirSamples) {
@@ -136,8 +142,7 @@ TEST(MeasuredProfile, PassesTakeTurnsAndPoolTheirSamples) {
     EXPECT_EQ(p.total, 4 * 2 * 3);  // 4 kinds, 2 micro-batch sizes, 3 passes
     if (p.result == nullptr) return;
     EXPECT_EQ(p.result->repeats, p.pass) << "pooled over the passes so far";
-    turns.push_back(std::to_string(p.pass) + NameOf(LayerKindNames(), p.kind) + " " +
-                    std::to_string(p.micro_batch));
+    turns.push_back(TurnName(p));
   };
   CpuCompute cpu;
   StatusOr<Profile> profile =
@@ -169,8 +174,7 @@ TEST(MeasuredProfile, SlowMeasurementsTakeOneTurnPerSizeSpreadOverThePasses) {
     last = p;
     if (p.result == nullptr) return;
     EXPECT_EQ(p.result->repeats, 1);
-    turns.push_back(std::to_string(p.pass) + NameOf(LayerKindNames(), p.kind) + " " +
-                    std::to_string(p.micro_batch));
+    turns.push_back(TurnName(p));
   };
   CpuCompute cpu;
   StatusOr<Profile> profile =

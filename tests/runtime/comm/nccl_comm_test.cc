@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/launcher_env.h"
 #include "runtime/comm/comm.h"
 #include "runtime/comm/comm_factory.h"
 #include "runtime/comm/nccl_comm.h"
@@ -45,7 +46,7 @@ int EnvInt(const char* name, int fallback) {
   return value == nullptr ? fallback : std::atoi(value);
 }
 
-int LocalRank() { return EnvInt("OMPI_COMM_WORLD_LOCAL_RANK", 0); }
+int LocalRank() { return LaunchedLocalRank().value_or(0); }
 
 // Why this rank cannot run the GPU tests, or "".
 std::string LocalGpuProblem() {
