@@ -16,6 +16,19 @@ if(TRIDENT_SANITIZE)
   message(STATUS "Trident: sanitizers ${_trident_san}")
 endif()
 
+if(TRIDENT_NATIVE_ARCH)
+  include(CheckCXXCompilerFlag)
+  check_cxx_compiler_flag(-march=native TRIDENT_HAVE_MARCH_NATIVE)
+  if(TRIDENT_HAVE_MARCH_NATIVE)
+    # C++ only: no CUDA source includes Eigen, and nvcc's front end does not parse every
+    # host compiler's AVX-512 intrinsic headers.
+    add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+    message(STATUS "Trident: C++ compiled for this CPU (-march=native)")
+  else()
+    message(STATUS "Trident: the compiler has no -march=native; the compiler's baseline CPU")
+  endif()
+endif()
+
 # CUDA sources: nvcc's own warnings, and the host compiler's -Wall -Wextra on the host side
 # (-Wpedantic and -Wold-style-cast would fire inside the CUDA headers).
 set(TRIDENT_CUDA_WARNING_FLAGS -Xcompiler=-Wall,-Wextra,-Wshadow)
