@@ -140,111 +140,32 @@ struct Measurement {
   LayerKind kind;
   int tp;
   std::unique_ptr<LayerBench> bench;
-  std::vector<int> measured;  // the micro-batch sizes with samples
-  bool slow = false;          // one repeat at some size outlasted a turn
-
-  bool Measured(int mb) const {
-    return std::find(measured.begin(), measured.end(), mb) != measured.end();
-  }
 };
 
-// The turns (see the header). A size whose one repeat outlasts a turn has a sample of seconds
-// and takes no more turns. A measurement that has such a size takes its sizes not yet measured
-// (larger, so slower still) one per pass, and all that are left in the last: spread so, the
-// fast measurements' later turns fall between them, over the whole profile, not all at its
-// end (a gpt2-small block or LM head: seconds a repeat).
-class Turns {
- public:
-  Turns(std::vector<Measurement>& measurements, const MeasuredProfileOptions& options)
-      : measurements_(measurements),
-        options_(options),
-        share_(options.repeats.Share(options.passes)),
-        sizes_(options.micro_batches) {
-    std::sort(sizes_.begin(), sizes_.end());
-  }
-
-  Status Run(const MeasureProgressFn& progress) {
-    MeasureProgress report;
-    report.passes = options_.passes;
-    report.total = Planned({});
-    for (report.pass = 1; report.pass <= options_.passes; ++report.pass) {
-      for (size_t i = 0; i < measurements_.size(); ++i) {
-        Measurement& m = measurements_[i];
-        bool took_new = false;
-        for (int mb : sizes_) {
-          const Size size = SizeOf(m, mb);
-          if (!Takes(size, m.slow, took_new, report.pass)) continue;
-          took_new = took_new || size == Size::kNew;
-          report = {report.done, report.total, report.pass, report.passes, m.kind, mb, m.tp};
-          if (progress) progress(report);
-          TRIDENT_RETURN_IF_ERROR(m.bench->Measure(mb, share_));
-          if (size == Size::kNew) m.measured.push_back(mb);
-          LayerMeasurement result = m.bench->Result(mb);
-          m.slow = m.slow || result.repeat_ms > share_.budget_ms;
-          ++report.done;
-          report.total = report.done + Planned({report.pass, i, mb, took_new});
-          report.result = &result;
-          if (progress) progress(report);
-        }
+// The turns (see the header): every pass measures every layer and size once, sizes ascending.
+Status TakeTurns(std::vector<Measurement>& measurements, const MeasuredProfileOptions& options,
+                 const MeasureProgressFn& progress) {
+  const RepeatPolicy share = options.repeats.Share(options.passes);
+  std::vector<int> sizes = options.micro_batches;
+  std::sort(sizes.begin(), sizes.end());
+  MeasureProgress report;
+  report.passes = options.passes;
+  report.total = options.passes * static_cast<int>(measurements.size() * sizes.size());
+  for (report.pass = 1; report.pass <= options.passes; ++report.pass) {
+    for (Measurement& m : measurements) {
+      for (int mb : sizes) {
+        report = {report.done, report.total, report.pass, report.passes, m.kind, mb, m.tp};
+        if (progress) progress(report);
+        TRIDENT_RETURN_IF_ERROR(m.bench->Measure(mb, share));
+        LayerMeasurement result = m.bench->Result(mb);
+        ++report.done;
+        report.result = &result;
+        if (progress) progress(report);
       }
     }
-    return Status::Ok();
   }
-
- private:
-  enum class Size { kNew, kFast, kSlow };  // not measured yet; one repeat within a turn or not
-
-  // Where the turns stand: the last turn taken (none: pass 1, mb 0).
-  struct Position {
-    int pass = 1;
-    size_t index = 0;
-    int mb = 0;
-    bool took_new = false;  // whether measurement `index` took a new size in `pass`
-  };
-
-  Size SizeOf(const Measurement& m, int mb) const {
-    if (!m.Measured(mb)) return Size::kNew;
-    return m.bench->Result(mb).repeat_ms > share_.budget_ms ? Size::kSlow : Size::kFast;
-  }
-
-  bool Takes(Size size, bool slow, bool took_new, int pass) const {
-    if (size != Size::kNew) return size == Size::kFast;
-    return !slow || !took_new || pass == options_.passes;
-  }
-
-  // The turns still to come after `at`, counting a size not measured yet as slow in a slow
-  // measurement and fast in the others (for the progress display).
-  int Planned(const Position& at) const {
-    int turns = 0;
-    std::vector<std::vector<int>> taken(measurements_.size());  // new sizes, as planned
-    for (int pass = at.pass; pass <= options_.passes; ++pass) {
-      for (size_t i = 0; i < measurements_.size(); ++i) {
-        const Measurement& m = measurements_[i];
-        const bool now = pass == at.pass && i == at.index;
-        if (pass == at.pass && i < at.index) continue;
-        bool took_new = now && at.took_new;
-        for (int mb : sizes_) {
-          if (now && mb <= at.mb) continue;
-          Size size = SizeOf(m, mb);
-          if (std::find(taken[i].begin(), taken[i].end(), mb) != taken[i].end()) {
-            size = m.slow ? Size::kSlow : Size::kFast;
-          }
-          if (!Takes(size, m.slow, took_new, pass)) continue;
-          ++turns;
-          if (size != Size::kNew) continue;
-          took_new = true;
-          taken[i].push_back(mb);
-        }
-      }
-    }
-    return turns;
-  }
-
-  std::vector<Measurement>& measurements_;
-  const MeasuredProfileOptions& options_;
-  const RepeatPolicy share_;
-  std::vector<int> sizes_;  // ascending
-};
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -264,10 +185,10 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
                             world, options.clock};
       TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<LayerBench> bench,
                                LayerBench::Create(runnable, setup));
-      measurements.push_back({kind, tp, std::move(bench), {}, false});
+      measurements.push_back({kind, tp, std::move(bench)});
     }
   }
-  TRIDENT_RETURN_IF_ERROR(Turns(measurements, options).Run(progress));
+  TRIDENT_RETURN_IF_ERROR(TakeTurns(measurements, options, progress));
   int fewest_repeats = options.repeats.max_repeats;
   std::map<LayerKind, std::vector<ProfileEntry>> entries;
   for (const Measurement& m : measurements) {

@@ -46,15 +46,15 @@ struct MeasuredProfileOptions {
   // degree once, with a share of the repeats, and the figures pool the samples of all
   // passes, so they come from the whole time the profile ran (a shared machine's speed drifts
   // over seconds; a measurement taken in one stretch would catch one moment of it). A size
-  // whose one repeat outlasts its share of the budget takes one turn only, and the larger
-  // sizes of its measurement take one pass each (all that are left in the last pass).
+  // whose one repeat outlasts its share of the budget gets one repeat a turn, so its figures
+  // are the median of one sample from each pass.
   int passes = 3;
 };
 
 // Reported before and after each turn of a measurement, for a progress display.
 struct MeasureProgress {
   int done = 0;   // turns finished
-  int total = 0;  // turns in the whole profile: measurements times passes, less those skipped
+  int total = 0;  // turns in the whole profile: passes x layers x sizes x tp degrees
   int pass = 1;   // this turn's pass, 1..passes
   int passes = 1;
   LayerKind kind = LayerKind::kGptBlock;
