@@ -16,13 +16,16 @@ if(TRIDENT_SANITIZE)
   message(STATUS "Trident: sanitizers ${_trident_san}")
 endif()
 
+# The CPU the C++ is compiled for, recorded in every build string (core/version.cc): profiles
+# and `trident run`'s cache tell a -march=native build from another.
+set(TRIDENT_CPU_TARGET "baseline CPU")
 if(TRIDENT_NATIVE_ARCH)
   include(CheckCXXCompilerFlag)
   check_cxx_compiler_flag(-march=native TRIDENT_HAVE_MARCH_NATIVE)
   if(TRIDENT_HAVE_MARCH_NATIVE)
-    # C++ only: no CUDA source includes Eigen, and nvcc's front end does not parse every
-    # host compiler's AVX-512 intrinsic headers.
+    # C++ only: the gain is in Eigen's kernels, and no CUDA source includes Eigen.
     add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+    set(TRIDENT_CPU_TARGET "-march=native")
     message(STATUS "Trident: C++ compiled for this CPU (-march=native)")
   else()
     message(STATUS "Trident: the compiler has no -march=native; the compiler's baseline CPU")

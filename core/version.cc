@@ -5,7 +5,8 @@
 namespace trident {
 
 std::string TridentBuild() {
-  return std::string("trident ") + TRIDENT_VERSION_STRING + " (" + TRIDENT_BUILD_TYPE + ")";
+  return std::string("trident ") + TRIDENT_VERSION_STRING + " (" + TRIDENT_BUILD_TYPE + ", " +
+         TRIDENT_CPU_TARGET + ")";
 }
 
 std::string UtcTimestamp() {
