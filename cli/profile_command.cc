@@ -84,7 +84,11 @@ void PrintMeasuredSummary(const Profile& profile) {
                     FormatFixed(e.spread_pct, 1) + "%"});
     }
   }
-  std::cout << table.ToString();
+  const double load = profile.method.load_factor;
+  std::cout << table.ToString()
+            << "\ntimes: the median of each figure's quietest pass; load factor "
+            << FormatFixed(load, 3) << ": all repeats ran " << FormatFixed(100 * (load - 1), 1)
+            << "% slower at the median, and plans multiply the times by it\n";
 }
 
 int RunAnalytic(const ProfileOptions& o, const ModelSpec& model) {

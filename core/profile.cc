@@ -1,5 +1,7 @@
 #include "core/profile.h"
 
+#include <cmath>
+
 #include "core/document.h"
 #include "core/yaml_io.h"
 
@@ -88,6 +90,10 @@ FieldCheck Profile::Check() const {
   if (num_layers < 1) return FieldError{"num_layers", "must be >= 1", ""};
   if (seq_len < 1) return FieldError{"seq_len", "must be >= 1", ""};
   if (threads < 1) return FieldError{"threads", "must be >= 1", ""};
+  if (!(method.load_factor >= 1 && std::isfinite(method.load_factor))) {
+    return FieldError{"method.load_factor", "must be a number >= 1",
+                      "leave it out, or profile again: the profiler writes it"};
+  }
   if (layers.empty()) return FieldError{"layers", "needs at least one layer", ""};
   int next = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -192,6 +198,7 @@ Status ReadProfile(YamlMap& map, Profile* p) {
   TRIDENT_RETURN_IF_ERROR(method.GetEnum("source", ProfileSourceNames(), &p->method.source));
   TRIDENT_RETURN_IF_ERROR(method.GetOptional("warmup", &p->method.warmup));
   TRIDENT_RETURN_IF_ERROR(method.GetOptional("repeats", &p->method.repeats));
+  TRIDENT_RETURN_IF_ERROR(method.GetOptional("load_factor", &p->method.load_factor));
   TRIDENT_RETURN_IF_ERROR(method.Finish());
   return map.ForEachMap("layers", [p](YamlMap& item, int) { return ReadLayer(item, &p->layers); });
 }
@@ -260,6 +267,7 @@ std::string ProfileToYaml(const Profile& p) {
   out.Field("source", NameOf(ProfileSourceNames(), p.method.source))
       .Field("warmup", p.method.warmup)
       .Field("repeats", p.method.repeats)
+      .Field("load_factor", p.method.load_factor)
       .EndMap();
   out.Key("layers").BeginList();
   for (const LayerProfile& layer : p.layers) WriteLayer(out, layer);

@@ -26,6 +26,13 @@ std::set<std::pair<int, int>> CommonKeys(const Profile& profile) {
   return common;
 }
 
+void ScaleTimes(double factor, ProfileEntry& e) {
+  for (double* ms : {&e.fwd_ms, &e.bwd_input_ms, &e.bwd_weight_ms, &e.recompute_selective_ms,
+                     &e.recompute_full_ms}) {
+    *ms *= factor;
+  }
+}
+
 }  // namespace
 
 ProfileCostModel::ProfileCostModel(const Profile& profile, const ClusterSpec& cluster)
@@ -37,7 +44,9 @@ ProfileCostModel::ProfileCostModel(const Profile& profile, const ClusterSpec& cl
   }
   micro_batches_.assign(micro_batches.begin(), micro_batches.end());
   tps_.assign(tps.begin(), tps.end());
-  for (const LayerProfile& layer : profile.layers) {
+  layers_ = profile.layers;
+  for (LayerProfile& layer : layers_) {
+    for (ProfileEntry& e : layer.entries) ScaleTimes(profile.method.load_factor, e);
     for (int i = 0; i < layer.num_layers; ++i) layer_of_.push_back(&layer);
   }
 }

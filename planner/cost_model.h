@@ -2,7 +2,8 @@
 // hardware specs; it asks this interface (tests plug in tables with known answers).
 //
 // Layer costs come from a profile (measured on the device, or computed analytically from a
-// hardware description by profiler/analytic_profile.h). Communication follows alpha-beta
+// hardware description by profiler/analytic_profile.h), their times multiplied by the
+// profile's load factor (core/profile.h). Communication follows alpha-beta
 // per link class, with ring factors (Thakur et al., "Optimization of Collective
 // Communication Operations in MPICH", 2005; NCCL's doc "Performance" for busbw):
 //   p2p              α + B/bw
@@ -69,7 +70,8 @@ class ProfileCostModel : public CostModel {
   const ClusterSpec& cluster_;
   std::vector<int> micro_batches_;
   std::vector<int> tps_;
-  // entries_[layer] points at the profile's entries for that layer.
+  std::vector<LayerProfile> layers_;  // the profile's, times scaled by its load factor
+  // layer_of_[index] points at the item of layers_ that covers that layer.
   std::vector<const LayerProfile*> layer_of_;
 };
 

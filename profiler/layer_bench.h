@@ -7,9 +7,9 @@
 // The modes run back to back inside each repeat, so the extra time of a mode
 // (recompute_*_ms: BackwardInput with that mode minus BackwardInput without) is a
 // per-repeat difference taken under the same machine conditions; the entry records its
-// median (never below 0). Inputs are seeded random values (token ids for the embedding);
-// weights come from the layers' own initializer. A tied LM head reads a stand-in for the
-// embedding's table on this rank, which is not counted as the head's (the embedding counts it).
+// median over every repeat (never below 0). Inputs are seeded random values (token ids for the
+// embedding); weights come from the layers' own initializer. A tied LM head reads a stand-in for
+// the embedding's table on this rank, which is not counted as the head's (the embedding counts it).
 //
 // Memory, from the backend's allocator (Compute::memory_stats):
 //   param_bytes, grad_bytes   what building the layer allocated (checked against its
@@ -63,9 +63,14 @@ struct LayerBenchSetup {
 };
 
 struct LayerMeasurement {
-  ProfileEntry entry;    // medians of the repeats, their spread, and the memory figures
+  // Times: the lowest of the turns' medians (each Measure call is a turn); the spread of
+  // every repeat; the memory figures.
+  ProfileEntry entry;
   int repeats = 0;       // repeats the figures come from (warm-up left out: repeat_policy.h)
   double repeat_ms = 0;  // the median time of one repeat, every recompute mode's pass included
+  // The median F + B + W of every repeat over the entry's (its quietest turns'), >= 1: how
+  // much slower than at its quietest the machine ran while this layer and size were measured.
+  double load = 1;
 };
 
 // One layer of setup.kind, built once (a copy per recompute mode), measured at any micro-batch

@@ -1,6 +1,7 @@
 #include "profiler/measured_profile.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 
@@ -190,15 +191,18 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
   }
   TRIDENT_RETURN_IF_ERROR(TakeTurns(measurements, options, progress));
   int fewest_repeats = options.repeats.max_repeats;
+  std::vector<double> loads;
   std::map<LayerKind, std::vector<ProfileEntry>> entries;
   for (const Measurement& m : measurements) {
     for (int mb : options.micro_batches) {
       LayerMeasurement result = m.bench->Result(mb);
       entries[m.kind].push_back(result.entry);
       fewest_repeats = std::min(fewest_repeats, result.repeats);
+      loads.push_back(result.load);
     }
   }
   profile.method.repeats = fewest_repeats;
+  profile.method.load_factor = std::round(Median(loads) * 1e3) / 1e3;
   AddLayers(model, std::move(entries), &profile);
   return profile;
 }

@@ -43,11 +43,12 @@ struct MeasuredProfileOptions {
   TimingClock clock = TimingClock::kWall;  // kThreadCpu needs threads == 1
   RepeatPolicy repeats;                    // the whole of each measurement, over all passes
   // Turns each measurement takes: every pass measures every layer, micro-batch size and tp
-  // degree once, with a share of the repeats, and the figures pool the samples of all
-  // passes, so they come from the whole time the profile ran (a shared machine's speed drifts
-  // over seconds; a measurement taken in one stretch would catch one moment of it). A size
-  // whose one repeat outlasts its share of the budget gets one repeat a turn, so its figures
-  // are the median of one sample from each pass.
+  // degree once, with a share of the repeats, so each one is sampled over the whole time the
+  // profile ran (a shared machine's speed drifts over seconds to tens of seconds). Each time
+  // is the lowest of the passes' medians: other work on the machine only ever slows a layer,
+  // so the quietest pass is the layer's own cost; how much slower the passes ran together
+  // is the profile's load factor (core/profile.h). A size whose one repeat outlasts its share
+  // of the budget gets one repeat a turn, one sample per pass.
   int passes = 3;
 };
 

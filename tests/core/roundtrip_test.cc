@@ -34,6 +34,26 @@ TEST(RoundTrip, Profile) {
   EXPECT_EQ(ProfileToYaml(*back), text);
 }
 
+// Files written before the load factor read as 1; a factor below 1 is refused with its key.
+TEST(RoundTrip, ProfileLoadFactorIsOptionalAndAtLeastOne) {
+  std::string text = ProfileToYaml(testing::TinyProfile());
+  const std::string line = "  load_factor: 1.25\n";
+  ASSERT_NE(text.find(line), std::string::npos) << text;
+  std::string without = text;
+  without.erase(without.find(line), line.size());
+  StatusOr<Profile> old = ParseProfile(without, "old.yaml");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->method.load_factor, 1);
+  std::string low = text;
+  low.replace(low.find(line), line.size(), "  load_factor: 0.5\n");
+  StatusOr<Profile> refused = ParseProfile(low, "low.yaml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("low.yaml"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("method.load_factor"), std::string::npos)
+      << refused.status().ToString();
+}
+
 TEST(RoundTrip, Plan) {
   Plan plan = testing::TinyPlan();
   std::string text = PlanToYaml(plan);

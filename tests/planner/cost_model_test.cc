@@ -67,5 +67,27 @@ TEST(CostModel, ProfiledSizesAndReservedMemory) {
   EXPECT_EQ(costs.DeviceMemoryBytes(), int64_t{80} << 30);
 }
 
+// A profile's load factor scales every layer time the planner reads, and no memory figure.
+TEST(CostModel, LayerTimesAreScaledByTheLoadFactor) {
+  ClusterSpec cluster = Cluster();
+  Profile profile = OneLayer();
+  ProfileEntry& e = profile.layers[0].entries[0];
+  e.fwd_ms = 2;
+  e.bwd_input_ms = 3;
+  e.bwd_weight_ms = 4;
+  e.recompute_full_ms = 1;
+  e.stashed_none_bytes = 1000;
+  profile.method.load_factor = 1.25;
+  ProfileCostModel costs(profile, cluster);
+  const ProfileEntry* scaled = costs.Layer(0, 1, 1);
+  ASSERT_NE(scaled, nullptr);
+  EXPECT_DOUBLE_EQ(scaled->fwd_ms, 2.5);
+  EXPECT_DOUBLE_EQ(scaled->bwd_input_ms, 3.75);
+  EXPECT_DOUBLE_EQ(scaled->bwd_weight_ms, 5);
+  EXPECT_DOUBLE_EQ(scaled->recompute_full_ms, 1.25);
+  EXPECT_EQ(scaled->stashed_none_bytes, 1000);
+  EXPECT_EQ(profile.layers[0].entries[0].fwd_ms, 2) << "the profile itself is left as it is";
+}
+
 }  // namespace
 }  // namespace trident

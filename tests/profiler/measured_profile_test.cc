@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <mutex>
 
 #include "models/layer_cost.h"
@@ -130,25 +131,39 @@ std::string TurnName(const MeasureProgress& p) {
          std::to_string(p.micro_batch);
 }
 
-// Every pass measures every layer and micro-batch once, and the figures pool the passes'
-// samples: three passes of one timed repeat each give three samples.
-TEST(MeasuredProfile, PassesTakeTurnsAndPoolTheirSamples) {
+// Every pass measures every layer and micro-batch once; the figures count every pass's
+// samples, and each time is its quietest pass's: three passes of one timed repeat each give
+// three samples, and a time never rises from one pass to the next.
+TEST(MeasuredProfile, PassesTakeTurnsAndKeepTheQuietest) {
   MeasuredProfileOptions options = QuickOptions();
   options.repeats.max_repeats = 3;
   options.repeats.budget_ms = 1e6;
   options.passes = 3;
   std::vector<std::string> turns;
+  std::map<std::string, ProfileEntry> before;  // by layer kind and size: the previous pass's
   MeasureProgressFn progress = [&](const MeasureProgress& p) {
     EXPECT_EQ(p.total, 4 * 2 * 3);  // 4 kinds, 2 micro-batch sizes, 3 passes
     if (p.result == nullptr) return;
-    EXPECT_EQ(p.result->repeats, p.pass) << "pooled over the passes so far";
+    EXPECT_EQ(p.result->repeats, p.pass) << "counted over the passes so far";
     turns.push_back(TurnName(p));
+    const ProfileEntry& now = p.result->entry;
+    const std::string key = turns.back().substr(1);
+    if (p.pass == 1) {
+      EXPECT_NEAR(p.result->load, 1, 1e-3) << key << ": one sample is its own quietest";
+    } else {
+      EXPECT_LE(now.fwd_ms, before[key].fwd_ms) << turns.back();
+      EXPECT_LE(now.bwd_input_ms, before[key].bwd_input_ms) << turns.back();
+      EXPECT_LE(now.bwd_weight_ms, before[key].bwd_weight_ms) << turns.back();
+      EXPECT_GE(p.result->load, 1) << turns.back();
+    }
+    before[key] = now;
   };
   CpuCompute cpu;
   StatusOr<Profile> profile =
       MeasureProfile(LoadPreset("gpt-tiny"), options, cpu, nullptr, progress);
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
   EXPECT_EQ(profile->method.repeats, 3);
+  EXPECT_GE(profile->method.load_factor, 1);
   ASSERT_EQ(turns.size(), 24u);
   EXPECT_EQ(turns[0], "1embedding 1");
   EXPECT_EQ(turns[1], "1embedding 2");
@@ -159,7 +174,7 @@ TEST(MeasuredProfile, PassesTakeTurnsAndPoolTheirSamples) {
 }
 
 // A size whose one repeat outlasts its share of the budget gets one repeat a turn (the
-// warm-up is its sample) in every pass, sizes ascending: its figures are a median over passes.
+// warm-up is its sample) in every pass, sizes ascending: its times are the quietest pass's.
 TEST(MeasuredProfile, SlowSizesTakeOneRepeatInEveryPass) {
   MeasuredProfileOptions options = QuickOptions();
   options.micro_batches = {4, 1, 2};
