@@ -136,7 +136,8 @@ class ProgressPrinter {
     std::cerr << "profile " << p.done << "/" << p.total << " " << Elapsed() << " " << what
               << ": fwd " << Ms(e.fwd_ms) << ", bwd input " << Ms(e.bwd_input_ms) << ", bwd weight "
               << Ms(e.bwd_weight_ms) << " (" << p.result->repeats << " repeats, spread "
-              << FormatFixed(e.spread_pct, 1) << "%)\n";
+              << FormatFixed(e.spread_pct, 1) << "%, load " << FormatFixed(p.result->load, 3)
+              << ")\n";
   }
 
  private:

@@ -41,7 +41,9 @@ profile=$WORK/tiny.yaml
 run "$bin" profile "$tiny" --device cpu --micro-batch 1,2 "${quick[@]}" -o "$profile"
 expect_rc 0 && expect_in out "wrote $profile" && expect_match out "gpt_block +1 +1 " &&
   expect_match err "profile [0-9]+/[0-9]+ .* lm_head mb 2 tp 1 pass [123]/3: fwd [0-9.]+ ms" &&
-  expect_match err "profile ([0-9]+)/\1 "
+  expect_match err "profile ([0-9]+)/\1 " && expect_match err "spread [0-9.]+%, load [0-9.]+\)" &&
+  expect_match out "load factor [0-9]+\.[0-9]{3}: all repeats ran" &&
+  { grep -Eq "^  load_factor: [0-9.]+$" "$profile" || { REASON="no method.load_factor" && false; }; }
 verdict "profile --device cpu measures every distinct layer at each micro-batch"
 
 run "$bin" validate "$profile"
