@@ -68,7 +68,7 @@ struct ProfileMethod {
   // How much slower than in its quietest pass the machine ran while the layers were measured
   // (profiler/README.md: the times are each figure's quietest pass; this is the median over
   // the entries of their pooled median F + B + W over their quietest pass's). Plans multiply
-  // the layer times by it. >= 1; 1 for analytic and one-pass profiles.
+  // the layer times by it. >= 1: 1 for analytic profiles, about 1 for one-pass ones.
   double load_factor = 1;
   bool operator==(const ProfileMethod&) const = default;
 };
