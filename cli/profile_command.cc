@@ -296,7 +296,7 @@ void AddMeasureFlags(CLI::App* cmd, ProfileOptions* o) {
       ->capture_default_str();
   cmd->add_option("--passes", o->passes,
                   "Turns each measurement takes, its budget shared out, so its samples span the "
-                  "whole profile (measured)")
+                  "whole profile; each time is its quietest turn's median (measured)")
       ->capture_default_str();
 }
 
