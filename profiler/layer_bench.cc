@@ -67,14 +67,24 @@ struct PassResult {
   int64_t output_bytes = 0;
   int64_t stashed_bytes = 0;
   int64_t workspace_bytes = 0;
-
-  double TotalMs() const { return fwd_ms + bwd_input_ms + bwd_weight_ms; }
 };
 
 // One repeat: a pass per mode, in ModesOf order.
 struct RepeatResult {
   std::vector<PassResult> passes;
   double wall_ms = 0;
+
+  // The forward's time: the median over the modes, which all run the same forward (they
+  // differ in what it keeps), so a block's one repeat a turn is three forward samples.
+  double FwdMs() const {
+    std::vector<double> fwd;
+    for (const PassResult& mode : passes) fwd.push_back(mode.fwd_ms);
+    return Median(std::move(fwd));
+  }
+  // F + B + W: FwdMs and mode none's backward.
+  double TotalMs() const {
+    return FwdMs() + passes.front().bwd_input_ms + passes.front().bwd_weight_ms;
+  }
 };
 
 class Bench {
@@ -335,7 +345,7 @@ Status Bench::TakeSlowest(RepeatResult& result) {
 
 // The counted repeats of one measurement, turn by turn.
 struct Samples {
-  // Per turn: the median of its repeats' times (mode none).
+  // Per turn: the median of its repeats' times (RepeatResult::FwdMs, mode none's backward).
   std::vector<double> fwd_ms, bwd_input_ms, bwd_weight_ms;
   // Per repeat, over every turn.
   std::vector<double> total_ms, wall_ms;
@@ -348,10 +358,10 @@ struct Samples {
     std::vector<double> fwd, bwd_input, bwd_weight;
     for (const RepeatResult& r : turn) {
       const PassResult& none = r.passes.front();
-      fwd.push_back(none.fwd_ms);
+      fwd.push_back(r.FwdMs());
       bwd_input.push_back(none.bwd_input_ms);
       bwd_weight.push_back(none.bwd_weight_ms);
-      total_ms.push_back(none.TotalMs());
+      total_ms.push_back(r.TotalMs());
       wall_ms.push_back(r.wall_ms);
       extra_ms.resize(r.passes.size());
       workspace_bytes.resize(r.passes.size());
@@ -438,7 +448,7 @@ Status LayerBench::Measure(int micro_batch, const RepeatPolicy& policy) {
     TRIDENT_ASSIGN_OR_RETURN(RepeatResult r, bench.Repeat());
     spent_ms += r.wall_ms;
     walls_ms.push_back(r.wall_ms);
-    totals_ms.push_back(r.passes.front().TotalMs());
+    totals_ms.push_back(r.TotalMs());
     repeats.push_back(std::move(r));
   }
   const int taken = static_cast<int>(repeats.size());

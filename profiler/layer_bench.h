@@ -63,7 +63,8 @@ struct LayerBenchSetup {
 };
 
 struct LayerMeasurement {
-  // Times: the lowest of the turns' medians (each Measure call is a turn); the spread of
+  // Times: the lowest of the turns' medians (each Measure call is a turn; a repeat's forward
+  // is the median of its recompute modes', which all run the same forward); the spread of
   // every repeat; the memory figures.
   ProfileEntry entry;
   int repeats = 0;       // repeats the figures come from (warm-up left out: repeat_policy.h)
