@@ -466,7 +466,7 @@ std::vector<LinkFit> FitMeasuredLinks(const std::vector<CommPoint>& points,
       continue;
     }
     // Written rounded: 0.001 µs and 4 significant digits are far below the measurement noise.
-    MeasuredLink m{collective, link, group_size, std::round(fit->alpha_us * 1e3) / 1e3,
+    MeasuredLink m{collective, link, group_size, RoundedTo(fit->alpha_us, 3),
                    RoundToSignificant(fit->beta_gb_per_s, 4)};
     fits.push_back({m, fit->max_error_fraction, static_cast<int>(bytes.size())});
   }

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <ctime>
 #include <map>
 #include <memory>
@@ -377,19 +376,16 @@ struct Samples {
   }
 };
 
-// `value` to a multiple of `unit` (times to the nanosecond: the file stays readable).
-double Rounded(double value, double unit) { return std::round(value / unit) * unit; }
-
-constexpr double kNsInMs = 1e-6;
+constexpr int kMsDecimals = 6;  // times to the nanosecond: the file stays readable
 
 void Summarize(const Samples& s, const std::vector<RecomputeMode>& modes, ProfileEntry* e) {
   auto quietest = [](const std::vector<double>& turns_ms) {
-    return Rounded(*std::min_element(turns_ms.begin(), turns_ms.end()), kNsInMs);
+    return RoundedTo(*std::min_element(turns_ms.begin(), turns_ms.end()), kMsDecimals);
   };
   e->fwd_ms = quietest(s.fwd_ms);
   e->bwd_input_ms = quietest(s.bwd_input_ms);
   e->bwd_weight_ms = quietest(s.bwd_weight_ms);
-  e->spread_pct = Rounded(SpreadPct(s.total_ms), 0.01);
+  e->spread_pct = RoundedTo(SpreadPct(s.total_ms), 2);
   e->output_bytes = s.last.front().output_bytes;
   e->stashed_none_bytes = s.last.front().stashed_bytes;
   e->stashed_selective_bytes = e->stashed_none_bytes;
@@ -398,7 +394,7 @@ void Summarize(const Samples& s, const std::vector<RecomputeMode>& modes, Profil
   e->workspace_selective_bytes = e->workspace_none_bytes;
   e->workspace_full_bytes = e->workspace_none_bytes;
   for (size_t i = 1; i < modes.size(); ++i) {
-    double extra_ms = Rounded(std::max(0.0, Median(s.extra_ms[i])), kNsInMs);
+    double extra_ms = RoundedTo(std::max(0.0, Median(s.extra_ms[i])), kMsDecimals);
     if (modes[i] == RecomputeMode::kSelective) {
       e->recompute_selective_ms = extra_ms;
       e->stashed_selective_bytes = s.last[i].stashed_bytes;

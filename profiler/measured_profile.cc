@@ -1,7 +1,6 @@
 #include "profiler/measured_profile.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <memory>
 
@@ -202,7 +201,7 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
     }
   }
   profile.method.repeats = fewest_repeats;
-  profile.method.load_factor = std::round(Median(loads) * 1e3) / 1e3;
+  profile.method.load_factor = RoundedTo(Median(loads), 3);
   AddLayers(model, std::move(entries), &profile);
   return profile;
 }

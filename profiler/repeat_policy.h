@@ -16,6 +16,7 @@
 // samples (the tp group) take the same decision and stay in step.
 #pragma once
 
+#include <cmath>
 #include <vector>
 
 #include "core/status.h"
@@ -27,6 +28,14 @@ namespace trident {
 double Quantile(std::vector<double> samples_ms, double q);
 inline double Median(std::vector<double> samples_ms) {
   return Quantile(std::move(samples_ms), 0.5);
+}
+
+// `value` rounded to `decimals` decimal places, as profile and cluster files write figures:
+// dividing by the power of ten (exact) gives the double nearest the rounded decimal, which
+// prints as that decimal (multiplying by 0.001 instead can print 0.48290999999999995).
+inline double RoundedTo(double value, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(value * scale) / scale;
 }
 
 // (p90 − p10) / median of `samples_ms`, in percent; 0 for fewer than two samples or a zero
