@@ -5,13 +5,13 @@
 // inactive requests, requests of another Comm, the refusal to cancel sends and started
 // collectives, the timeout message of a Wait, and making a finished request inactive.
 //
-//   class MpiComm final : public Comm, private RequestTable<MpiOp>::Backend {
+//   class MpiComm final : public Comm, private RequestTable<MPI_Request>::Backend {
 //     Status Wait(Request& r, std::chrono::milliseconds t) override {
 //       return requests_.Wait(r, t);
 //     }
 //     Progress Poll(Pending& pending, std::optional<std::chrono::milliseconds> timeout) override;
 //     Status Withdraw(Pending& pending) override;
-//     RequestTable<MpiOp> requests_{this, this};
+//     RequestTable<MPI_Request> requests_{this, this};
 //   };
 //
 // Internal to runtime/comm. Thread-safety: none; a table is used by its Comm's one thread.
@@ -127,7 +127,7 @@ class RequestTable : public RequestTableBase {
 
   // Requests carry `owner`, the Comm whose Wait, Test and Cancel come here. `transfer_hint`
   // ends the timeout message of a Wait on a transfer.
-  // REQUIRES: owner and backend outlive the table.
+  // REQUIRES: owner, backend and transfer_hint's text outlive the table.
   RequestTable(const Comm* owner, Backend* backend,
                std::string_view transfer_hint = comm_internal::kTransferHint)
       : RequestTableBase(owner, transfer_hint), backend_(backend) {}
