@@ -45,6 +45,7 @@ struct CommOptions {
 };
 
 class Comm;
+class RequestTableBase;
 
 // A handle to one outstanding Isend, Irecv or started collective (StartAllReduceSum), valid
 // only with the Comm that made it.
@@ -62,7 +63,7 @@ class Request {
   bool active() const { return owner_ != nullptr; }
 
  private:
-  friend class Comm;
+  friend class RequestTableBase;  // request_table.h: makes, finds and finishes requests
   Request(const Comm* owner, int64_t id) : owner_(owner), id_(id) {}
 
   const Comm* owner_ = nullptr;
@@ -162,12 +163,6 @@ class Comm {
 
  protected:
   Comm() = default;
-
-  // For backends: requests carry the Comm that made them and a backend-chosen id.
-  Request MakeRequest(int64_t id) const { return Request(this, id); }
-  bool Owns(const Request& request) const { return request.owner_ == this; }
-  static int64_t RequestId(const Request& request) { return request.id_; }
-  static void Deactivate(Request& request) { request = Request(); }
 };
 
 // True when `status` is the timeout error of a Wait, a collective or a Split.

@@ -23,6 +23,10 @@ std::string DescribeTransfer(bool is_send, int peer, int tag, size_t count);
 // "AllReduceSum of 1024 floats": a started collective, in messages.
 std::string DescribeCollective(std::string_view op, size_t count);
 
+// The hint of a timed-out Wait on a transfer, in the backends that match by tag.
+inline constexpr std::string_view kTransferHint =
+    "the peer may have failed, or not posted the matching Isend/Irecv with the same tag";
+
 // The hint of a timed-out Wait on a started collective.
 inline constexpr std::string_view kStartedCollectiveHint =
     "a rank may have failed, or not started the same collective";

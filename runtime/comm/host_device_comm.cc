@@ -3,7 +3,6 @@
 #include <cstdlib>
 
 #include "core/check.h"
-#include "runtime/comm/comm_checks.h"
 
 namespace trident {
 
@@ -19,62 +18,35 @@ Comm& HostDeviceComm::For(const void* data, size_t count) const {
   return count > 0 && is_device_(data) ? *device_ : *host_;
 }
 
-StatusOr<Request> HostDeviceComm::Wrap(StatusOr<Request> inner, Comm* comm) {
+StatusOr<Request> HostDeviceComm::Wrap(StatusOr<Request> inner, Comm* comm, RequestInfo info) {
   if (!inner.ok()) return inner.status();
-  const int64_t id = next_id_++;
-  requests_.emplace(id, Inner{comm, std::move(*inner)});
-  return MakeRequest(id);
+  return requests_.Add(info, InnerRequest{comm, std::move(*inner)});
 }
 
-HostDeviceComm::Inner* HostDeviceComm::Find(const Request& request) {
-  if (!Owns(request)) return nullptr;
-  auto it = requests_.find(RequestId(request));
-  return it == requests_.end() ? nullptr : &it->second;
+Progress HostDeviceComm::Poll(Pending& pending, std::optional<std::chrono::milliseconds> timeout) {
+  InnerRequest& inner = pending.op;
+  Status status;
+  if (timeout) {
+    status = inner.comm->Wait(inner.request, *timeout);
+  } else {
+    status = inner.comm->Test(inner.request).status();
+  }
+  if (!inner.request.active()) return Progress::Done(status);
+  return status.ok() ? Progress::Pending() : Progress::PollFailed(status);
 }
 
-// Once the inner request is inactive (completed, failed or cancelled), so is the outer one.
-void HostDeviceComm::Forget(Request& request) {
-  Inner* inner = Find(request);
-  if (inner == nullptr || inner->request.active()) return;
-  requests_.erase(RequestId(request));
-  Deactivate(request);
+Status HostDeviceComm::Withdraw(Pending& pending) {
+  return pending.op.comm->Cancel(pending.op.request);
 }
 
 StatusOr<Request> HostDeviceComm::Isend(std::span<const float> data, int dest, int tag) {
   Comm& comm = For(data.data(), data.size());
-  return Wrap(comm.Isend(data, dest, tag), &comm);
+  return Wrap(comm.Isend(data, dest, tag), &comm, RequestInfo::Send(dest, tag, data.size()));
 }
 
 StatusOr<Request> HostDeviceComm::Irecv(std::span<float> data, int source, int tag) {
   Comm& comm = For(data.data(), data.size());
-  return Wrap(comm.Irecv(data, source, tag), &comm);
-}
-
-Status HostDeviceComm::Wait(Request& request, std::chrono::milliseconds timeout) {
-  if (!request.active()) return Status::Ok();
-  Inner* inner = Find(request);
-  if (inner == nullptr) return comm_internal::UnknownRequestError("Wait");
-  Status status = inner->comm->Wait(inner->request, timeout);
-  Forget(request);
-  return status;
-}
-
-StatusOr<bool> HostDeviceComm::Test(Request& request) {
-  if (!request.active()) return true;
-  Inner* inner = Find(request);
-  if (inner == nullptr) return comm_internal::UnknownRequestError("Test");
-  StatusOr<bool> done = inner->comm->Test(inner->request);
-  Forget(request);
-  return done;
-}
-
-Status HostDeviceComm::Cancel(Request& request) {
-  if (!request.active()) return Status::Ok();
-  Inner* inner = Find(request);
-  if (inner == nullptr) return comm_internal::UnknownRequestError("Cancel");
-  Status status = inner->comm->Cancel(inner->request);
-  Forget(request);
-  return status;
+  return Wrap(comm.Irecv(data, source, tag), &comm, RequestInfo::Recv(source, tag, data.size()));
 }
 
 Status HostDeviceComm::AllReduceSum(std::span<float> data) {
@@ -95,7 +67,8 @@ Status HostDeviceComm::Broadcast(std::span<float> data, int root) {
 
 StatusOr<Request> HostDeviceComm::StartAllReduceSum(std::span<float> data) {
   Comm& comm = For(data.data(), data.size());
-  return Wrap(comm.StartAllReduceSum(data), &comm);
+  return Wrap(comm.StartAllReduceSum(data), &comm,
+              RequestInfo::Collective("AllReduceSum", data.size()));
 }
 
 StatusOr<std::unique_ptr<Comm>> HostDeviceComm::Split(std::vector<int> ranks) {

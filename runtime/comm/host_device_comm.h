@@ -20,13 +20,20 @@
 
 #include <functional>
 #include <memory>
-#include <unordered_map>
+#include <optional>
 
 #include "runtime/comm/comm.h"
+#include "runtime/comm/request_table.h"
 
 namespace trident {
 
-class HostDeviceComm final : public Comm {
+// A HostDeviceComm request's record: the inner communicator's request.
+struct InnerRequest {
+  Comm* comm = nullptr;
+  Request request;
+};
+
+class HostDeviceComm final : public Comm, private RequestTable<InnerRequest>::Backend {
  public:
   // Whether a buffer is in device memory.
   using IsDevicePointer = std::function<bool(const void*)>;
@@ -41,9 +48,11 @@ class HostDeviceComm final : public Comm {
 
   StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override;
   StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override;
-  Status Wait(Request& request, std::chrono::milliseconds timeout) override;
-  StatusOr<bool> Test(Request& request) override;
-  Status Cancel(Request& request) override;
+  Status Wait(Request& request, std::chrono::milliseconds timeout) override {
+    return requests_.Wait(request, timeout);
+  }
+  StatusOr<bool> Test(Request& request) override { return requests_.Test(request); }
+  Status Cancel(Request& request) override { return requests_.Cancel(request); }
 
   Status AllReduceSum(std::span<float> data) override;
   Status AllGather(std::span<const float> send, std::span<float> recv) override;
@@ -55,22 +64,22 @@ class HostDeviceComm final : public Comm {
   [[noreturn]] void AbortJob(int exit_code) override;
 
  private:
+  using Requests = RequestTable<InnerRequest>;
+  using Pending = Requests::Pending;
+
+  // Requests::Backend: the inner communicator's Test, Wait and Cancel. A request stays active
+  // as long as its inner one does (after a Wait that timed out, with the inner message).
+  Progress Poll(Pending& pending, std::optional<std::chrono::milliseconds> timeout) override;
+  Status Withdraw(Pending& pending) override;
+
   // The communicator for a buffer at `data` (an empty buffer goes to the host).
   Comm& For(const void* data, size_t count) const;
-  StatusOr<Request> Wrap(StatusOr<Request> inner, Comm* comm);
-  // The inner request of `request`, or null when this object did not make it.
-  struct Inner {
-    Comm* comm;
-    Request request;
-  };
-  Inner* Find(const Request& request);
-  void Forget(Request& request);
+  StatusOr<Request> Wrap(StatusOr<Request> inner, Comm* comm, RequestInfo info);
 
   std::unique_ptr<Comm> host_;
   std::unique_ptr<Comm> device_;
   IsDevicePointer is_device_;
-  std::unordered_map<int64_t, Inner> requests_;
-  int64_t next_id_ = 1;
+  Requests requests_{this, this};
 };
 
 }  // namespace trident

@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "runtime/comm/comm_checks.h"
 #include "runtime/comm/inprocess_world.h"
+#include "runtime/comm/request_table.h"
 
 namespace trident {
 namespace {
@@ -27,10 +28,17 @@ using inprocess_internal::WaitLocked;
 using inprocess_internal::WaitResult;
 using inprocess_internal::WorldState;
 
-constexpr std::string_view kTransferHint =
-    "the peer may have failed, or not posted the matching Isend/Irecv with the same tag";
+// A pending request's record: an Isend or Irecv's transfer, or a started collective's round
+// (it completes with the round, and its result goes to `out`).
+struct InProcessOp {
+  std::shared_ptr<Transfer> transfer = nullptr;
+  RoundKey round = {};
+  std::span<float> out = {};
+};
+using Requests = RequestTable<InProcessOp>;
+using Pending = Requests::Pending;
 
-class InProcessComm final : public Comm {
+class InProcessComm final : public Comm, private Requests::Backend {
  public:
   InProcessComm(std::shared_ptr<WorldState> world, int context, std::vector<int> world_ranks,
                 int rank, const CommOptions& options)
@@ -46,9 +54,11 @@ class InProcessComm final : public Comm {
 
   StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override;
   StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override;
-  Status Wait(Request& request, std::chrono::milliseconds timeout) override;
-  StatusOr<bool> Test(Request& request) override;
-  Status Cancel(Request& request) override;
+  Status Wait(Request& request, std::chrono::milliseconds timeout) override {
+    return requests_.Wait(request, timeout);
+  }
+  StatusOr<bool> Test(Request& request) override { return requests_.Test(request); }
+  Status Cancel(Request& request) override { return requests_.Cancel(request); }
 
   Status AllReduceSum(std::span<float> data) override;
   Status AllGather(std::span<const float> send, std::span<float> recv) override;
@@ -60,40 +70,21 @@ class InProcessComm final : public Comm {
   [[noreturn]] void AbortJob(int exit_code) override;
 
  private:
-  // An outstanding Isend or Irecv (`transfer` set), or a started collective (`collective`
-  // names it; it completes with its round, and its result goes to `out`).
-  struct Pending {
-    bool is_send = false;
-    int peer = 0;
-    int tag = 0;
-    size_t count = 0;
-    std::shared_ptr<Transfer> transfer = nullptr;
-    std::string_view collective = {};  // "AllReduceSum"; empty for p2p
-    RoundKey round = {};
-    std::span<float> out = {};
-
-    bool IsCollective() const { return !collective.empty(); }
-    std::string Describe() const {
-      if (IsCollective()) return comm_internal::DescribeCollective(collective, count);
-      return comm_internal::DescribeTransfer(is_send, peer, tag, count);
-    }
-  };
+  // Requests::Backend: waits on the world's condition variable; a completed collective leaves
+  // its round there. An aborted world fails the poll and leaves the request active.
+  Progress Poll(Pending& pending, std::optional<std::chrono::milliseconds> timeout) override;
+  Status Withdraw(Pending& pending) override;
 
   Status CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
                        size_t count) const;
   Status CheckUsable(std::string_view op) const;
   // REQUIRES: world_->mu held.
   Status AbortedError(std::string_view op) const;
-  Request Track(Pending pending);
   // Whether `p` has completed. REQUIRES: world_->mu held.
   bool ReadyLocked(const Pending& p) const;
-  // The timeout error of a Wait on `p`. REQUIRES: world_->mu held.
-  Status WaitTimeoutLocked(const Pending& p, std::chrono::milliseconds timeout) const;
-  // Ends `it`'s completed request: forgets it, deactivates `request`, returns its status (a
-  // started collective leaves its round, with the result in its buffer).
-  // REQUIRES: world_->mu not held.
-  Status Finish(std::map<int64_t, Pending>::iterator it, Request& request);
-  std::map<int64_t, Pending>::iterator Find(const Request& request);
+  // The status of completed `p` (a started collective leaves its round, with the result in
+  // its buffer). REQUIRES: world_->mu held.
+  Status CompleteLocked(Pending& p);
   RoundKey NextRoundKey() { return RoundKey(context_, collective_seq_++); }
   // Adds this rank's part to the next round, waits for it and copies out.size() floats of the
   // result, starting at `offset`.
@@ -106,8 +97,7 @@ class InProcessComm final : public Comm {
   std::vector<int> world_ranks_;  // world rank of each rank of this communicator
   int rank_;
   CommOptions options_;
-  int64_t next_request_id_ = 1;
-  std::map<int64_t, Pending> pending_;
+  Requests requests_{this, this};
   int64_t collective_seq_ = 0;
   std::map<std::vector<int>, int> split_counts_;
   std::string broken_;  // what timed out; empty while usable
@@ -133,52 +123,45 @@ Status InProcessComm::AbortedError(std::string_view op) const {
 
 InProcessComm::~InProcessComm() {
   std::lock_guard<std::mutex> lock(world_->mu);
-  for (auto& [id, p] : pending_) {
-    if (p.IsCollective()) {
-      (void)LeaveRoundLocked(*world_, p.round, Size(), {}, 0);  // drops the result
-    } else if (!p.is_send) {
-      WithdrawLocked(*world_, world_ranks_[rank_], p.transfer.get());
+  requests_.ForEach([this](Pending& p) {
+    if (p.info.kind == RequestInfo::Kind::kCollective) {
+      (void)LeaveRoundLocked(*world_, p.op.round, Size(), {}, 0);  // drops the result
+    } else if (p.info.kind == RequestInfo::Kind::kRecv) {
+      WithdrawLocked(*world_, world_ranks_[rank_], p.op.transfer.get());
     }
-  }
-}
-
-Request InProcessComm::Track(Pending pending) {
-  int64_t id = next_request_id_++;
-  pending_.emplace(id, std::move(pending));
-  return MakeRequest(id);
+  });
 }
 
 bool InProcessComm::ReadyLocked(const Pending& p) const {
-  if (p.IsCollective()) return world_->rounds.at(p.round).done;
-  return p.transfer->done;
+  if (p.info.kind == RequestInfo::Kind::kCollective) return world_->rounds.at(p.op.round).done;
+  return p.op.transfer->done;
 }
 
-Status InProcessComm::WaitTimeoutLocked(const Pending& p, std::chrono::milliseconds timeout) const {
-  if (!p.IsCollective()) {
-    return comm_internal::TimeoutError("Wait: " + p.Describe(), timeout, kTransferHint);
+Status InProcessComm::CompleteLocked(Pending& p) {
+  if (p.info.kind != RequestInfo::Kind::kCollective) return p.op.transfer->status;
+  return LeaveRoundLocked(*world_, p.op.round, Size(), p.op.out, 0);
+}
+
+Progress InProcessComm::Poll(Pending& p, std::optional<std::chrono::milliseconds> timeout) {
+  std::unique_lock<std::mutex> lock(world_->mu);
+  WaitResult result = WaitLocked(*world_, lock, comm_internal::PollDeadline(timeout),
+                                 [&] { return ReadyLocked(p); });
+  if (result == WaitResult::kAborted) {
+    return Progress::PollFailed(AbortedError(comm_internal::PollOp(timeout)));
   }
-  std::vector<int> missing = MissingRanks(world_->rounds.at(p.round));
-  return comm_internal::TimeoutError(
-      "Wait: " + p.Describe() + " (waiting for ranks " + comm_internal::RankList(missing) + ")",
-      timeout, comm_internal::kStartedCollectiveHint);
+  if (result == WaitResult::kReady) return Progress::Done(CompleteLocked(p));
+  if (p.info.kind != RequestInfo::Kind::kCollective) return Progress::Pending();
+  std::vector<int> missing = MissingRanks(world_->rounds.at(p.op.round));
+  return Progress::Pending(" (waiting for ranks " + comm_internal::RankList(missing) + ")");
 }
 
-Status InProcessComm::Finish(std::map<int64_t, Pending>::iterator it, Request& request) {
-  Status status;
-  {
-    std::lock_guard<std::mutex> lock(world_->mu);
-    Pending& p = it->second;
-    status = p.IsCollective() ? LeaveRoundLocked(*world_, p.round, Size(), p.out, 0)
-                              : p.transfer->status;
+Status InProcessComm::Withdraw(Pending& p) {
+  std::lock_guard<std::mutex> lock(world_->mu);
+  if (!p.op.transfer->done) {
+    WithdrawLocked(*world_, world_ranks_[rank_], p.op.transfer.get());
+    p.op.transfer->done = true;
   }
-  pending_.erase(it);
-  Deactivate(request);
-  return status;
-}
-
-std::map<int64_t, InProcessComm::Pending>::iterator InProcessComm::Find(const Request& request) {
-  if (!Owns(request)) return pending_.end();
-  return pending_.find(RequestId(request));
+  return p.op.transfer->status;
 }
 
 StatusOr<Request> InProcessComm::Isend(std::span<const float> data, int dest, int tag) {
@@ -192,7 +175,8 @@ StatusOr<Request> InProcessComm::Isend(std::span<const float> data, int dest, in
     DeliverLocked(*world_, world_ranks_[dest], std::move(message));
   }
   world_->cv.notify_all();
-  return Track(Pending{true, dest, tag, data.size(), std::move(transfer)});
+  return requests_.Add(RequestInfo::Send(dest, tag, data.size()),
+                       {.transfer = std::move(transfer)});
 }
 
 StatusOr<Request> InProcessComm::Irecv(std::span<float> data, int source, int tag) {
@@ -206,54 +190,8 @@ StatusOr<Request> InProcessComm::Irecv(std::span<float> data, int source, int ta
                     transfer, comm_internal::DescribeTransfer(false, source, tag, data.size())};
     PostRecvLocked(*world_, world_ranks_[rank_], std::move(recv));
   }
-  return Track(Pending{false, source, tag, data.size(), std::move(transfer)});
-}
-
-Status InProcessComm::Wait(Request& request, std::chrono::milliseconds timeout) {
-  if (!request.active()) return Status::Ok();
-  auto it = Find(request);
-  if (it == pending_.end()) return comm_internal::UnknownRequestError("Wait");
-  const Pending& p = it->second;
-  {
-    std::unique_lock<std::mutex> lock(world_->mu);
-    WaitResult result =
-        WaitLocked(*world_, lock, Clock::now() + timeout, [&] { return ReadyLocked(p); });
-    if (result == WaitResult::kAborted) return AbortedError("Wait");
-    if (result == WaitResult::kTimedOut) return WaitTimeoutLocked(p, timeout);
-  }
-  return Finish(it, request);
-}
-
-StatusOr<bool> InProcessComm::Test(Request& request) {
-  if (!request.active()) return true;
-  auto it = Find(request);
-  if (it == pending_.end()) return comm_internal::UnknownRequestError("Test");
-  {
-    std::lock_guard<std::mutex> lock(world_->mu);
-    if (!ReadyLocked(it->second)) {
-      if (!world_->abort_status.ok()) return AbortedError("Test");
-      return false;
-    }
-  }
-  TRIDENT_RETURN_IF_ERROR(Finish(it, request));
-  return true;
-}
-
-Status InProcessComm::Cancel(Request& request) {
-  if (!request.active()) return Status::Ok();
-  auto it = Find(request);
-  if (it == pending_.end()) return comm_internal::UnknownRequestError("Cancel");
-  const Pending& p = it->second;
-  if (p.IsCollective()) return comm_internal::CancelCollectiveError(p.Describe());
-  if (p.is_send) return comm_internal::CancelSendError(p.Describe());
-  {
-    std::lock_guard<std::mutex> lock(world_->mu);
-    if (!p.transfer->done) {
-      WithdrawLocked(*world_, world_ranks_[rank_], p.transfer.get());
-      p.transfer->done = true;
-    }
-  }
-  return Finish(it, request);
+  return requests_.Add(RequestInfo::Recv(source, tag, data.size()),
+                       {.transfer = std::move(transfer)});
 }
 
 Status InProcessComm::RunCollective(std::string_view op, Contribution mine, std::span<float> out,
@@ -319,14 +257,14 @@ StatusOr<Request> InProcessComm::StartAllReduceSum(std::span<float> data) {
   std::vector<float> copy(data.begin(), data.end());
   Contribution mine{CollectiveKind::kStartAllReduceSum, data.size(), data.size(), 0,
                     std::move(copy)};
-  Pending p{.count = data.size(), .collective = "AllReduceSum", .out = data};
+  InProcessOp op{.out = data};
   {
     std::lock_guard<std::mutex> lock(world_->mu);
     if (!world_->abort_status.ok()) return AbortedError("StartAllReduceSum");
-    p.round = NextRoundKey();
-    JoinRoundLocked(*world_, p.round, rank_, Size(), std::move(mine));
+    op.round = NextRoundKey();
+    JoinRoundLocked(*world_, op.round, rank_, Size(), std::move(mine));
   }
-  return Track(std::move(p));
+  return requests_.Add(RequestInfo::Collective("AllReduceSum", data.size()), std::move(op));
 }
 
 StatusOr<int> InProcessComm::MeetForSplit(const std::vector<int>& ranks) {

@@ -5,19 +5,23 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "runtime/comm/comm_checks.h"
+#include "runtime/comm/request_table.h"
 
 namespace trident {
 
 namespace {
 
+using comm_internal::PollUntil;
 using mpi_internal::ReportIfError;
 using Clock = std::chrono::steady_clock;
+// A pending request's record: its MPI request (MPI forbids cancelling or freeing a started
+// collective's).
+using Requests = RequestTable<MPI_Request>;
+using Pending = Requests::Pending;
 
 // Split's messages on the parent use tags above the users' (comm.h): the meeting's digests and
 // verdicts, then MPI_Comm_create_group's own traffic.
@@ -33,9 +37,6 @@ int ListDigest(const std::vector<int>& ranks) {
   for (int r : ranks) hash = (hash ^ static_cast<uint32_t>(r)) * 16777619u;
   return static_cast<int>(hash & 0x7fffffffu);
 }
-
-constexpr std::string_view kTransferHint =
-    "the peer may have failed, or not posted the matching Isend/Irecv with the same tag";
 
 int ErrorClass(int code) {
   int error_class = MPI_ERR_UNKNOWN;
@@ -56,17 +57,7 @@ class GroupGuard {
   MPI_Group group = MPI_GROUP_NULL;
 };
 
-// Yields for the first millisecond of a wait, then sleeps briefly between polls, so that
-// oversubscribed ranks (more ranks than cores) leave the CPU to the peers they wait for.
-void Backoff(Clock::time_point start) {
-  if (Clock::now() - start < std::chrono::milliseconds(1)) {
-    std::this_thread::yield();
-  } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
-
-class MpiComm final : public Comm {
+class MpiComm final : public Comm, private Requests::Backend {
  public:
   MpiComm(std::shared_ptr<MpiSession> session, MPI_Comm comm, int rank, int size,
           const CommOptions& options)
@@ -82,9 +73,11 @@ class MpiComm final : public Comm {
 
   StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override;
   StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override;
-  Status Wait(Request& request, std::chrono::milliseconds timeout) override;
-  StatusOr<bool> Test(Request& request) override;
-  Status Cancel(Request& request) override;
+  Status Wait(Request& request, std::chrono::milliseconds timeout) override {
+    return requests_.Wait(request, timeout);
+  }
+  StatusOr<bool> Test(Request& request) override { return requests_.Test(request); }
+  Status Cancel(Request& request) override { return requests_.Cancel(request); }
 
   Status AllReduceSum(std::span<float> data) override;
   Status AllGather(std::span<const float> send, std::span<float> recv) override;
@@ -96,33 +89,17 @@ class MpiComm final : public Comm {
   [[noreturn]] void AbortJob(int exit_code) override;
 
  private:
-  // An outstanding Isend or Irecv (peer and tag set), or a started collective (`collective`
-  // names it; MPI forbids cancelling or freeing its request).
-  struct Pending {
-    bool is_send = false;
-    int peer = 0;
-    int tag = 0;
-    size_t count = 0;
-    MPI_Request request = MPI_REQUEST_NULL;
-    std::string_view collective = {};  // "AllReduceSum"; empty for p2p
-
-    bool IsCollective() const { return !collective.empty(); }
-    std::string Describe() const {
-      if (IsCollective()) return comm_internal::DescribeCollective(collective, count);
-      return comm_internal::DescribeTransfer(is_send, peer, tag, count);
-    }
-  };
-  using PendingMap = std::map<int64_t, Pending>;
+  // Requests::Backend: polls with MPI_Test; withdraws with MPI_Cancel.
+  Progress Poll(Pending& pending, std::optional<std::chrono::milliseconds> timeout) override;
+  Status Withdraw(Pending& pending) override;
 
   Status CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
                        size_t count) const;
   Status CheckCollective(std::string_view op, size_t count) const;
-  Request Track(Pending pending);
-  PendingMap::iterator Find(const Request& request);
-  // One MPI_Test of `it`; on completion checks the received count.
-  StatusOr<bool> TestOnce(PendingMap::iterator it);
-  // Forgets `it`'s request, deactivates `request` and returns `status`.
-  Status Finish(PendingMap::iterator it, Request& request, Status status);
+  // One MPI_Test of `pending`; on completion checks the received count.
+  StatusOr<bool> TestOnce(Pending& pending);
+  // Starts tracking `request`, an MPI request started for `info`.
+  Request Track(RequestInfo info, MPI_Request request) { return requests_.Add(info, request); }
   // Polls a started collective until it completes or the collective timeout passes.
   Status Complete(std::string_view op, MPI_Request request);
   // The listed ranks meet before MPI_Comm_create_group, which cannot time out: each sends its
@@ -137,8 +114,7 @@ class MpiComm final : public Comm {
   int rank_;
   int size_;
   CommOptions options_;
-  int64_t next_request_id_ = 1;
-  PendingMap pending_;
+  Requests requests_{this, this};
   std::string broken_;  // what timed out; empty while usable
   // Split's meeting buffers; members, so that an abandoned receive never writes to a dead stack.
   struct {
@@ -164,18 +140,20 @@ StatusOr<std::unique_ptr<Comm>> MpiComm::Wrap(std::shared_ptr<MpiSession> sessio
 }
 
 MpiComm::~MpiComm() {
-  for (auto& [id, p] : pending_) {
-    if (p.IsCollective()) {  // breaks the communicator if it does not complete in time
-      ReportIfError(Complete(p.collective, p.request));
-      continue;
+  requests_.ForEach([this](Pending& p) {
+    switch (p.info.kind) {
+      case RequestInfo::Kind::kCollective:  // breaks the communicator unless done in time
+        ReportIfError(Complete(p.info.collective, p.op));
+        break;
+      case RequestInfo::Kind::kSend:
+        ReportIfError(TRIDENT_MPI_CALL(MPI_Request_free(&p.op)));
+        break;
+      case RequestInfo::Kind::kRecv:
+        ReportIfError(TRIDENT_MPI_CALL(MPI_Cancel(&p.op)));
+        ReportIfError(TRIDENT_MPI_CALL(MPI_Wait(&p.op, MPI_STATUS_IGNORE)));
+        break;
     }
-    if (p.is_send) {
-      ReportIfError(TRIDENT_MPI_CALL(MPI_Request_free(&p.request)));
-      continue;
-    }
-    ReportIfError(TRIDENT_MPI_CALL(MPI_Cancel(&p.request)));
-    ReportIfError(TRIDENT_MPI_CALL(MPI_Wait(&p.request, MPI_STATUS_IGNORE)));
-  }
+  });
   // A timed-out collective still uses the communicator; it must not be freed under it.
   if (broken_.empty()) ReportIfError(TRIDENT_MPI_CALL(MPI_Comm_free(&comm_)));
 }
@@ -193,117 +171,70 @@ Status MpiComm::CheckCollective(std::string_view op, size_t count) const {
   return comm_internal::CheckCount(op, count);
 }
 
-Request MpiComm::Track(Pending pending) {
-  int64_t id = next_request_id_++;
-  pending_.emplace(id, pending);
-  return MakeRequest(id);
-}
-
-MpiComm::PendingMap::iterator MpiComm::Find(const Request& request) {
-  if (!Owns(request)) return pending_.end();
-  return pending_.find(RequestId(request));
-}
-
 StatusOr<Request> MpiComm::Isend(std::span<const float> data, int dest, int tag) {
   TRIDENT_RETURN_IF_ERROR(CheckTransfer("Isend", "dest", dest, tag, data.size()));
-  Pending p{true, dest, tag, data.size(), MPI_REQUEST_NULL};
-  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_FLOAT, dest,
-                                        tag, comm_, &p.request));
-  return Track(p);
+  MPI_Request request = MPI_REQUEST_NULL;
+  TRIDENT_MPI_RETURN_IF_ERROR(
+      MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_FLOAT, dest, tag, comm_, &request));
+  return Track(RequestInfo::Send(dest, tag, data.size()), request);
 }
 
 StatusOr<Request> MpiComm::Irecv(std::span<float> data, int source, int tag) {
   TRIDENT_RETURN_IF_ERROR(CheckTransfer("Irecv", "source", source, tag, data.size()));
-  Pending p{false, source, tag, data.size(), MPI_REQUEST_NULL};
+  MPI_Request request = MPI_REQUEST_NULL;
   TRIDENT_MPI_RETURN_IF_ERROR(MPI_Irecv(data.data(), static_cast<int>(data.size()), MPI_FLOAT,
-                                        source, tag, comm_, &p.request));
-  return Track(p);
+                                        source, tag, comm_, &request));
+  return Track(RequestInfo::Recv(source, tag, data.size()), request);
 }
 
-StatusOr<bool> MpiComm::TestOnce(PendingMap::iterator it) {
-  Pending& p = it->second;
+StatusOr<bool> MpiComm::TestOnce(Pending& p) {
   int done = 0;
   MPI_Status status;
-  int code = MPI_Test(&p.request, &done, &status);
+  int code = MPI_Test(&p.op, &done, &status);
   if (code != MPI_SUCCESS && ErrorClass(code) == MPI_ERR_TRUNCATE) {
-    return comm_internal::MessageSizeError(p.Describe(), "more than " + std::to_string(p.count));
+    return comm_internal::MessageSizeError(p.info.Describe(),
+                                           "more than " + std::to_string(p.info.count));
   }
   TRIDENT_RETURN_IF_ERROR(mpi_internal::MpiResult(code, "MPI_Test", __FILE__, __LINE__));
-  if (!done || p.is_send || p.IsCollective()) return done != 0;
+  if (!done || p.info.kind != RequestInfo::Kind::kRecv) return done != 0;
   int received = 0;
   TRIDENT_MPI_RETURN_IF_ERROR(MPI_Get_count(&status, MPI_FLOAT, &received));
-  if (static_cast<size_t>(received) != p.count) {
-    return comm_internal::MessageSizeError(p.Describe(), std::to_string(received));
+  if (static_cast<size_t>(received) != p.info.count) {
+    return comm_internal::MessageSizeError(p.info.Describe(), std::to_string(received));
   }
   return true;
 }
 
-Status MpiComm::Finish(PendingMap::iterator it, Request& request, Status status) {
-  pending_.erase(it);
-  Deactivate(request);
-  return status;
+Progress MpiComm::Poll(Pending& p, std::optional<std::chrono::milliseconds> timeout) {
+  return Progress::FromDone(
+      PollUntil(comm_internal::PollDeadline(timeout), [&] { return TestOnce(p); }));
 }
 
-Status MpiComm::Wait(Request& request, std::chrono::milliseconds timeout) {
-  if (!request.active()) return Status::Ok();
-  auto it = Find(request);
-  if (it == pending_.end()) return comm_internal::UnknownRequestError("Wait");
-  Clock::time_point start = Clock::now();
-  while (true) {
-    StatusOr<bool> done = TestOnce(it);
-    if (!done.ok()) return Finish(it, request, done.status());
-    if (*done) return Finish(it, request, Status::Ok());
-    if (Clock::now() - start >= timeout) break;
-    Backoff(start);
-  }
-  const Pending& p = it->second;
-  return comm_internal::TimeoutError(
-      "Wait: " + p.Describe(), timeout,
-      p.IsCollective() ? comm_internal::kStartedCollectiveHint : kTransferHint);
-}
-
-StatusOr<bool> MpiComm::Test(Request& request) {
-  if (!request.active()) return true;
-  auto it = Find(request);
-  if (it == pending_.end()) return comm_internal::UnknownRequestError("Test");
-  StatusOr<bool> done = TestOnce(it);
-  if (!done.ok()) return Finish(it, request, done.status());
-  if (!*done) return false;
-  TRIDENT_RETURN_IF_ERROR(Finish(it, request, Status::Ok()));
-  return true;
-}
-
-Status MpiComm::Cancel(Request& request) {
-  if (!request.active()) return Status::Ok();
-  auto it = Find(request);
-  if (it == pending_.end()) return comm_internal::UnknownRequestError("Cancel");
-  Pending& p = it->second;
-  if (p.IsCollective()) return comm_internal::CancelCollectiveError(p.Describe());
-  if (p.is_send) return comm_internal::CancelSendError(p.Describe());
+Status MpiComm::Withdraw(Pending& p) {
   MPI_Status status;
-  Status result = TRIDENT_MPI_CALL(MPI_Cancel(&p.request));
-  if (result.ok()) result = TRIDENT_MPI_CALL(MPI_Wait(&p.request, &status));
+  Status result = TRIDENT_MPI_CALL(MPI_Cancel(&p.op));
+  if (result.ok()) result = TRIDENT_MPI_CALL(MPI_Wait(&p.op, &status));
   int cancelled = 1;
   if (result.ok()) result = TRIDENT_MPI_CALL(MPI_Test_cancelled(&status, &cancelled));
   if (result.ok() && !cancelled) {  // it had matched: check it like a completed receive
     int received = 0;
     result = TRIDENT_MPI_CALL(MPI_Get_count(&status, MPI_FLOAT, &received));
-    if (result.ok() && static_cast<size_t>(received) != p.count) {
-      result = comm_internal::MessageSizeError(p.Describe(), std::to_string(received));
+    if (result.ok() && static_cast<size_t>(received) != p.info.count) {
+      result = comm_internal::MessageSizeError(p.info.Describe(), std::to_string(received));
     }
   }
-  return Finish(it, request, result);
+  return result;
 }
 
 Status MpiComm::Complete(std::string_view op, MPI_Request request) {
-  Clock::time_point start = Clock::now();
-  while (true) {
-    int done = 0;
-    TRIDENT_MPI_RETURN_IF_ERROR(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-    if (done) return Status::Ok();
-    if (Clock::now() - start >= options_.collective_timeout) break;
-    Backoff(start);
-  }
+  StatusOr<bool> done =
+      PollUntil(Clock::now() + options_.collective_timeout, [&]() -> StatusOr<bool> {
+        int flag = 0;
+        TRIDENT_MPI_RETURN_IF_ERROR(MPI_Test(&request, &flag, MPI_STATUS_IGNORE));
+        return flag != 0;
+      });
+  if (!done.ok()) return done.status();
+  if (*done) return Status::Ok();
   // The request cannot be freed while active (MPI forbids it for collectives): the
   // communicator is now unusable.
   broken_ = std::string(op) + " that timed out";
@@ -361,11 +292,11 @@ Status MpiComm::Barrier() {
 
 StatusOr<Request> MpiComm::StartAllReduceSum(std::span<float> data) {
   TRIDENT_RETURN_IF_ERROR(CheckCollective("StartAllReduceSum", data.size()));
-  Pending p{.count = data.size(), .collective = "AllReduceSum"};
+  MPI_Request request = MPI_REQUEST_NULL;
   TRIDENT_MPI_RETURN_IF_ERROR(MPI_Iallreduce(MPI_IN_PLACE, data.data(),
                                              static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
-                                             comm_, &p.request));
-  return Track(p);
+                                             comm_, &request));
+  return Track(RequestInfo::Collective("AllReduceSum", data.size()), request);
 }
 
 // MPI_COMM_WORLD rather than comm_: MPI promises to end only the processes of the communicator
@@ -409,16 +340,15 @@ Status MpiComm::MeetForSplit(const std::vector<int>& ranks) {
 }
 
 Status MpiComm::FinishMeeting(const std::vector<int>& ranks, Clock::time_point deadline) {
-  Clock::time_point start = Clock::now();
   std::vector<MPI_Request>& requests = meeting_.requests;
   const int count = static_cast<int>(requests.size());
-  while (true) {
-    int done = 0;
-    TRIDENT_MPI_RETURN_IF_ERROR(MPI_Testall(count, requests.data(), &done, MPI_STATUSES_IGNORE));
-    if (done) return Status::Ok();
-    if (Clock::now() >= deadline) break;
-    Backoff(start);
-  }
+  TRIDENT_ASSIGN_OR_RETURN(bool done, PollUntil(deadline, [&]() -> StatusOr<bool> {
+                             int flag = 0;
+                             TRIDENT_MPI_RETURN_IF_ERROR(
+                                 MPI_Testall(count, requests.data(), &flag, MPI_STATUSES_IGNORE));
+                             return flag != 0;
+                           }));
+  if (done) return Status::Ok();
   for (MPI_Request& request : requests) {
     if (request == MPI_REQUEST_NULL) continue;
     ReportIfError(TRIDENT_MPI_CALL(MPI_Cancel(&request)));

@@ -1,10 +1,8 @@
 #include "runtime/comm/nccl_comm.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "runtime/comm/comm_checks.h"
@@ -55,19 +53,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nccl_internal::ReportIfError;
 
-constexpr std::string_view kTransferHint =
-    "the peer may have failed, or not posted the matching Isend/Irecv in the same order (NCCL "
-    "matches a pair's transfers by order, not by tag)";
 constexpr std::string_view kCollectiveHint = "a rank may have failed or called another collective";
-
-// Yields for the first millisecond of a wait, then sleeps briefly between polls.
-void Backoff(Clock::time_point start) {
-  if (Clock::now() - start < std::chrono::milliseconds(1)) {
-    std::this_thread::yield();
-  } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
 
 // Makes `device` current on this thread for its scope (the current device is per thread).
 class DeviceGuard {
@@ -110,11 +96,6 @@ Status LaunchAllReduce(std::span<float> data, ncclComm_t comm, cudaStream_t stre
 }
 
 }  // namespace
-
-std::string NcclComm::Pending::Describe() const {
-  if (IsCollective()) return comm_internal::DescribeCollective(collective, count);
-  return comm_internal::DescribeTransfer(is_send, peer, tag, count);
-}
 
 NcclComm::NcclComm(std::unique_ptr<Comm> host, const CommOptions& options)
     : host_(std::move(host)),
@@ -175,7 +156,7 @@ NcclComm::~NcclComm() {
   }
   if (comm_ != nullptr) ReportIfError(TRIDENT_NCCL_CALL(ncclCommDestroy(comm_)));
   comm_ = nullptr;
-  for (auto& [id, p] : pending_) ReleaseEvent(p.done);
+  requests_.ForEach([this](Pending& p) { ReleaseEvent(p.op.done); });
   for (cudaEvent_t event : free_events_) {
     ReportIfError(TRIDENT_CUDA_COMM_CALL(cudaEventDestroy(event)));
   }
@@ -186,9 +167,8 @@ NcclComm::~NcclComm() {
 }
 
 Status NcclComm::Drain() {
-  const auto launched = std::count_if(pending_.begin(), pending_.end(), [](const auto& entry) {
-    return entry.second.done != nullptr;
-  });
+  int launched = 0;
+  requests_.ForEach([&launched](const Pending& p) { launched += p.op.done != nullptr; });
   if (launched == 0) return Status::Ok();
   TRIDENT_ASSIGN_OR_RETURN(cudaEvent_t last, AcquireEvent());
   Status recorded = TRIDENT_CUDA_COMM_CALL(cudaEventRecord(last, stream_));
@@ -196,7 +176,7 @@ Status NcclComm::Drain() {
     ReleaseEvent(last);
     return recorded;
   }
-  StatusOr<bool> done = Poll(last, options_.collective_timeout);
+  StatusOr<bool> done = PollEvent(last, options_.collective_timeout);
   ReleaseEvent(last);
   if (!done.ok()) return done.status();
   if (*done) return Status::Ok();
@@ -259,29 +239,16 @@ Status NcclComm::CheckDeviceMemory(std::string_view op, std::string_view name,
                          "current");
 }
 
-Request NcclComm::Track(Pending pending) {
-  const int64_t id = next_request_id_++;
-  pending_.emplace(id, pending);
-  return MakeRequest(id);
-}
-
-Request NcclComm::Enqueue(Pending pending) {
-  Request request = Track(pending);
-  queue_.push_back(RequestId(request));
+Request NcclComm::Enqueue(RequestInfo info, NcclOp op) {
+  Request request = requests_.Add(info, op);
+  queue_.push_back(requests_.Find(request));
   return request;
 }
 
-NcclComm::PendingMap::iterator NcclComm::Find(const Request& request) {
-  if (!Owns(request)) return pending_.end();
-  return pending_.find(RequestId(request));
-}
-
-Status NcclComm::Finish(PendingMap::iterator it, Request& request, Status status) {
-  ReleaseEvent(it->second.done);
-  std::erase(queue_, it->first);
-  pending_.erase(it);
-  Deactivate(request);
-  return status;
+void NcclComm::Release(Pending& pending) {
+  ReleaseEvent(pending.op.done);
+  pending.op.done = nullptr;
+  std::erase(queue_, &pending);
 }
 
 StatusOr<cudaEvent_t> NcclComm::AcquireEvent() {
@@ -308,15 +275,15 @@ Status NcclComm::OrderAfterCompute() {
 
 Status NcclComm::LaunchQueued() {
   if (queue_.empty()) return Status::Ok();
-  std::vector<int64_t> ids;
-  ids.swap(queue_);
+  std::vector<Pending*> launched;
+  launched.swap(queue_);
   Status status = OrderAfterCompute();
-  if (status.ok()) status = LaunchGroup(ids);
-  for (size_t i = 0; status.ok() && i < ids.size(); ++i) {
+  if (status.ok()) status = LaunchGroup(launched);
+  for (size_t i = 0; status.ok() && i < launched.size(); ++i) {
     StatusOr<cudaEvent_t> event = AcquireEvent();
     status = event.status();
     if (!status.ok()) break;
-    pending_.at(ids[i]).done = *event;
+    launched[i]->op.done = *event;
     status = TRIDENT_CUDA_COMM_CALL(cudaEventRecord(*event, stream_));
   }
   if (!status.ok()) Break("launch of queued transfers that failed");
@@ -324,16 +291,17 @@ Status NcclComm::LaunchQueued() {
 }
 
 // Zero-length transfers are left out on both ranks, so the pair's order still agrees.
-Status NcclComm::LaunchGroup(const std::vector<int64_t>& ids) {
+Status NcclComm::LaunchGroup(const std::vector<Pending*>& transfers) {
   TRIDENT_NCCL_RETURN_IF_ERROR(ncclGroupStart());
   Status status = Status::Ok();
-  for (int64_t id : ids) {
-    const Pending& p = pending_.at(id);
-    if (p.count == 0) continue;
+  for (const Pending* p : transfers) {
+    const size_t count = p->info.count;
+    const int peer = p->info.peer;
+    if (count == 0) continue;
     status =
-        p.is_send
-            ? TRIDENT_NCCL_CALL(ncclSend(p.source, p.count, ncclFloat32, p.peer, comm_, stream_))
-            : TRIDENT_NCCL_CALL(ncclRecv(p.target, p.count, ncclFloat32, p.peer, comm_, stream_));
+        p->info.kind == RequestInfo::Kind::kSend
+            ? TRIDENT_NCCL_CALL(ncclSend(p->op.source, count, ncclFloat32, peer, comm_, stream_))
+            : TRIDENT_NCCL_CALL(ncclRecv(p->op.target, count, ncclFloat32, peer, comm_, stream_));
     if (!status.ok()) break;
   }
   Status ended = TRIDENT_NCCL_CALL(ncclGroupEnd());  // closes the group even after a failure
@@ -356,7 +324,7 @@ StatusOr<cudaEvent_t> NcclComm::LaunchCollective(std::string_view op, const Laun
 Status NcclComm::RunCollective(std::string_view op, const Launcher& launch) {
   DeviceGuard guard(device_);
   TRIDENT_ASSIGN_OR_RETURN(cudaEvent_t done, LaunchCollective(op, launch));
-  StatusOr<bool> finished = Poll(done, options_.collective_timeout);
+  StatusOr<bool> finished = PollEvent(done, options_.collective_timeout);
   ReleaseEvent(done);
   if (!finished.ok()) return finished.status();
   if (*finished) return Status::Ok();
@@ -384,14 +352,8 @@ StatusOr<bool> NcclComm::Query(cudaEvent_t event) {
   return status;
 }
 
-StatusOr<bool> NcclComm::Poll(cudaEvent_t event, std::chrono::milliseconds timeout) {
-  const Clock::time_point start = Clock::now();
-  while (true) {
-    TRIDENT_ASSIGN_OR_RETURN(bool done, Query(event));
-    if (done) return true;
-    if (Clock::now() - start >= timeout) return false;
-    Backoff(start);
-  }
+StatusOr<bool> NcclComm::PollEvent(cudaEvent_t event, std::chrono::milliseconds timeout) {
+  return comm_internal::PollUntil(Clock::now() + timeout, [&] { return Query(event); });
 }
 
 void NcclComm::Break(std::string cause) {
@@ -405,63 +367,39 @@ void NcclComm::Break(std::string cause) {
 StatusOr<Request> NcclComm::Isend(std::span<const float> data, int dest, int tag) {
   TRIDENT_RETURN_IF_ERROR(CheckTransfer("Isend", "dest", dest, tag, data.size()));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("Isend", "data", data));
-  return Enqueue(Pending{
-      .is_send = true, .peer = dest, .tag = tag, .count = data.size(), .source = data.data()});
+  return Enqueue(RequestInfo::Send(dest, tag, data.size()), {.source = data.data()});
 }
 
 StatusOr<Request> NcclComm::Irecv(std::span<float> data, int source, int tag) {
   TRIDENT_RETURN_IF_ERROR(CheckTransfer("Irecv", "source", source, tag, data.size()));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("Irecv", "data", data));
-  return Enqueue(Pending{.peer = source, .tag = tag, .count = data.size(), .target = data.data()});
+  return Enqueue(RequestInfo::Recv(source, tag, data.size()), {.target = data.data()});
 }
 
-Status NcclComm::Wait(Request& request, std::chrono::milliseconds timeout) {
-  if (!request.active()) return Status::Ok();
-  auto it = Find(request);
-  if (it == pending_.end()) return comm_internal::UnknownRequestError("Wait");
+Progress NcclComm::Poll(Pending& p, std::optional<std::chrono::milliseconds> timeout) {
   DeviceGuard guard(device_);
-  Status status = Usable("Wait");
+  Status status = Usable(comm_internal::PollOp(timeout));
   if (status.ok()) status = LaunchQueued();
-  if (!status.ok()) return Finish(it, request, status);
-  StatusOr<bool> done = Poll(it->second.done, timeout);
-  if (!done.ok()) return Finish(it, request, done.status());
-  if (*done) return Finish(it, request, Status::Ok());
-  const Pending& p = it->second;
-  return comm_internal::TimeoutError(
-      "Wait: " + p.Describe(), timeout,
-      p.IsCollective() ? comm_internal::kStartedCollectiveHint : kTransferHint);
-}
-
-StatusOr<bool> NcclComm::Test(Request& request) {
-  if (!request.active()) return true;
-  auto it = Find(request);
-  if (it == pending_.end()) return comm_internal::UnknownRequestError("Test");
-  DeviceGuard guard(device_);
-  Status status = Usable("Test");
-  if (status.ok()) status = LaunchQueued();
-  if (!status.ok()) return Finish(it, request, status);
-  StatusOr<bool> done = Query(it->second.done);
-  if (!done.ok()) return Finish(it, request, done.status());
-  if (!*done) return false;
-  TRIDENT_RETURN_IF_ERROR(Finish(it, request, Status::Ok()));
-  return true;
+  Progress progress =
+      status.ok()
+          ? Progress::FromDone(PollEvent(p.op.done, timeout.value_or(std::chrono::milliseconds(0))))
+          : Progress::Done(status);
+  if (progress.done()) Release(p);
+  return progress;
 }
 
 // A launched receive cannot be withdrawn from NCCL: unless it already completed, the NCCL
 // communicator is aborted (nccl_comm.h).
-Status NcclComm::Cancel(Request& request) {
-  if (!request.active()) return Status::Ok();
-  auto it = Find(request);
-  if (it == pending_.end()) return comm_internal::UnknownRequestError("Cancel");
-  const Pending& p = it->second;
-  if (p.IsCollective()) return comm_internal::CancelCollectiveError(p.Describe());
-  if (p.is_send) return comm_internal::CancelSendError(p.Describe());
-  if (p.done == nullptr || !broken_.empty()) return Finish(it, request, Status::Ok());
-  DeviceGuard guard(device_);
-  StatusOr<bool> done = Query(p.done);
-  if (!done.ok()) return Finish(it, request, done.status());
-  if (!*done) Break("Cancel of a launched " + p.Describe());
-  return Finish(it, request, Status::Ok());
+Status NcclComm::Withdraw(Pending& p) {
+  Status status = Status::Ok();
+  if (p.op.done != nullptr && broken_.empty()) {
+    DeviceGuard guard(device_);
+    StatusOr<bool> done = Query(p.op.done);
+    status = done.status();
+    if (done.ok() && !*done) Break("Cancel of a launched " + p.info.Describe());
+  }
+  Release(p);
+  return status;
 }
 
 Status NcclComm::AllReduceSum(std::span<float> data) {
@@ -525,7 +463,7 @@ StatusOr<Request> NcclComm::StartAllReduceSum(std::span<float> data) {
   TRIDENT_ASSIGN_OR_RETURN(cudaEvent_t done, LaunchCollective("StartAllReduceSum", [&] {
                              return LaunchAllReduce(data, comm_, stream_);
                            }));
-  return Track(Pending{.count = data.size(), .collective = "AllReduceSum", .done = done});
+  return requests_.Add(RequestInfo::Collective("AllReduceSum", data.size()), {.done = done});
 }
 
 StatusOr<std::unique_ptr<Comm>> NcclComm::Split(std::vector<int> ranks) {

@@ -73,8 +73,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -82,6 +82,7 @@
 
 #include "core/status.h"
 #include "runtime/comm/comm.h"
+#include "runtime/comm/request_table.h"
 
 namespace trident {
 
@@ -106,7 +107,15 @@ void ReportIfError(const Status& status);
 // Whether `data` is CUDA device (or managed) memory: what HostDeviceComm routes to NCCL.
 bool IsCudaDeviceMemory(const void* data);
 
-class NcclComm final : public Comm {
+// A pending request's record in an NcclComm: an Isend's or Irecv's buffer, and its completion
+// event on the comm stream (null while a transfer is queued).
+struct NcclOp {
+  const float* source = nullptr;  // an Isend's data
+  float* target = nullptr;        // an Irecv's data
+  cudaEvent_t done = nullptr;
+};
+
+class NcclComm final : public Comm, private RequestTable<NcclOp>::Backend {
  public:
   // The NCCL communicator of `host`'s ranks on the current CUDA device: host rank 0 makes the
   // unique id and broadcasts it over `host`, then every rank calls ncclCommInitRank. Collective
@@ -122,9 +131,11 @@ class NcclComm final : public Comm {
 
   StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override;
   StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override;
-  Status Wait(Request& request, std::chrono::milliseconds timeout) override;
-  StatusOr<bool> Test(Request& request) override;
-  Status Cancel(Request& request) override;
+  Status Wait(Request& request, std::chrono::milliseconds timeout) override {
+    return requests_.Wait(request, timeout);
+  }
+  StatusOr<bool> Test(Request& request) override { return requests_.Test(request); }
+  Status Cancel(Request& request) override { return requests_.Cancel(request); }
 
   Status AllReduceSum(std::span<float> data) override;
   Status AllGather(std::span<const float> send, std::span<float> recv) override;
@@ -136,24 +147,14 @@ class NcclComm final : public Comm {
   [[noreturn]] void AbortJob(int exit_code) override;
 
  private:
-  // An Isend or Irecv (peer and tag set), or a started collective (`collective` names it).
-  // `done` is its completion event on the comm stream: null while a transfer is queued.
-  struct Pending {
-    bool is_send = false;
-    int peer = 0;
-    int tag = 0;
-    size_t count = 0;
-    const float* source = nullptr;  // an Isend's data
-    float* target = nullptr;        // an Irecv's data
-    std::string_view collective = {};
-    cudaEvent_t done = nullptr;
-
-    bool IsCollective() const { return !collective.empty(); }
-    std::string Describe() const;
-  };
-  using PendingMap = std::map<int64_t, Pending>;
+  using Requests = RequestTable<NcclOp>;
+  using Pending = Requests::Pending;
   // Launches NCCL work on the comm stream (comm_, stream_).
   using Launcher = std::function<Status()>;
+
+  static constexpr std::string_view kNcclTransferHint =
+      "the peer may have failed, or not posted the matching Isend/Irecv in the same order (NCCL "
+      "matches a pair's transfers by order, not by tag)";
 
   NcclComm(std::unique_ptr<Comm> host, const CommOptions& options);
   // Device, stream and events, then the unique id over host_, then ncclCommInitRank.
@@ -168,11 +169,14 @@ class NcclComm final : public Comm {
   Status CheckDeviceMemory(std::string_view op, std::string_view name,
                            std::span<const float> data) const;
 
-  Request Track(Pending pending);
-  Request Enqueue(Pending pending);
-  PendingMap::iterator Find(const Request& request);
-  // Forgets `it` (its event back to the pool), deactivates `request` and returns `status`.
-  Status Finish(PendingMap::iterator it, Request& request, Status status);
+  // Requests::Backend. Poll launches the queue, then polls the request's event; Withdraw
+  // drops a queued receive, or aborts the communicator for a launched one not yet complete.
+  Progress Poll(Pending& pending, std::optional<std::chrono::milliseconds> timeout) override;
+  Status Withdraw(Pending& pending) override;
+  // Queues a transfer to be launched with the next group.
+  Request Enqueue(RequestInfo info, NcclOp op);
+  // Gives back what `pending` holds (its event, its place in the queue) as it leaves the table.
+  void Release(Pending& pending);
 
   StatusOr<cudaEvent_t> AcquireEvent();
   void ReleaseEvent(cudaEvent_t event);
@@ -181,7 +185,7 @@ class NcclComm final : public Comm {
   // Launches the queued transfers as one group, each followed by its completion event. A
   // failure breaks the communicator (which of them reached NCCL is unknown).
   Status LaunchQueued();
-  Status LaunchGroup(const std::vector<int64_t>& ids);
+  Status LaunchGroup(const std::vector<Pending*>& transfers);
   // Launches the queue, then `launch` ordered after the compute stream; returns the
   // collective's completion event. A failure breaks the communicator.
   StatusOr<cudaEvent_t> LaunchCollective(std::string_view op, const Launcher& launch);
@@ -190,7 +194,7 @@ class NcclComm final : public Comm {
   // One look at `event`: true once done. Asynchronous NCCL errors break the communicator.
   StatusOr<bool> Query(cudaEvent_t event);
   // Polls `event` until done or `timeout` passes (then false).
-  StatusOr<bool> Poll(cudaEvent_t event, std::chrono::milliseconds timeout);
+  StatusOr<bool> PollEvent(cudaEvent_t event, std::chrono::milliseconds timeout);
   // Aborts the NCCL communicator, drops the queue and refuses later calls, naming `cause`.
   void Break(std::string cause);
   // For the destructor: waits up to the collective timeout for the launched work.
@@ -204,10 +208,9 @@ class NcclComm final : public Comm {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t order_event_ = nullptr;
   std::vector<cudaEvent_t> free_events_;
-  int64_t next_request_id_ = 1;
-  PendingMap pending_;
-  std::vector<int64_t> queue_;  // transfers posted but not launched, in posting order
-  std::string broken_;          // what broke the communicator; empty while usable
+  Requests requests_{this, this, kNcclTransferHint};
+  std::vector<Pending*> queue_;  // transfers posted but not launched, in posting order
+  std::string broken_;           // what broke the communicator; empty while usable
 };
 
 }  // namespace trident
