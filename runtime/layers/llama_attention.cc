@@ -9,21 +9,19 @@ namespace trident {
 
 namespace {
 
-int64_t Group(const GqaShape& g) { return g.al / g.kl; }
-
 // The G query heads of kv group j in sequence b (also the layout of ctx and its gradient).
 MatrixLayout QueryGroup(const GqaShape& g, int64_t b, int64_t j) {
-  return {b * g.s * g.hl() + j * Group(g) * g.d, g.s, g.d, g.hl(), g.d};
+  return {b * g.s * g.hl + j * g.group * g.d, g.s, g.d, g.hl, g.d};
 }
 MatrixLayout QueryHead(const GqaShape& g, int64_t b, int64_t i) {
-  return {b * g.s * g.hl() + i * g.d, g.s, g.d, g.hl(), 0};
+  return {b * g.s * g.hl + i * g.d, g.s, g.d, g.hl, 0};
 }
 // Kv head j of sequence b, repeated for every query head of its group (stride 0).
 MatrixLayout KvHead(const GqaShape& g, int64_t b, int64_t j) {
-  return {b * g.s * g.kvl() + j * g.d, g.s, g.d, g.kvl(), 0};
+  return {b * g.s * g.kvl + j * g.d, g.s, g.d, g.kvl, 0};
 }
 MatrixLayout ScoreGroup(const GqaShape& g, int64_t b, int64_t j) {
-  return {(b * g.al + j * Group(g)) * g.s * g.s, g.s, g.s, g.s, g.s * g.s};
+  return {(b * g.al + j * g.group) * g.s * g.s, g.s, g.s, g.s, g.s * g.s};
 }
 MatrixLayout ScoreHead(const GqaShape& g, int64_t b, int64_t i) {
   return {(b * g.al + i) * g.s * g.s, g.s, g.s, g.s, 0};
@@ -43,7 +41,7 @@ void GroupSum(Compute& compute, const GqaShape& g, float scale, const Tensor& sc
     for (int64_t i = 0; i < g.al; ++i) {
       Gemm(compute,
            {1, true, false, scale, 1.0f, ScoreHead(g, b, i), QueryHead(g, b, i),
-            KvHead(g, b, i / Group(g))},
+            KvHead(g, b, i / g.group)},
            scores, rows, dkv);
     }
   }
@@ -107,7 +105,7 @@ void GqaProbs(Compute& compute, const GqaShape& g, const Tensor& q_BSHl, const T
   for (int64_t b = 0; b < g.b; ++b) {
     for (int64_t j = 0; j < g.kl; ++j) {
       Gemm(compute,
-           {Group(g), false, true, Scale(g), 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
+           {g.group, false, true, Scale(g), 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
             ScoreGroup(g, b, j)},
            q_BSHl, k_BSKVl, probs_BAlSS);
     }
@@ -120,7 +118,7 @@ void GqaContext(Compute& compute, const GqaShape& g, const Tensor& probs_BAlSS,
   for (int64_t b = 0; b < g.b; ++b) {
     for (int64_t j = 0; j < g.kl; ++j) {
       Gemm(compute,
-           {Group(g), false, false, 1.0f, 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
+           {g.group, false, false, 1.0f, 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
             QueryGroup(g, b, j)},
            probs_BAlSS, v_BSKVl, ctx_BSHl);
     }
@@ -133,7 +131,7 @@ void GqaBackward(Compute& compute, const GqaShape& g, const GqaInputs& in, const
   for (int64_t b = 0; b < g.b; ++b) {
     for (int64_t j = 0; j < g.kl; ++j) {
       Gemm(compute,
-           {Group(g), false, true, 1.0f, 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
+           {g.group, false, true, 1.0f, 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
             ScoreGroup(g, b, j)},
            dctx_BSHl, *in.v_BSKVl, dscores_BAlSS);
     }
@@ -143,7 +141,7 @@ void GqaBackward(Compute& compute, const GqaShape& g, const GqaInputs& in, const
   for (int64_t b = 0; b < g.b; ++b) {
     for (int64_t j = 0; j < g.kl; ++j) {
       Gemm(compute,
-           {Group(g), false, false, Scale(g), 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
+           {g.group, false, false, Scale(g), 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
             QueryGroup(g, b, j)},
            dscores_BAlSS, *in.k_BSKVl, dq_BSHl);
     }
