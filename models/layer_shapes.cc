@@ -69,6 +69,12 @@ std::vector<int64_t> LayerShapes::Query(const TokenBlock& tb) const {
 std::vector<int64_t> LayerShapes::KeyValue(const TokenBlock& tb) const {
   return {tb.batch, tb.seq, kv_width};
 }
+std::vector<int64_t> LayerShapes::QueryHeads(const TokenBlock& tb) const {
+  return {tb.batch, tb.seq, heads, head_dim};
+}
+std::vector<int64_t> LayerShapes::KeyValueHeads(const TokenBlock& tb) const {
+  return {tb.batch, tb.seq, kv_heads, head_dim};
+}
 std::vector<int64_t> LayerShapes::Scores(const TokenBlock& tb) const {
   return {tb.batch, heads, tb.seq, tb.seq};
 }

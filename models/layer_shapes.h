@@ -126,15 +126,17 @@ struct LayerShapes {
   const ParamShape& Param(std::string_view name) const;
 
   // Activation shapes of one micro-batch `tb`.
-  std::vector<int64_t> Hidden(const TokenBlock& tb) const;    // [B, S, H]
-  std::vector<int64_t> Ids(const TokenBlock& tb) const;       // [B, S]
-  std::vector<int64_t> Qkv(const TokenBlock& tb) const;       // [B, S, qkv_width]
-  std::vector<int64_t> Query(const TokenBlock& tb) const;     // [B, S, Hl]
-  std::vector<int64_t> KeyValue(const TokenBlock& tb) const;  // [B, S, KVl]
-  std::vector<int64_t> Scores(const TokenBlock& tb) const;    // [B, Al, S, S]
-  std::vector<int64_t> Ffn(const TokenBlock& tb) const;       // [B, S, Fl]
-  std::vector<int64_t> Logits(const TokenBlock& tb) const;    // [B, S, Vl]
-  std::vector<int64_t> NormStat(const TokenBlock& tb) const;  // [B·S]: one per token
+  std::vector<int64_t> Hidden(const TokenBlock& tb) const;         // [B, S, H]
+  std::vector<int64_t> Ids(const TokenBlock& tb) const;            // [B, S]
+  std::vector<int64_t> Qkv(const TokenBlock& tb) const;            // [B, S, qkv_width]
+  std::vector<int64_t> Query(const TokenBlock& tb) const;          // [B, S, Hl]
+  std::vector<int64_t> KeyValue(const TokenBlock& tb) const;       // [B, S, KVl]
+  std::vector<int64_t> QueryHeads(const TokenBlock& tb) const;     // [B, S, Al, D]
+  std::vector<int64_t> KeyValueHeads(const TokenBlock& tb) const;  // [B, S, Kl, D]
+  std::vector<int64_t> Scores(const TokenBlock& tb) const;         // [B, Al, S, S]
+  std::vector<int64_t> Ffn(const TokenBlock& tb) const;            // [B, S, Fl]
+  std::vector<int64_t> Logits(const TokenBlock& tb) const;         // [B, S, Vl]
+  std::vector<int64_t> NormStat(const TokenBlock& tb) const;       // [B·S]: one per token
 
   // What Forward keeps for backward under no recompute (filter with KeptUnder), in the
   // layer's order; names follow the runtime's stash fields.

@@ -74,6 +74,8 @@ TokenBlock TokensOf(const Tensor& t_BS) {
   return {t_BS.dim(0), t_BS.dim(1)};
 }
 
+Tensor MatrixView(Tensor& t, int64_t columns) { return t.View(0, {t.numel() / columns, columns}); }
+
 Tensor RowOf(Tensor& t_NC, int64_t n) {
   const int64_t width = t_NC.dim(-1);
   return t_NC.View(n * width, {width});

@@ -57,6 +57,8 @@ TokenBlock TokensOf(const Tensor& t_BS);
 
 // Row n of `t` seen as a matrix [N, C]: a view of its C elements.
 Tensor RowOf(Tensor& t_NC, int64_t n);
+// `t` seen as a matrix [numel / columns, columns]. REQUIRES: columns divides numel.
+Tensor MatrixView(Tensor& t, int64_t columns);
 
 // Bytes of the listed tensors (undefined ones count 0).
 int64_t SumBytes(std::initializer_list<const Tensor*> tensors);

@@ -49,8 +49,8 @@ void GroupSum(Compute& compute, const GqaShape& g, float scale, const Tensor& sc
 
 }  // namespace
 
-RopeTables MakeRopeTables(Compute& compute, int64_t b, int64_t s, int64_t heads, int64_t d,
-                          double theta) {
+RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND, double theta) {
+  const int64_t b = dims_BSND[0], s = dims_BSND[1], heads = dims_BSND[2], d = dims_BSND[3];
   std::vector<float> cos_values, sin_values;
   cos_values.reserve(static_cast<size_t>(b * s * heads * d));
   sin_values.reserve(cos_values.capacity());
@@ -63,7 +63,7 @@ RopeTables MakeRopeTables(Compute& compute, int64_t b, int64_t s, int64_t heads,
       sin_values.push_back(static_cast<float>(std::sin(angle)));
     }
   }
-  RopeTables t{compute.Allocate({b, s, heads, d}), compute.Allocate({b, s, heads, d})};
+  RopeTables t{compute.Allocate(dims_BSND), compute.Allocate(dims_BSND)};
   compute.CopyFromHost(std::span<const float>(cos_values), t.cos_BSND);
   compute.CopyFromHost(std::span<const float>(sin_values), t.sin_BSND);
   return t;
@@ -82,7 +82,7 @@ Tensor MakeRotateHalf(Compute& compute, int64_t d) {
 
 void RopeForward(Compute& compute, const RopeTables& tables, const Tensor& rotate_DD, Tensor& x) {
   const int64_t d = rotate_DD.dim(0);
-  Tensor x_ND = x.View(0, {x.numel() / d, d});
+  Tensor x_ND = MatrixView(x, d);
   Tensor rotated_ND = compute.Allocate(x_ND.shape());
   compute.Gemm(false, false, 1.0f, x_ND, rotate_DD, 0.0f, rotated_ND);
   compute.Mul(x, tables.cos_BSND, x);
@@ -92,7 +92,7 @@ void RopeForward(Compute& compute, const RopeTables& tables, const Tensor& rotat
 
 void RopeBackward(Compute& compute, const RopeTables& tables, const Tensor& rotate_DD, Tensor& dy) {
   const int64_t d = rotate_DD.dim(0);
-  Tensor scaled_ND = compute.Allocate({dy.numel() / d, d});
+  Tensor scaled_ND = compute.Allocate(MatrixView(dy, d).shape());
   compute.Mul(dy, tables.sin_BSND, scaled_ND);
   Tensor back_ND = compute.Allocate(scaled_ND.shape());
   compute.Gemm(false, true, 1.0f, scaled_ND, rotate_DD, 0.0f, back_ND);

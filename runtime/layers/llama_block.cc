@@ -126,8 +126,8 @@ class LlamaBlock final : public Layer {
     st.q = Linear(st.n1, wq_, shapes_.Query(tb));
     st.k = Linear(st.n1, wk_, shapes_.KeyValue(tb));
     st.v = Linear(st.n1, wv_, shapes_.KeyValue(tb));
-    RopeForward(compute, MakeRopeTables(compute, g.b, g.s, g.al, g.d, theta_), rotate_, st.q);
-    RopeForward(compute, MakeRopeTables(compute, g.b, g.s, g.kl, g.d, theta_), rotate_, st.k);
+    RopeForward(compute, MakeRopeTables(compute, shapes_.QueryHeads(tb), theta_), rotate_, st.q);
+    RopeForward(compute, MakeRopeTables(compute, shapes_.KeyValueHeads(tb), theta_), rotate_, st.k);
     st.probs = compute.Allocate(shapes_.Scores(tb));
     GqaProbs(compute, g, st.q, st.k, st.probs);
     st.ctx = compute.Allocate(shapes_.Query(tb));
@@ -170,14 +170,16 @@ class LlamaBlock final : public Layer {
   void AttentionBackward(LlamaStash& st, Tensor dx1, Tensor& dx) {
     Compute& compute = *context_.compute;
     const GqaShape g = GqaOf(st);
+    const TokenBlock tb = TokensOf(st.x);
     Tensor dctx = compute.Allocate(st.ctx.shape());
     LinearBackwardInput(compute, dx1, wo_.value, dctx);
     st.dq = compute.Allocate(st.q.shape());
     st.dk = compute.Allocate(st.k.shape());
     st.dv = compute.Allocate(st.v.shape());
     GqaBackward(compute, g, {&st.q, &st.k, &st.v, &st.probs}, dctx, st.dq, st.dk, st.dv);
-    RopeBackward(compute, MakeRopeTables(compute, g.b, g.s, g.al, g.d, theta_), rotate_, st.dq);
-    RopeBackward(compute, MakeRopeTables(compute, g.b, g.s, g.kl, g.d, theta_), rotate_, st.dk);
+    RopeBackward(compute, MakeRopeTables(compute, shapes_.QueryHeads(tb), theta_), rotate_, st.dq);
+    RopeBackward(compute, MakeRopeTables(compute, shapes_.KeyValueHeads(tb), theta_), rotate_,
+                 st.dk);
     Tensor dn1 = compute.Allocate(st.n1.shape());
     LinearBackwardInput(compute, st.dq, wq_.value, dn1);
     compute.Gemm(false, false, 1.0f, st.dk, wk_.value, 1.0f, dn1);

@@ -13,6 +13,8 @@
 // operand with stride 0; the key/value gradients sum over the group (beta = 1, one head at a time).
 #pragma once
 
+#include <vector>
+
 #include "runtime/layers/layer_ops.h"
 
 namespace trident {
@@ -26,13 +28,12 @@ struct GqaShape {
   int64_t kvl = 0;                              // KVl = Kl·D
 };
 
-// cos and sin tables [B, S, heads, D] for positions 0..S-1 of each sequence.
+// cos and sin tables of shape dims_BSND = [B, S, heads, D] for positions 0..S-1 of each sequence.
 struct RopeTables {
   Tensor cos_BSND;
   Tensor sin_BSND;
 };
-RopeTables MakeRopeTables(Compute& compute, int64_t b, int64_t s, int64_t heads, int64_t d,
-                          double theta);
+RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND, double theta);
 // The rotate-half matrix R [D, D].
 Tensor MakeRotateHalf(Compute& compute, int64_t d);
 // x = RoPE(x) in place, x [B, S, heads·D] matching the tables.
