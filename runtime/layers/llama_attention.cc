@@ -47,20 +47,29 @@ void GroupSum(Compute& compute, const GqaShape& g, float scale, const Tensor& sc
   }
 }
 
+// cos θ_j and sin θ_j of one head at `position`, for its D columns (j = column mod D/2).
+void AppendRopeRow(double position, int64_t d, double theta, std::vector<float>& cos_values,
+                   std::vector<float>& sin_values) {
+  for (int64_t c = 0; c < d; ++c) {
+    const double j = static_cast<double>(c % (d / 2));
+    const double angle = position * std::pow(theta, -2.0 * j / static_cast<double>(d));
+    cos_values.push_back(static_cast<float>(std::cos(angle)));
+    sin_values.push_back(static_cast<float>(std::sin(angle)));
+  }
+}
+
 }  // namespace
 
 RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND, double theta) {
-  const int64_t b = dims_BSND[0], s = dims_BSND[1], heads = dims_BSND[2], d = dims_BSND[3];
+  const int64_t batch = dims_BSND[0], seq = dims_BSND[1], heads = dims_BSND[2], d = dims_BSND[3];
   std::vector<float> cos_values, sin_values;
-  cos_values.reserve(static_cast<size_t>(b * s * heads * d));
+  cos_values.reserve(static_cast<size_t>(ElementsOf(dims_BSND)));
   sin_values.reserve(cos_values.capacity());
-  for (int64_t n = 0; n < b * s * heads; ++n) {
-    const double position = static_cast<double>((n / heads) % s);
-    for (int64_t c = 0; c < d; ++c) {
-      const double j = static_cast<double>(c % (d / 2));
-      const double angle = position * std::pow(theta, -2.0 * j / static_cast<double>(d));
-      cos_values.push_back(static_cast<float>(std::cos(angle)));
-      sin_values.push_back(static_cast<float>(std::sin(angle)));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t p = 0; p < seq; ++p) {
+      for (int64_t h = 0; h < heads; ++h) {
+        AppendRopeRow(static_cast<double>(p), d, theta, cos_values, sin_values);
+      }
     }
   }
   RopeTables t{compute.Allocate(dims_BSND), compute.Allocate(dims_BSND)};
