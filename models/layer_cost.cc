@@ -1,39 +1,73 @@
 #include "models/layer_cost.h"
 
-#include <string>
-
 #include "core/check.h"
 #include "models/layer_cost_internal.h"
 
 namespace trident {
 
-LayerDims MakeLayerDims(const ModelSpec& model, const LayerShape& shape) {
-  LayerDims d;
-  d.b = shape.micro_batch;
-  d.s = shape.seq_len;
-  d.tokens = d.b * d.s;
-  d.h = model.hidden;
-  d.a = model.heads;
-  d.f = model.ffn_hidden;
-  d.v = model.vocab_size;
-  d.t = shape.tp;
-  d.e = DTypeBytes(shape.dtype);
-  d.recompute = shape.recompute;
-  return d;
+namespace {
+
+constexpr int64_t kTokenIdBytes = 4;  // int32 token ids
+
+// Bytes the cost model counts per stashed element.
+int64_t CountedBytes(StashElement element, int64_t e) {
+  switch (element) {
+    case StashElement::kActivation:
+      return e;
+    case StashElement::kDropoutMask:
+      return 1;
+    case StashElement::kNormStat:
+      return 0;
+    case StashElement::kTokenId:
+      return kTokenIdBytes;
+  }
+  return e;
 }
 
-int64_t VocabRowsPerRank(int64_t v, int64_t t) { return (v + t - 1) / t; }
+}  // namespace
 
-void SetBlockFlops(double linear_fwd, double attention_fwd, RecomputeMode mode, LayerCost* cost) {
-  cost->fwd_flops = linear_fwd + attention_fwd;
-  cost->bwd_input_flops = linear_fwd + 2 * attention_fwd;
-  cost->bwd_weight_flops = linear_fwd;
-  switch (mode) {
+int64_t LayerCostInputs::ActivationBytes() const { return e * ElementsOf(shapes.Hidden(tokens)); }
+
+LayerCostInputs MakeLayerCostInputs(const ModelSpec& model, LayerKind kind,
+                                    const LayerShape& shape) {
+  LayerCostInputs in;
+  in.shapes = MakeLayerShapes(model, kind, {shape.tp, 0});
+  in.tokens = {shape.micro_batch, shape.seq_len};
+  in.e = DTypeBytes(shape.dtype);
+  in.recompute = shape.recompute;
+  return in;
+}
+
+void SetLayerParams(const LayerCostInputs& in, LayerCost* cost) {
+  for (const ParamShape& p : in.shapes.params) {
+    cost->params += p.LocalElements();
+    cost->total_params += p.FullElements();
+  }
+  cost->param_bytes = cost->params * in.e;
+}
+
+int64_t LayerStashBytes(const LayerCostInputs& in) {
+  int64_t bytes = 0;
+  for (const StashTensor& t : in.shapes.ForwardStash(in.tokens)) {
+    if (t.KeptUnder(in.recompute)) bytes += t.Elements() * CountedBytes(t.element, in.e);
+  }
+  return bytes;
+}
+
+void SetBlockFlops(const LayerCostInputs& in, LayerCost* cost) {
+  double linear = 0, attention = 0;
+  for (const GemmShape& g : in.shapes.ForwardGemms(in.tokens)) {
+    (g.attention ? attention : linear) += g.Flops();
+  }
+  cost->fwd_flops = linear + attention;
+  cost->bwd_input_flops = linear + 2 * attention;
+  cost->bwd_weight_flops = linear;
+  switch (in.recompute) {
     case RecomputeMode::kNone:
       cost->recompute_flops = 0;
       break;
     case RecomputeMode::kSelective:
-      cost->recompute_flops = attention_fwd;
+      cost->recompute_flops = attention;
       break;
     case RecomputeMode::kFull:
       cost->recompute_flops = cost->fwd_flops;
@@ -41,55 +75,32 @@ void SetBlockFlops(double linear_fwd, double attention_fwd, RecomputeMode mode, 
   }
 }
 
-int64_t BlockStashBytes(RecomputeMode mode, int64_t all_bytes, int64_t attention_bytes,
-                        int64_t input_bytes) {
-  switch (mode) {
-    case RecomputeMode::kNone:
-      return all_bytes;
-    case RecomputeMode::kSelective:
-      return all_bytes - attention_bytes;
-    case RecomputeMode::kFull:
-      return input_bytes;
-  }
-  return all_bytes;
-}
-
-void SetTpAllReduces(const LayerDims& d, int fwd_count, int64_t fwd_bytes, int bwd_count,
+void SetTpAllReduces(const LayerCostInputs& in, int fwd_count, int64_t fwd_bytes, int bwd_count,
                      int64_t bwd_bytes, LayerCost* cost) {
-  if (d.t <= 1) return;
+  if (in.Tp() <= 1) return;
   cost->tp_fwd_allreduces = fwd_count;
   cost->tp_fwd_allreduce_bytes = fwd_count > 0 ? fwd_bytes : 0;
   cost->tp_bwd_allreduces = bwd_count;
   cost->tp_bwd_allreduce_bytes = bwd_count > 0 ? bwd_bytes : 0;
 }
 
-void SetLayerParams(const LayerDims& d, int64_t rank_params, int64_t total_params,
-                    LayerCost* cost) {
-  cost->params = rank_params;
-  cost->total_params = total_params;
-  cost->param_bytes = rank_params * d.e;
-}
-
 LayerCost AnalyticLayerCost(const ModelSpec& model, LayerKind kind, const LayerShape& shape) {
   TRIDENT_CHECK(shape.tp >= 1 && shape.micro_batch >= 1 && shape.seq_len >= 1)
       << "tp " << shape.tp << ", micro-batch " << shape.micro_batch << ", seq_len "
       << shape.seq_len;
-  std::string tp_error = model.TensorParallelProblem(shape.tp);
-  TRIDENT_CHECK(tp_error.empty()) << tp_error;
-  LayerDims d = MakeLayerDims(model, shape);
+  const LayerCostInputs in = MakeLayerCostInputs(model, kind, shape);
   switch (kind) {
     case LayerKind::kEmbedding:
-      return EmbeddingCost(model, d);
+      return EmbeddingCost(in);
     case LayerKind::kGptBlock:
-      return GptBlockCost(model, d);
     case LayerKind::kLlamaBlock:
-      return LlamaBlockCost(model, d);
+      return BlockCost(in, 2);
     case LayerKind::kFinalNorm:
-      return FinalNormCost(model, d);
+      return FinalNormCost(in);
     case LayerKind::kLmHead:
-      return LmHeadCost(model, d);
+      return LmHeadCost(in);
     case LayerKind::kMlpBlock:
-      return MlpBlockCost(d);
+      return BlockCost(in, 1);
   }
   TRIDENT_CHECK(false) << "unknown layer kind " << static_cast<int>(kind);
   return {};

@@ -23,9 +23,9 @@
 //  - Recompute changes the blocks only (GPT, Llama, MLP); the embedding, final norm and LM
 //    head cost the same under every mode.
 //
-// Per-family derivations, with worked examples, are next to the code:
-// models/gpt_block_cost.cc (GPT and MLP blocks), models/llama_block_cost.cc and
-// models/vocab_layer_cost.cc (embedding, final norm, LM head).
+// Every figure is a sum over the layer's shapes (models/layer_shapes.h). Per-family
+// derivations, with worked examples, are next to the code: models/block_cost.cc (GPT, Llama
+// and MLP blocks) and models/vocab_layer_cost.cc (embedding, final norm, LM head).
 #pragma once
 
 #include <cstdint>

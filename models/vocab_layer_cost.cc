@@ -1,6 +1,8 @@
-// Costs of the layers around the blocks: embedding, final norm and LM head.
-// Symbols: b micro-batch, s sequence length, h hidden, V vocabulary, t tp degree, e bytes per
-// element, Vt = ceil(V/t) vocabulary rows per rank (VocabRowsPerRank).
+// Costs of the layers around the blocks: embedding, final norm and LM head, summed over their
+// shapes (models/layer_shapes.h). Symbols: b micro-batch, s sequence length, h hidden,
+// V vocabulary, t tp degree, e bytes per element, Vt = ceil(V/t) vocabulary rows of tp rank 0
+// (Megatron pads the vocabulary to a multiple of t, and of 128, so that every rank holds the
+// same rows; we pad only to t. Example: V 50257, t 4 -> 12565 rows, 4 · 12565 = 50260 >= V).
 #include <cstdint>
 
 #include "models/layer_cost_internal.h"
@@ -9,8 +11,7 @@ namespace trident {
 
 namespace {
 
-constexpr int64_t kTokenIdBytes = 4;  // int32 token ids
-constexpr int64_t kFp32Bytes = 4;     // the loss and cross-entropy statistics are fp32
+constexpr int64_t kFp32Bytes = 4;  // the loss and cross-entropy statistics are fp32
 
 }  // namespace
 
@@ -23,24 +24,22 @@ constexpr int64_t kFp32Bytes = 4;     // the loss and cross-entropy statistics a
 //   tp       each rank looks up the ids in its row range (zeros elsewhere); 1 forward
 //            all-reduce of e·bsh sums them. The output gradient is already whole on every
 //            rank, so backward needs none.
-LayerCost EmbeddingCost(const ModelSpec& model, const LayerDims& d) {
+LayerCost EmbeddingCost(const LayerCostInputs& in) {
   LayerCost cost;
-  int64_t positions = model.positions == PositionKind::kLearned ? model.max_seq_len * d.h : 0;
-  SetLayerParams(d, VocabRowsPerRank(d.v, d.t) * d.h + positions, d.v * d.h + positions, &cost);
-  cost.stashed_bytes = kTokenIdBytes * d.tokens;
-  cost.output_bytes = d.e * d.tokens * d.h;
-  SetTpAllReduces(d, 1, cost.output_bytes, 0, 0, &cost);
+  SetLayerParams(in, &cost);
+  cost.stashed_bytes = LayerStashBytes(in);
+  cost.output_bytes = in.ActivationBytes();
+  SetTpAllReduces(in, 1, cost.output_bytes, 0, 0, &cost);
   return cost;
 }
 
 // Final LayerNorm (weight + bias, 2h) or RMSNorm (weight, h), replicated on every rank.
 // No matmul FLOPs; stashes its input e·bsh; hands on e·bsh; no tp collective.
-LayerCost FinalNormCost(const ModelSpec& model, const LayerDims& d) {
+LayerCost FinalNormCost(const LayerCostInputs& in) {
   LayerCost cost;
-  int64_t params = model.norm == NormKind::kLayerNorm ? 2 * d.h : d.h;
-  SetLayerParams(d, params, params, &cost);
-  cost.stashed_bytes = d.e * d.tokens * d.h;
-  cost.output_bytes = cost.stashed_bytes;
+  SetLayerParams(in, &cost);
+  cost.stashed_bytes = LayerStashBytes(in);
+  cost.output_bytes = in.ActivationBytes();
   return cost;
 }
 
@@ -60,23 +59,19 @@ LayerCost FinalNormCost(const ModelSpec& model, const LayerDims& d) {
 //            input gradient is a sum over vocabulary shards, 1 backward all-reduce of e·bsh.
 //   recompute  no mode changes the head: recomputation covers the blocks, and the head's
 //            stash is its input and logits whatever the mode.
-LayerCost LmHeadCost(const ModelSpec& model, const LayerDims& d) {
+LayerCost LmHeadCost(const LayerCostInputs& in) {
   LayerCost cost;
-  int64_t rows = VocabRowsPerRank(d.v, d.t);
-  if (model.tied_embeddings) {
-    SetLayerParams(d, 0, 0, &cost);
-  } else {
-    SetLayerParams(d, rows * d.h, d.v * d.h, &cost);
-  }
-  double flops = 2.0 * static_cast<double>(d.tokens) * static_cast<double>(d.h * d.v) /
-                 static_cast<double>(d.t);
+  SetLayerParams(in, &cost);
+  const int64_t tokens = in.tokens.Tokens();
+  double flops = 2.0 * static_cast<double>(tokens) *
+                 static_cast<double>(in.shapes.hidden * in.shapes.vocab) /
+                 static_cast<double>(in.Tp());
   cost.fwd_flops = flops;
   cost.bwd_input_flops = flops;
   cost.bwd_weight_flops = flops;
-  int64_t input_bytes = d.e * d.tokens * d.h;
-  cost.stashed_bytes = input_bytes + d.e * d.tokens * rows;
+  cost.stashed_bytes = LayerStashBytes(in);
   cost.output_bytes = kFp32Bytes;
-  SetTpAllReduces(d, 3, kFp32Bytes * d.tokens, 1, input_bytes, &cost);
+  SetTpAllReduces(in, 3, kFp32Bytes * tokens, 1, in.ActivationBytes(), &cost);
   return cost;
 }
 

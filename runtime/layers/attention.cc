@@ -14,34 +14,32 @@ namespace trident {
 
 namespace {
 
+// This rank's heads for one micro-batch: sizes from the block's shapes, B and S from the input.
 struct Heads {
   int64_t b = 0, s = 0, al = 0, d = 0;  // B, S, Al, D
-  int64_t hl() const { return al * d; }
+  int64_t hl = 0;                       // Hl: context width
+  int64_t qkv = 0;                      // 3Hl: qkv width
+  int64_t head_stride = 0;              // 3D: from one head's q to the next's, in qkv
 };
 
-Heads HeadsOf(const AttentionParams& p, const Tensor& in_BSH) {
+Heads HeadsOf(const LayerShapes& shapes, const Tensor& in_BSH) {
   TRIDENT_CHECK(in_BSH.rank() == 3)
       << "attention input must be [B, S, H], got " << in_BSH.ToString();
-  Heads g;
-  g.b = in_BSH.dim(0);
-  g.s = in_BSH.dim(1);
-  g.d = in_BSH.dim(2) / p.heads;
-  g.al = p.qkv_weight.value.dim(0) / (3 * g.d);
-  return g;
+  const TokenBlock tb = TokensOf(in_BSH);
+  return {tb.batch,       tb.seq,           shapes.heads,          shapes.head_dim,
+          shapes.q_width, shapes.qkv_width, shapes.qkv_head_stride};
 }
 
 // Q (which 0), K (1) or V (2) of every head of sequence b, in qkv_BS3Hl.
 MatrixLayout QkvLayout(const Heads& g, int64_t b, int which) {
-  return {b * g.s * 3 * g.hl() + which * g.d, g.s, g.d, 3 * g.hl(), 3 * g.d};
+  return {b * g.s * g.qkv + which * g.d, g.s, g.d, g.qkv, g.head_stride};
 }
 // The [S, S] score / probability matrices of sequence b, in a [B, Al, S, S] tensor.
 MatrixLayout ScoreLayout(const Heads& g, int64_t b) {
   return {b * g.al * g.s * g.s, g.s, g.s, g.s, g.s * g.s};
 }
 // Head i's columns [i·D, (i+1)·D) of sequence b, in ctx_BSHl.
-MatrixLayout CtxLayout(const Heads& g, int64_t b) {
-  return {b * g.s * g.hl(), g.s, g.d, g.hl(), g.d};
-}
+MatrixLayout CtxLayout(const Heads& g, int64_t b) { return {b * g.s * g.hl, g.s, g.d, g.hl, g.d}; }
 
 void HeadGemm(Compute& compute, const Heads& g, bool trans_a, bool trans_b, float alpha,
               MatrixLayout a, MatrixLayout b, MatrixLayout c, const Tensor& ta, const Tensor& tb,
@@ -52,8 +50,8 @@ void HeadGemm(Compute& compute, const Heads& g, bool trans_a, bool trans_b, floa
 
 float Scale(const Heads& g) { return 1.0f / std::sqrt(static_cast<float>(g.d)); }
 
-void ComputeProbs(Compute& compute, const Heads& g, AttentionStash& st) {
-  st.probs_BAlSS = compute.Allocate({g.b, g.al, g.s, g.s});
+void ComputeProbs(Compute& compute, const LayerShapes& shapes, const Heads& g, AttentionStash& st) {
+  st.probs_BAlSS = compute.Allocate(shapes.Scores(TokensOf(st.in_BSH)));
   for (int64_t b = 0; b < g.b; ++b) {
     HeadGemm(compute, g, false, true, Scale(g), QkvLayout(g, b, 0), QkvLayout(g, b, 1),
              ScoreLayout(g, b), st.qkv_BS3Hl, st.qkv_BS3Hl, st.probs_BAlSS);
@@ -61,8 +59,9 @@ void ComputeProbs(Compute& compute, const Heads& g, AttentionStash& st) {
   compute.Softmax(st.probs_BAlSS, /*causal=*/true, st.probs_BAlSS);
 }
 
-void ComputeContext(Compute& compute, const Heads& g, AttentionStash& st) {
-  st.ctx_BSHl = compute.Allocate({g.b, g.s, g.hl()});
+void ComputeContext(Compute& compute, const LayerShapes& shapes, const Heads& g,
+                    AttentionStash& st) {
+  st.ctx_BSHl = compute.Allocate(shapes.Query(TokensOf(st.in_BSH)));
   for (int64_t b = 0; b < g.b; ++b) {
     HeadGemm(compute, g, false, false, 1.0f, ScoreLayout(g, b), QkvLayout(g, b, 2), CtxLayout(g, b),
              st.probs_BAlSS, st.qkv_BS3Hl, st.ctx_BSHl);
@@ -93,18 +92,13 @@ void ScoreBackward(Compute& compute, const Heads& g, AttentionStash& st, const T
 
 }  // namespace
 
-AttentionParams MakeAttentionParams(const LayerContext& context, const std::string& prefix,
-                                    int64_t hidden, int64_t heads) {
+AttentionParams MakeAttentionParams(const LayerContext& context, const LayerShapes& shapes,
+                                    const std::string& prefix) {
   AttentionParams p;
-  p.heads = heads;
-  p.qkv_weight = MakeParameter(context, prefix + "qkv.weight", {3 * hidden, hidden},
-                               SliceAxis::kRows, WeightInit());
-  p.qkv_bias = MakeParameter(context, prefix + "qkv.bias", {3 * hidden}, SliceAxis::kRows,
-                             InitKind::Zeros());
-  p.proj_weight = MakeParameter(context, prefix + "proj.weight", {hidden, hidden},
-                                SliceAxis::kColumns, WeightInit());
-  p.proj_bias =
-      MakeParameter(context, prefix + "proj.bias", {hidden}, SliceAxis::kFull, InitKind::Zeros());
+  p.qkv_weight = MakeParameter(context, shapes.Param(prefix + "qkv.weight"), WeightInit());
+  p.qkv_bias = MakeParameter(context, shapes.Param(prefix + "qkv.bias"), InitKind::Zeros());
+  p.proj_weight = MakeParameter(context, shapes.Param(prefix + "proj.weight"), WeightInit());
+  p.proj_bias = MakeParameter(context, shapes.Param(prefix + "proj.bias"), InitKind::Zeros());
   return p;
 }
 
@@ -114,22 +108,23 @@ void AppendAttentionParams(AttentionParams& p, std::vector<Parameter>& out) {
   }
 }
 
-void AttentionRecompute(const LayerContext& context, AttentionParams& p, AttentionStash& stash) {
+void AttentionRecompute(const LayerContext& context, const LayerShapes& shapes, AttentionParams& p,
+                        AttentionStash& stash) {
   Compute& compute = *context.compute;
-  const Heads g = HeadsOf(p, stash.in_BSH);
+  const Heads g = HeadsOf(shapes, stash.in_BSH);
   const bool full = !stash.qkv_BS3Hl.defined();
   if (full) {
-    stash.qkv_BS3Hl = compute.Allocate({g.b, g.s, 3 * g.hl()});
+    stash.qkv_BS3Hl = compute.Allocate(shapes.Qkv(TokensOf(stash.in_BSH)));
     LinearForward(compute, stash.in_BSH, p.qkv_weight.value, &p.qkv_bias.value, stash.qkv_BS3Hl);
   }
-  if (!stash.probs_BAlSS.defined()) ComputeProbs(compute, g, stash);
-  if (full) ComputeContext(compute, g, stash);
+  if (!stash.probs_BAlSS.defined()) ComputeProbs(compute, shapes, g, stash);
+  if (full) ComputeContext(compute, shapes, g, stash);
 }
 
-Tensor AttentionForward(const LayerContext& context, AttentionParams& p, Tensor in_BSH,
-                        AttentionStash& stash) {
+Tensor AttentionForward(const LayerContext& context, const LayerShapes& shapes, AttentionParams& p,
+                        Tensor in_BSH, AttentionStash& stash) {
   stash.in_BSH = std::move(in_BSH);
-  AttentionRecompute(context, p, stash);
+  AttentionRecompute(context, shapes, p, stash);
   Tensor out_BSH = context.compute->Allocate(stash.in_BSH.shape());
   LinearForward(*context.compute, stash.ctx_BSHl, p.proj_weight.value, nullptr, out_BSH);
   TpAllReduce(context, out_BSH);
@@ -137,10 +132,10 @@ Tensor AttentionForward(const LayerContext& context, AttentionParams& p, Tensor 
   return out_BSH;
 }
 
-Tensor AttentionBackwardInput(const LayerContext& context, AttentionParams& p,
-                              AttentionStash& stash, Tensor dout_BSH) {
+Tensor AttentionBackwardInput(const LayerContext& context, const LayerShapes& shapes,
+                              AttentionParams& p, AttentionStash& stash, Tensor dout_BSH) {
   Compute& compute = *context.compute;
-  const Heads g = HeadsOf(p, stash.in_BSH);
+  const Heads g = HeadsOf(shapes, stash.in_BSH);
   Tensor dctx_BSHl = compute.Allocate(stash.ctx_BSHl.shape());
   LinearBackwardInput(compute, dout_BSH, p.proj_weight.value, dctx_BSHl);
   Tensor dqkv_BS3Hl = compute.Allocate(stash.qkv_BS3Hl.shape());

@@ -1,7 +1,8 @@
 // The two halves of a transformer block, shared by the GPT and MLP blocks, without norms or
 // residuals: the GELU MLP fc2(gelu(fc1(in))) and causal multi-head self-attention
 // proj(attention(qkv(in))). Each runs on this rank's share of the tp group and returns a
-// whole (all-reduced) output; the input gradients it returns are whole too.
+// whole (all-reduced) output; the input gradients it returns are whole too. Every parameter and
+// activation takes its shape from the block's LayerShapes (models/layer_shapes.h).
 // Legend as in layer.h; in/out are [B, S, H].
 //
 // QKV layout: the full weight [3H, H] stores its rows head by head, [A, 3, D] (Megatron's
@@ -11,6 +12,7 @@
 // laid out [3, A, D], needs this row permutation.) The bias [3H] follows the same layout.
 #pragma once
 
+#include "models/layer_shapes.h"
 #include "runtime/layers/layer_ops.h"
 
 namespace trident {
@@ -31,20 +33,22 @@ struct FfnStash {
   int64_t Bytes() const { return SumBytes({&in_BSH, &h_BSFl, &act_BSFl, &dh_BSFl, &dout_BSH}); }
 };
 
-FfnParams MakeFfnParams(const LayerContext& context, const std::string& prefix, int64_t hidden,
-                        int64_t ffn_hidden);
+// The parameters `prefix` + "fc1.weight", ... of `shapes`.
+FfnParams MakeFfnParams(const LayerContext& context, const LayerShapes& shapes,
+                        const std::string& prefix);
 void AppendFfnParams(FfnParams& p, std::vector<Parameter>& out);
 // Fills h and act from stash.in_BSH (the part full recompute drops).
-void FfnRecompute(const LayerContext& context, FfnParams& p, FfnStash& stash);
+void FfnRecompute(const LayerContext& context, const LayerShapes& shapes, FfnParams& p,
+                  FfnStash& stash);
 // Returns fc2(gelu(fc1(in))) + fc2 bias; stashes in, h and act.
-Tensor FfnForward(const LayerContext& context, FfnParams& p, Tensor in_BSH, FfnStash& stash);
+Tensor FfnForward(const LayerContext& context, const LayerShapes& shapes, FfnParams& p,
+                  Tensor in_BSH, FfnStash& stash);
 // Returns d(in) (all-reduced over tp). REQUIRES: h and act present (recompute first).
 Tensor FfnBackwardInput(const LayerContext& context, FfnParams& p, FfnStash& stash,
                         Tensor dout_BSH);
 void FfnBackwardWeight(const LayerContext& context, FfnParams& p, FfnStash& stash);
 
 struct AttentionParams {
-  int64_t heads = 0;           // A, whole model
   OwnedParameter qkv_weight;   // [3H, H] in [A, 3, D] row order, column-parallel: [3Hl, H]
   OwnedParameter qkv_bias;     // [3H] -> [3Hl]
   OwnedParameter proj_weight;  // [H, H], row-parallel: [H, Hl]
@@ -63,15 +67,17 @@ struct AttentionStash {
   }
 };
 
-AttentionParams MakeAttentionParams(const LayerContext& context, const std::string& prefix,
-                                    int64_t hidden, int64_t heads);
+// The parameters `prefix` + "qkv.weight", ... of `shapes`.
+AttentionParams MakeAttentionParams(const LayerContext& context, const LayerShapes& shapes,
+                                    const std::string& prefix);
 void AppendAttentionParams(AttentionParams& p, std::vector<Parameter>& out);
 // Fills probs from qkv (selective recompute), or qkv, probs and ctx from in (full).
-void AttentionRecompute(const LayerContext& context, AttentionParams& p, AttentionStash& stash);
-Tensor AttentionForward(const LayerContext& context, AttentionParams& p, Tensor in_BSH,
+void AttentionRecompute(const LayerContext& context, const LayerShapes& shapes, AttentionParams& p,
                         AttentionStash& stash);
-Tensor AttentionBackwardInput(const LayerContext& context, AttentionParams& p,
-                              AttentionStash& stash, Tensor dout_BSH);
+Tensor AttentionForward(const LayerContext& context, const LayerShapes& shapes, AttentionParams& p,
+                        Tensor in_BSH, AttentionStash& stash);
+Tensor AttentionBackwardInput(const LayerContext& context, const LayerShapes& shapes,
+                              AttentionParams& p, AttentionStash& stash, Tensor dout_BSH);
 void AttentionBackwardWeight(const LayerContext& context, AttentionParams& p,
                              AttentionStash& stash);
 

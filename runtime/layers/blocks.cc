@@ -1,14 +1,13 @@
 // The GPT block and the MLP block. Legend in layer.h.
 //   GPT:  x1 = x + Attention(LN1(x));  y = x1 + Mlp(LN2(x1))      (pre-LN, no dropout)
 //   MLP:  y = x + Mlp(x)
-// Stash per micro-batch (GPT, recompute none), matching models/gpt_block_cost.cc:
-//   x, LN1 output, x1, LN2 output                       4·e·BSH
-//   qkv 3·e·BSH/t, context e·BSH/t, fc1 output and GELU output 2·e·BSF/t
-//   softmax output e·A·B·S²/t
-// plus the LayerNorm statistics (mean, rstd: 2 · 2 · 4·BS bytes), which the cost model leaves
-// out: 16 bytes a token against 4·e·H + ... (under 2% at H = 64, fp32).
+// Stash per micro-batch: exactly LayerShapes::ForwardStash (models/layer_stash_shapes.cc), for
+// GPT (recompute none) x, LN1 output, x1, LN2 output, qkv, context, fc1 and GELU outputs, the
+// softmax output and the LayerNorm statistics (mean, rstd; the cost model leaves them out).
 // Selective recompute drops the softmax output and rebuilds it from qkv before backward; full
 // keeps only x and reruns the forward (including its tp all-reduces) before backward.
+#include <vector>
+
 #include "runtime/layers/layers_internal.h"
 
 namespace trident {
@@ -19,11 +18,10 @@ struct NormStash {
   Tensor out_BSH, mean_N, rstd_N;
 };
 
-NormStash RunLayerNorm(Compute& compute, const Tensor& x_BSH, OwnedParameter& gamma,
-                       OwnedParameter& beta, float eps) {
-  const int64_t tokens = x_BSH.numel() / x_BSH.dim(-1);
-  NormStash n{compute.Allocate(x_BSH.shape()), compute.Allocate({tokens}),
-              compute.Allocate({tokens})};
+NormStash RunLayerNorm(Compute& compute, const LayerShapes& shapes, const Tensor& x_BSH,
+                       OwnedParameter& gamma, OwnedParameter& beta, float eps) {
+  const std::vector<int64_t> stat_N = shapes.NormStat(TokensOf(x_BSH));
+  NormStash n{compute.Allocate(x_BSH.shape()), compute.Allocate(stat_N), compute.Allocate(stat_N)};
   compute.LayerNorm(x_BSH, gamma.value, beta.value, eps, n.out_BSH, n.mean_N, n.rstd_N);
   return n;
 }
@@ -40,15 +38,14 @@ struct GptStash {
 
 class GptBlock final : public Layer {
  public:
-  GptBlock(const ModelSpec& model, const LayerContext& context)
-      : context_(context), eps_(static_cast<float>(model.norm_eps)) {
-    const int64_t h = model.hidden;
-    ln1_weight_ = MakeParameter(context, "ln1.weight", {h}, SliceAxis::kFull, InitKind::Ones());
-    ln1_bias_ = MakeParameter(context, "ln1.bias", {h}, SliceAxis::kFull, InitKind::Zeros());
-    attn_ = MakeAttentionParams(context, "attn.", h, model.heads);
-    ln2_weight_ = MakeParameter(context, "ln2.weight", {h}, SliceAxis::kFull, InitKind::Ones());
-    ln2_bias_ = MakeParameter(context, "ln2.bias", {h}, SliceAxis::kFull, InitKind::Zeros());
-    ffn_ = MakeFfnParams(context, "mlp.", h, model.ffn_hidden);
+  GptBlock(const ModelSpec& model, const LayerShapes& shapes, const LayerContext& context)
+      : context_(context), shapes_(shapes), eps_(static_cast<float>(model.norm_eps)) {
+    ln1_weight_ = MakeParameter(context, shapes.Param("ln1.weight"), InitKind::Ones());
+    ln1_bias_ = MakeParameter(context, shapes.Param("ln1.bias"), InitKind::Zeros());
+    attn_ = MakeAttentionParams(context, shapes, "attn.");
+    ln2_weight_ = MakeParameter(context, shapes.Param("ln2.weight"), InitKind::Ones());
+    ln2_bias_ = MakeParameter(context, shapes.Param("ln2.bias"), InitKind::Zeros());
+    ffn_ = MakeFfnParams(context, shapes, "mlp.");
   }
 
   Tensor Forward(int micro_batch, Tensor input, const Tensor* /*targets*/) override {
@@ -69,13 +66,13 @@ class GptBlock final : public Layer {
     Compute& compute = *context_.compute;
     GptStash& st = stashes_.Get(micro_batch);
     if (!st.x1_BSH.defined()) Run(st);  // full recompute
-    if (!st.attn.probs_BAlSS.defined()) AttentionRecompute(context_, attn_, st.attn);
+    if (!st.attn.probs_BAlSS.defined()) AttentionRecompute(context_, shapes_, attn_, st.attn);
     Tensor dx1_BSH = Clone(compute, dy_BSH);
     Tensor dln2_BSH = FfnBackwardInput(context_, ffn_, st.ffn, std::move(dy_BSH));
     compute.LayerNormBackward(st.x1_BSH, ln2_weight_.value, st.mean2_N, st.rstd2_N, dln2_BSH,
                               dx1_BSH, ln2_weight_.grad, ln2_bias_.grad);
     Tensor dx_BSH = Clone(compute, dx1_BSH);
-    Tensor dln1_BSH = AttentionBackwardInput(context_, attn_, st.attn, std::move(dx1_BSH));
+    Tensor dln1_BSH = AttentionBackwardInput(context_, shapes_, attn_, st.attn, std::move(dx1_BSH));
     compute.LayerNormBackward(st.x_BSH, ln1_weight_.value, st.mean1_N, st.rstd1_N, dln1_BSH, dx_BSH,
                               ln1_weight_.grad, ln1_bias_.grad);
     st.x_BSH = Tensor();
@@ -107,20 +104,21 @@ class GptBlock final : public Layer {
   // The forward from st.x_BSH, filling every stash entry; returns y.
   Tensor Run(GptStash& st) {
     Compute& compute = *context_.compute;
-    NormStash n1 = RunLayerNorm(compute, st.x_BSH, ln1_weight_, ln1_bias_, eps_);
+    NormStash n1 = RunLayerNorm(compute, shapes_, st.x_BSH, ln1_weight_, ln1_bias_, eps_);
     st.mean1_N = std::move(n1.mean_N);
     st.rstd1_N = std::move(n1.rstd_N);
-    st.x1_BSH = AttentionForward(context_, attn_, std::move(n1.out_BSH), st.attn);
+    st.x1_BSH = AttentionForward(context_, shapes_, attn_, std::move(n1.out_BSH), st.attn);
     compute.Add(st.x1_BSH, st.x_BSH, st.x1_BSH);
-    NormStash n2 = RunLayerNorm(compute, st.x1_BSH, ln2_weight_, ln2_bias_, eps_);
+    NormStash n2 = RunLayerNorm(compute, shapes_, st.x1_BSH, ln2_weight_, ln2_bias_, eps_);
     st.mean2_N = std::move(n2.mean_N);
     st.rstd2_N = std::move(n2.rstd_N);
-    Tensor y_BSH = FfnForward(context_, ffn_, std::move(n2.out_BSH), st.ffn);
+    Tensor y_BSH = FfnForward(context_, shapes_, ffn_, std::move(n2.out_BSH), st.ffn);
     compute.Add(y_BSH, st.x1_BSH, y_BSH);
     return y_BSH;
   }
 
   LayerContext context_;
+  LayerShapes shapes_;
   float eps_;
   OwnedParameter ln1_weight_, ln1_bias_, ln2_weight_, ln2_bias_;
   AttentionParams attn_;
@@ -130,12 +128,12 @@ class GptBlock final : public Layer {
 
 class MlpBlock final : public Layer {
  public:
-  MlpBlock(const ModelSpec& model, const LayerContext& context)
-      : context_(context), ffn_(MakeFfnParams(context, "", model.hidden, model.ffn_hidden)) {}
+  MlpBlock(const LayerShapes& shapes, const LayerContext& context)
+      : context_(context), shapes_(shapes), ffn_(MakeFfnParams(context, shapes, "")) {}
 
   Tensor Forward(int micro_batch, Tensor input, const Tensor* /*targets*/) override {
     FfnStash stash;
-    Tensor y_BSH = FfnForward(context_, ffn_, std::move(input), stash);
+    Tensor y_BSH = FfnForward(context_, shapes_, ffn_, std::move(input), stash);
     context_.compute->Add(y_BSH, stash.in_BSH, y_BSH);
     if (context_.recompute == RecomputeMode::kFull) {
       stash.h_BSFl = Tensor();
@@ -147,7 +145,7 @@ class MlpBlock final : public Layer {
 
   Tensor BackwardInput(int micro_batch, Tensor dy_BSH) override {
     FfnStash& st = stashes_.Get(micro_batch);
-    if (!st.act_BSFl.defined()) FfnRecompute(context_, ffn_, st);
+    if (!st.act_BSFl.defined()) FfnRecompute(context_, shapes_, ffn_, st);
     Tensor dskip_BSH = Clone(*context_.compute, dy_BSH);
     Tensor dx_BSH = FfnBackwardInput(context_, ffn_, st, std::move(dy_BSH));
     context_.compute->Add(dx_BSH, dskip_BSH, dx_BSH);
@@ -171,18 +169,20 @@ class MlpBlock final : public Layer {
 
  private:
   LayerContext context_;
+  LayerShapes shapes_;
   FfnParams ffn_;
   StashMap<FfnStash> stashes_;
 };
 
 }  // namespace
 
-std::unique_ptr<Layer> MakeGptBlock(const ModelSpec& model, const LayerContext& context) {
-  return std::make_unique<GptBlock>(model, context);
+std::unique_ptr<Layer> MakeGptBlock(const ModelSpec& model, const LayerShapes& shapes,
+                                    const LayerContext& context) {
+  return std::make_unique<GptBlock>(model, shapes, context);
 }
 
-std::unique_ptr<Layer> MakeMlpBlock(const ModelSpec& model, const LayerContext& context) {
-  return std::make_unique<MlpBlock>(model, context);
+std::unique_ptr<Layer> MakeMlpBlock(const LayerShapes& shapes, const LayerContext& context) {
+  return std::make_unique<MlpBlock>(shapes, context);
 }
 
 }  // namespace trident

@@ -1,7 +1,8 @@
 // Token (+ learned position) embedding, vocabulary-parallel. Legend in layer.h.
 //   x_BSH = all-reduce(token_VlH[ids − begin], 0 where ids lie outside [begin, end))
 //           + position_SH[s]                  (added after the all-reduce, once)
-// Rank r holds the token rows [begin, end) of ShardSlice (Megatron's padded split). The output
+// Rank r holds the token rows of its VocabShard (models/layer_shapes.h: Megatron's padded
+// split, as ShardSlice cuts the table). The output
 // gradient is whole on every rank, so backward needs no collective; the weight gradient
 // scatter-adds it into the local rows. Stash: the local ids, 4·B·S bytes (as the cost model).
 #include <span>
@@ -22,14 +23,13 @@ struct EmbeddingStash {
 
 class Embedding final : public Layer {
  public:
-  Embedding(const ModelSpec& model, const LayerContext& context) : context_(context) {
-    token_ = MakeParameter(context, "token.weight", {model.vocab_size, model.hidden},
-                           SliceAxis::kRows, WeightInit());
-    TRIDENT_CHECK(token_.value.dim(0) > 0)
+  Embedding(const ModelSpec& model, const LayerShapes& shapes, const LayerContext& context)
+      : context_(context), shapes_(shapes) {
+    token_ = MakeParameter(context, shapes.Param("token.weight"), WeightInit());
+    TRIDENT_CHECK(shapes.vocab_shard.Rows() > 0)
         << "tp " << context.tp_size << " leaves rank " << context.tp_rank << " no vocabulary rows";
     if (model.positions == PositionKind::kLearned) {
-      position_ = MakeParameter(context, "position.weight", {model.max_seq_len, model.hidden},
-                                SliceAxis::kFull, WeightInit());
+      position_ = MakeParameter(context, shapes.Param("position.weight"), WeightInit());
     }
   }
 
@@ -38,11 +38,10 @@ class Embedding final : public Layer {
     TRIDENT_CHECK(ids_BS.rank() == 2)
         << "embedding input must be ids [B, S], got " << ids_BS.ToString();
     EmbeddingStash stash = LocalIds(ids_BS);
-    const int64_t hidden = token_.value.dim(1);
-    Tensor x_BSH = compute.Allocate({ids_BS.dim(0), ids_BS.dim(1), hidden});
+    Tensor x_BSH = compute.Allocate(shapes_.Hidden(TokensOf(ids_BS)));
     compute.Embedding(stash.local_ids_BS, token_.value, x_BSH);
     for (int64_t n : stash.masked_tokens) {
-      Tensor row = x_BSH.View(n * hidden, {hidden});
+      Tensor row = RowOf(x_BSH, n);
       compute.Fill(0.0f, row);
     }
     TpAllReduce(context_, x_BSH);
@@ -60,12 +59,11 @@ class Embedding final : public Layer {
     Compute& compute = *context_.compute;
     EmbeddingStash& st = stashes_.Get(micro_batch);
     if (position_.value.defined()) {
-      Tensor positions_BS = PositionIds(st.dy_BSH.dim(0), st.dy_BSH.dim(1));
+      Tensor positions_BS = PositionIds(TokensOf(st.dy_BSH));
       compute.EmbeddingBackward(positions_BS, st.dy_BSH, position_.grad);
     }
-    const int64_t hidden = st.dy_BSH.dim(-1);
     for (int64_t n : st.masked_tokens) {
-      Tensor row = st.dy_BSH.View(n * hidden, {hidden});
+      Tensor row = RowOf(st.dy_BSH, n);
       compute.Fill(0.0f, row);
     }
     compute.EmbeddingBackward(st.local_ids_BS, st.dy_BSH, token_.grad);
@@ -89,41 +87,41 @@ class Embedding final : public Layer {
     std::vector<int32_t> ids(static_cast<size_t>(ids_BS.numel()));
     compute.CopyToHost(ids_BS, std::span<int32_t>(ids));
     EmbeddingStash stash;
-    const int64_t begin = token_.slice.axis == SliceAxis::kRows ? token_.slice.begin : 0;
-    const int64_t rows = token_.value.dim(0);
+    const VocabShard& shard = shapes_.vocab_shard;
     for (size_t n = 0; n < ids.size(); ++n) {
-      int64_t local = ids[n] - begin;
-      if (local < 0 || local >= rows) {
+      if (shard.Holds(ids[n])) {
+        ids[n] = static_cast<int32_t>(shard.LocalRow(ids[n]));
+      } else {
         stash.masked_tokens.push_back(static_cast<int64_t>(n));
-        local = 0;
+        ids[n] = 0;
       }
-      ids[n] = static_cast<int32_t>(local);
     }
-    stash.local_ids_BS = compute.Allocate(ids_BS.shape(), ElementType::kInt32);
+    stash.local_ids_BS = compute.Allocate(shapes_.Ids(TokensOf(ids_BS)), ElementType::kInt32);
     compute.CopyFromHost(std::span<const int32_t>(ids), stash.local_ids_BS);
     return stash;
   }
 
   // [B, S] int32 holding s in column s.
-  Tensor PositionIds(int64_t batch, int64_t seq) {
-    TRIDENT_CHECK(seq <= position_.value.dim(0))
-        << "sequence of " << seq << " tokens exceeds max_seq_len " << position_.value.dim(0);
-    std::vector<int32_t> ids(static_cast<size_t>(batch * seq));
-    for (size_t n = 0; n < ids.size(); ++n) ids[n] = static_cast<int32_t>(n % seq);
-    Tensor positions_BS = context_.compute->Allocate({batch, seq}, ElementType::kInt32);
+  Tensor PositionIds(const TokenBlock& tb) {
+    TRIDENT_CHECK(tb.seq <= position_.value.dim(0))
+        << "sequence of " << tb.seq << " tokens exceeds max_seq_len " << position_.value.dim(0);
+    std::vector<int32_t> ids(static_cast<size_t>(tb.Tokens()));
+    for (size_t n = 0; n < ids.size(); ++n) ids[n] = static_cast<int32_t>(n % tb.seq);
+    Tensor positions_BS = context_.compute->Allocate(shapes_.Ids(tb), ElementType::kInt32);
     context_.compute->CopyFromHost(std::span<const int32_t>(ids), positions_BS);
     return positions_BS;
   }
 
   void AddPositions(Tensor& x_BSH) {
     Compute& compute = *context_.compute;
-    Tensor positions_BS = PositionIds(x_BSH.dim(0), x_BSH.dim(1));
+    Tensor positions_BS = PositionIds(TokensOf(x_BSH));
     Tensor pos_BSH = compute.Allocate(x_BSH.shape());
     compute.Embedding(positions_BS, position_.value, pos_BSH);
     compute.Add(x_BSH, pos_BSH, x_BSH);
   }
 
   LayerContext context_;
+  LayerShapes shapes_;
   OwnedParameter token_;     // [V, H] -> [Vl, H]
   OwnedParameter position_;  // [max_seq_len, H], whole; undefined with RoPE
   StashMap<EmbeddingStash> stashes_;
@@ -131,8 +129,9 @@ class Embedding final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> MakeEmbedding(const ModelSpec& model, const LayerContext& context) {
-  return std::make_unique<Embedding>(model, context);
+std::unique_ptr<Layer> MakeEmbedding(const ModelSpec& model, const LayerShapes& shapes,
+                                     const LayerContext& context) {
+  return std::make_unique<Embedding>(model, shapes, context);
 }
 
 }  // namespace trident

@@ -7,17 +7,13 @@
 
 namespace trident {
 
-FfnParams MakeFfnParams(const LayerContext& context, const std::string& prefix, int64_t hidden,
-                        int64_t ffn_hidden) {
+FfnParams MakeFfnParams(const LayerContext& context, const LayerShapes& shapes,
+                        const std::string& prefix) {
   FfnParams p;
-  p.fc1_weight = MakeParameter(context, prefix + "fc1.weight", {ffn_hidden, hidden},
-                               SliceAxis::kRows, WeightInit());
-  p.fc1_bias = MakeParameter(context, prefix + "fc1.bias", {ffn_hidden}, SliceAxis::kRows,
-                             InitKind::Zeros());
-  p.fc2_weight = MakeParameter(context, prefix + "fc2.weight", {hidden, ffn_hidden},
-                               SliceAxis::kColumns, WeightInit());
-  p.fc2_bias =
-      MakeParameter(context, prefix + "fc2.bias", {hidden}, SliceAxis::kFull, InitKind::Zeros());
+  p.fc1_weight = MakeParameter(context, shapes.Param(prefix + "fc1.weight"), WeightInit());
+  p.fc1_bias = MakeParameter(context, shapes.Param(prefix + "fc1.bias"), InitKind::Zeros());
+  p.fc2_weight = MakeParameter(context, shapes.Param(prefix + "fc2.weight"), WeightInit());
+  p.fc2_bias = MakeParameter(context, shapes.Param(prefix + "fc2.bias"), InitKind::Zeros());
   return p;
 }
 
@@ -27,18 +23,19 @@ void AppendFfnParams(FfnParams& p, std::vector<Parameter>& out) {
   }
 }
 
-void FfnRecompute(const LayerContext& context, FfnParams& p, FfnStash& stash) {
+void FfnRecompute(const LayerContext& context, const LayerShapes& shapes, FfnParams& p,
+                  FfnStash& stash) {
   Compute& compute = *context.compute;
-  const int64_t ffn_local = p.fc1_weight.value.dim(0);
-  stash.h_BSFl = compute.Allocate(WithLastDim(stash.in_BSH, ffn_local));
+  stash.h_BSFl = compute.Allocate(shapes.Ffn(TokensOf(stash.in_BSH)));
   LinearForward(compute, stash.in_BSH, p.fc1_weight.value, &p.fc1_bias.value, stash.h_BSFl);
   stash.act_BSFl = compute.Allocate(stash.h_BSFl.shape());
   compute.Activation(ActivationKind::kGelu, stash.h_BSFl, stash.act_BSFl);
 }
 
-Tensor FfnForward(const LayerContext& context, FfnParams& p, Tensor in_BSH, FfnStash& stash) {
+Tensor FfnForward(const LayerContext& context, const LayerShapes& shapes, FfnParams& p,
+                  Tensor in_BSH, FfnStash& stash) {
   stash.in_BSH = std::move(in_BSH);
-  FfnRecompute(context, p, stash);
+  FfnRecompute(context, shapes, p, stash);
   Tensor out_BSH = context.compute->Allocate(stash.in_BSH.shape());
   LinearForward(*context.compute, stash.act_BSFl, p.fc2_weight.value, nullptr, out_BSH);
   TpAllReduce(context, out_BSH);

@@ -5,10 +5,11 @@
 //   lm_head     logits_BSV = x·Wᵀ, loss_1 = mean over B·S tokens of −log softmax[target].
 //               Stash: x (e·BSH) and the softmax probabilities, overwritten in place by the
 //               logits' gradient (e·B·S·V), as the cost model; targets are the caller's.
-// Under tp > 1 the head is vocabulary-parallel (rank r holds rows [begin, begin + Vl) of W and
+// Under tp > 1 the head is vocabulary-parallel (rank r holds the rows of its VocabShard of W and
 // those logit columns) and its loss is vocab_parallel_loss.cc's; the input gradient is
 // all-reduced. A tied head uses LayerContext::tied_weight and holds no parameters (layer.h).
 #include <span>
+#include <vector>
 
 #include "runtime/layers/layers_internal.h"
 
@@ -23,22 +24,20 @@ struct NormStash {
 
 class FinalNorm final : public Layer {
  public:
-  FinalNorm(const ModelSpec& model, const LayerContext& context)
-      : context_(context), eps_(static_cast<float>(model.norm_eps)) {
-    weight_ = MakeParameter(context, "weight", {model.hidden}, SliceAxis::kFull, InitKind::Ones());
-    if (model.norm == NormKind::kLayerNorm) {
-      bias_ = MakeParameter(context, "bias", {model.hidden}, SliceAxis::kFull, InitKind::Zeros());
-    }
+  FinalNorm(const ModelSpec& model, const LayerShapes& shapes, const LayerContext& context)
+      : context_(context), shapes_(shapes), eps_(static_cast<float>(model.norm_eps)) {
+    weight_ = MakeParameter(context, shapes.Param("weight"), InitKind::Ones());
+    if (shapes.layer_norm) bias_ = MakeParameter(context, shapes.Param("bias"), InitKind::Zeros());
   }
 
   Tensor Forward(int micro_batch, Tensor x_BSH, const Tensor* /*targets*/) override {
     Compute& compute = *context_.compute;
-    const int64_t tokens = x_BSH.numel() / x_BSH.dim(-1);
+    const std::vector<int64_t> stat_N = shapes_.NormStat(TokensOf(x_BSH));
     NormStash st;
-    st.rstd_N = compute.Allocate({tokens});
+    st.rstd_N = compute.Allocate(stat_N);
     Tensor y_BSH = compute.Allocate(x_BSH.shape());
     if (bias_.value.defined()) {
-      st.mean_N = compute.Allocate({tokens});
+      st.mean_N = compute.Allocate(stat_N);
       compute.LayerNorm(x_BSH, weight_.value, bias_.value, eps_, y_BSH, st.mean_N, st.rstd_N);
     } else {
       compute.RmsNorm(x_BSH, weight_.value, eps_, y_BSH, st.rstd_N);
@@ -80,6 +79,7 @@ class FinalNorm final : public Layer {
 
  private:
   LayerContext context_;
+  LayerShapes shapes_;
   float eps_;
   OwnedParameter weight_;
   OwnedParameter bias_;  // LayerNorm only
@@ -95,11 +95,8 @@ struct HeadStash {
 
 class LmHead final : public Layer {
  public:
-  LmHead(const ModelSpec& model, const LayerContext& context)
-      : context_(context),
-        vocab_begin_(ShardSlice({model.vocab_size, model.hidden}, SliceAxis::kRows, context.tp_size,
-                                context.tp_rank)
-                         .begin) {
+  LmHead(const ModelSpec& model, const LayerShapes& shapes, const LayerContext& context)
+      : context_(context), shapes_(shapes) {
     if (model.tied_embeddings) {
       TRIDENT_CHECK(context.tied_weight != nullptr && context.tied_weight_grad != nullptr)
           << "a tied LM head needs LayerContext::tied_weight and tied_weight_grad (the "
@@ -107,10 +104,9 @@ class LmHead final : public Layer {
       weight_ = context.tied_weight;
       weight_grad_ = context.tied_weight_grad;
     } else {
-      own_ = MakeParameter(context, "weight", {model.vocab_size, model.hidden}, SliceAxis::kRows,
-                           WeightInit());
-      TRIDENT_CHECK(own_.value.dim(0) > 0) << "tp " << context.tp_size << " leaves rank "
-                                           << context.tp_rank << " no vocabulary rows";
+      own_ = MakeParameter(context, shapes.Param("weight"), WeightInit());
+      TRIDENT_CHECK(shapes.vocab_shard.Rows() > 0) << "tp " << context.tp_size << " leaves rank "
+                                                   << context.tp_rank << " no vocabulary rows";
       weight_ = &own_.value;
       weight_grad_ = &own_.grad;
     }
@@ -121,14 +117,15 @@ class LmHead final : public Layer {
     TRIDENT_CHECK(targets_BS != nullptr) << "the LM head needs targets";
     HeadStash st;
     st.targets_BS = targets_BS;
-    st.probs_BSV = compute.Allocate(WithLastDim(x_BSH, weight_->dim(0)));
+    st.probs_BSV = compute.Allocate(shapes_.Logits(TokensOf(x_BSH)));
     LinearForward(compute, x_BSH, *weight_, nullptr, st.probs_BSV);
     Tensor loss_1 = compute.Allocate({1});
     if (context_.tp_size == 1) {
       compute.CrossEntropy(st.probs_BSV, *targets_BS, st.probs_BSV, loss_1);
     } else {
-      compute.Fill(VocabParallelCrossEntropy(context_, *targets_BS, vocab_begin_, st.probs_BSV),
-                   loss_1);
+      compute.Fill(
+          VocabParallelCrossEntropy(context_, *targets_BS, shapes_.vocab_shard, st.probs_BSV),
+          loss_1);
     }
     st.x_BSH = std::move(x_BSH);
     stashes_.Put(micro_batch, std::move(st));
@@ -143,7 +140,7 @@ class LmHead final : public Layer {
     if (context_.tp_size == 1) {
       compute.CrossEntropyBackward(st.probs_BSV, *st.targets_BS, dloss, st.probs_BSV);
     } else {
-      VocabParallelCrossEntropyBackward(context_, *st.targets_BS, vocab_begin_, dloss,
+      VocabParallelCrossEntropyBackward(context_, *st.targets_BS, shapes_.vocab_shard, dloss,
                                         st.probs_BSV);
     }
     Tensor dx_BSH = compute.Allocate(st.x_BSH.shape());
@@ -169,8 +166,8 @@ class LmHead final : public Layer {
 
  private:
   LayerContext context_;
-  int64_t vocab_begin_;  // first vocabulary row this rank holds
-  OwnedParameter own_;   // untied only: [V, H] -> [Vl, H]
+  LayerShapes shapes_;
+  OwnedParameter own_;  // untied only: [V, H] -> [Vl, H]
   Tensor* weight_ = nullptr;
   Tensor* weight_grad_ = nullptr;
   StashMap<HeadStash> stashes_;
@@ -178,12 +175,14 @@ class LmHead final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> MakeFinalNorm(const ModelSpec& model, const LayerContext& context) {
-  return std::make_unique<FinalNorm>(model, context);
+std::unique_ptr<Layer> MakeFinalNorm(const ModelSpec& model, const LayerShapes& shapes,
+                                     const LayerContext& context) {
+  return std::make_unique<FinalNorm>(model, shapes, context);
 }
 
-std::unique_ptr<Layer> MakeLmHead(const ModelSpec& model, const LayerContext& context) {
-  return std::make_unique<LmHead>(model, context);
+std::unique_ptr<Layer> MakeLmHead(const ModelSpec& model, const LayerShapes& shapes,
+                                  const LayerContext& context) {
+  return std::make_unique<LmHead>(model, shapes, context);
 }
 
 }  // namespace trident

@@ -18,8 +18,6 @@ void CheckContext(const ModelSpec& model, const LayerContext& context) {
         << "tp_comm is rank " << context.tp_comm->Rank() << " of " << context.tp_comm->Size()
         << " but the context says " << context.tp_rank << " of " << context.tp_size;
   }
-  const std::string problem = model.TensorParallelProblem(context.tp_size);
-  TRIDENT_CHECK(problem.empty()) << model.name << ": " << problem;
   TRIDENT_CHECK(model.dropout == 0) << model.name << ": dropout " << model.dropout
                                     << " is not implemented by the layers; set dropout: 0";
 }
@@ -29,19 +27,20 @@ void CheckContext(const ModelSpec& model, const LayerContext& context) {
 std::unique_ptr<Layer> MakeLayer(const ModelSpec& model, LayerKind kind,
                                  const LayerContext& context) {
   CheckContext(model, context);
+  const LayerShapes shapes = MakeLayerShapes(model, kind, {context.tp_size, context.tp_rank});
   switch (kind) {
     case LayerKind::kEmbedding:
-      return MakeEmbedding(model, context);
+      return MakeEmbedding(model, shapes, context);
     case LayerKind::kGptBlock:
-      return MakeGptBlock(model, context);
+      return MakeGptBlock(model, shapes, context);
     case LayerKind::kMlpBlock:
-      return MakeMlpBlock(model, context);
+      return MakeMlpBlock(shapes, context);
     case LayerKind::kFinalNorm:
-      return MakeFinalNorm(model, context);
+      return MakeFinalNorm(model, shapes, context);
     case LayerKind::kLmHead:
-      return MakeLmHead(model, context);
+      return MakeLmHead(model, shapes, context);
     case LayerKind::kLlamaBlock:
-      return MakeLlamaBlock(model, context);
+      return MakeLlamaBlock(model, shapes, context);
   }
   TRIDENT_CHECK(false) << "unknown layer kind " << static_cast<int>(kind);
   return nullptr;

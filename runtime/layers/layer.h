@@ -8,7 +8,8 @@
 //   K  key/value heads (GQA), KV = K·D
 //   N  tokens B·S, when a tensor is seen as a matrix [N, C]
 // A trailing "l" means this rank's share under tp (Hl = H / tp, Fl = F / tp, Al = A / tp,
-// Vl = ceil(V / tp)); shapes without it are whole on every rank.
+// Vl = this rank's vocabulary rows, at most ceil(V / tp)); shapes without it are whole on every
+// rank. Every such size is a field of the layer's LayerShapes (models/layer_shapes.h).
 //
 // Per kind (LayerKind of core/model_spec.h), what Forward takes and returns:
 //   embedding    ids_BS int32              -> x_BSH     (token + learned positions)

@@ -4,16 +4,36 @@
 
 namespace trident {
 
-OwnedParameter MakeParameter(const LayerContext& context, std::string name, Shape full_shape,
-                             SliceAxis axis, const InitKind& init) {
+namespace {
+
+SliceAxis SliceAxisOf(ShardAxis axis) {
+  switch (axis) {
+    case ShardAxis::kReplicated:
+      return SliceAxis::kFull;
+    case ShardAxis::kRows:
+      return SliceAxis::kRows;
+    case ShardAxis::kColumns:
+      return SliceAxis::kColumns;
+  }
+  return SliceAxis::kFull;
+}
+
+}  // namespace
+
+OwnedParameter MakeParameter(const LayerContext& context, const ParamShape& shape,
+                             const InitKind& init) {
   OwnedParameter p;
-  p.slice = ShardSlice(full_shape, axis, context.tp_size, context.tp_rank);
-  HostTensor host = InitValues(context.seed, context.layer_index, name, init, full_shape, p.slice);
+  p.slice = ShardSlice(shape.full, SliceAxisOf(shape.axis), context.tp_size, context.tp_rank);
+  HostTensor host =
+      InitValues(context.seed, context.layer_index, shape.name, init, shape.full, p.slice);
+  TRIDENT_CHECK(host.shape == shape.local)
+      << shape.name << ": rank " << context.tp_rank << " of " << context.tp_size << " holds "
+      << ShapeToString(host.shape) << " but models/ says " << ShapeToString(shape.local);
   p.value = context.compute->Allocate(host.shape);
   context.compute->CopyFromHost(std::span<const float>(host.values), p.value);
   p.grad = context.compute->Allocate(host.shape);
-  p.name = std::move(name);
-  p.full_shape = std::move(full_shape);
+  p.name = shape.name;
+  p.full_shape = shape.full;
   return p;
 }
 
@@ -49,10 +69,16 @@ Tensor Clone(Compute& compute, const Tensor& src) {
   return out;
 }
 
-std::vector<int64_t> WithLastDim(const Tensor& t, int64_t last) {
-  std::vector<int64_t> shape = t.shape();
-  shape.back() = last;
-  return shape;
+TokenBlock TokensOf(const Tensor& t_BS) {
+  TRIDENT_CHECK(t_BS.rank() >= 2) << "expected [B, S, ...], got " << t_BS.ToString();
+  return {t_BS.dim(0), t_BS.dim(1)};
+}
+
+Tensor MatrixView(Tensor& t, int64_t columns) { return t.View(0, {t.numel() / columns, columns}); }
+
+Tensor RowOf(Tensor& t_NC, int64_t n) {
+  const int64_t width = t_NC.dim(-1);
+  return t_NC.View(n * width, {width});
 }
 
 int64_t SumBytes(std::initializer_list<const Tensor*> tensors) {

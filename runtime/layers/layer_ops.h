@@ -1,6 +1,6 @@
 // Building blocks shared by the layers: parameters with plan-independent initialization, linear
 // products in [out, in] weight layout, tp all-reduces and per-micro-batch stashes.
-// Legend as in layer.h: N tokens, I in-features, O out-features.
+// Legend as in layer.h: N tokens, I in-features, O out-features, C any last dim.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "models/layer_shapes.h"
 #include "runtime/checkpoint/init_values.h"
 #include "runtime/layers/layer.h"
 
@@ -27,10 +28,11 @@ struct OwnedParameter {
   Parameter Ref() { return {name, &value, &grad, full_shape, slice}; }
 };
 
-// Allocates this rank's slice (ShardSlice along `axis`) of parameter `name` and fills it with
-// InitValues(context.seed, context.layer_index, name, init, full_shape, slice); grad is zero.
-OwnedParameter MakeParameter(const LayerContext& context, std::string name, Shape full_shape,
-                             SliceAxis axis, const InitKind& init);
+// Allocates this rank's slice (ShardSlice of shape.full along shape.axis) of the parameter and
+// fills it with InitValues(context.seed, context.layer_index, shape.name, init, shape.full,
+// slice); grad is zero. Aborts unless the slice has the shape models/ gives (shape.local).
+OwnedParameter MakeParameter(const LayerContext& context, const ParamShape& shape,
+                             const InitKind& init);
 
 // GPT-2 initialization: weights normal(0, 0.02).
 inline InitKind WeightInit() { return InitKind::Normal(0.02); }
@@ -50,8 +52,13 @@ void TpAllReduce(const LayerContext& context, Tensor& t);
 // A copy of `src` (same shape) in a new tensor.
 Tensor Clone(Compute& compute, const Tensor& src);
 
-// The shape of `t` with its last dimension replaced by `last` ([B, S, H] -> [B, S, F]).
-std::vector<int64_t> WithLastDim(const Tensor& t, int64_t last);
+// The micro-batch of a tensor whose first two dims are [B, S] (ids, activations).
+TokenBlock TokensOf(const Tensor& t_BS);
+
+// Row n of `t` seen as a matrix [N, C]: a view of its C elements.
+Tensor RowOf(Tensor& t_NC, int64_t n);
+// `t` seen as a matrix [numel / columns, columns]. REQUIRES: columns divides numel.
+Tensor MatrixView(Tensor& t, int64_t columns);
 
 // Bytes of the listed tensors (undefined ones count 0).
 int64_t SumBytes(std::initializer_list<const Tensor*> tensors);

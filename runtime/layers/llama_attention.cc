@@ -9,21 +9,19 @@ namespace trident {
 
 namespace {
 
-int64_t Group(const GqaShape& g) { return g.al / g.kl; }
-
 // The G query heads of kv group j in sequence b (also the layout of ctx and its gradient).
 MatrixLayout QueryGroup(const GqaShape& g, int64_t b, int64_t j) {
-  return {b * g.s * g.hl() + j * Group(g) * g.d, g.s, g.d, g.hl(), g.d};
+  return {b * g.s * g.hl + j * g.group * g.d, g.s, g.d, g.hl, g.d};
 }
 MatrixLayout QueryHead(const GqaShape& g, int64_t b, int64_t i) {
-  return {b * g.s * g.hl() + i * g.d, g.s, g.d, g.hl(), 0};
+  return {b * g.s * g.hl + i * g.d, g.s, g.d, g.hl, 0};
 }
 // Kv head j of sequence b, repeated for every query head of its group (stride 0).
 MatrixLayout KvHead(const GqaShape& g, int64_t b, int64_t j) {
-  return {b * g.s * g.kvl() + j * g.d, g.s, g.d, g.kvl(), 0};
+  return {b * g.s * g.kvl + j * g.d, g.s, g.d, g.kvl, 0};
 }
 MatrixLayout ScoreGroup(const GqaShape& g, int64_t b, int64_t j) {
-  return {(b * g.al + j * Group(g)) * g.s * g.s, g.s, g.s, g.s, g.s * g.s};
+  return {(b * g.al + j * g.group) * g.s * g.s, g.s, g.s, g.s, g.s * g.s};
 }
 MatrixLayout ScoreHead(const GqaShape& g, int64_t b, int64_t i) {
   return {(b * g.al + i) * g.s * g.s, g.s, g.s, g.s, 0};
@@ -43,29 +41,38 @@ void GroupSum(Compute& compute, const GqaShape& g, float scale, const Tensor& sc
     for (int64_t i = 0; i < g.al; ++i) {
       Gemm(compute,
            {1, true, false, scale, 1.0f, ScoreHead(g, b, i), QueryHead(g, b, i),
-            KvHead(g, b, i / Group(g))},
+            KvHead(g, b, i / g.group)},
            scores, rows, dkv);
     }
   }
 }
 
+// cos θ_j and sin θ_j of one head at `position`, for its D columns (j = column mod D/2).
+void AppendRopeRow(double position, int64_t d, double theta, std::vector<float>& cos_values,
+                   std::vector<float>& sin_values) {
+  for (int64_t c = 0; c < d; ++c) {
+    const double j = static_cast<double>(c % (d / 2));
+    const double angle = position * std::pow(theta, -2.0 * j / static_cast<double>(d));
+    cos_values.push_back(static_cast<float>(std::cos(angle)));
+    sin_values.push_back(static_cast<float>(std::sin(angle)));
+  }
+}
+
 }  // namespace
 
-RopeTables MakeRopeTables(Compute& compute, int64_t b, int64_t s, int64_t heads, int64_t d,
-                          double theta) {
+RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND, double theta) {
+  const int64_t batch = dims_BSND[0], seq = dims_BSND[1], heads = dims_BSND[2], d = dims_BSND[3];
   std::vector<float> cos_values, sin_values;
-  cos_values.reserve(static_cast<size_t>(b * s * heads * d));
+  cos_values.reserve(static_cast<size_t>(ElementsOf(dims_BSND)));
   sin_values.reserve(cos_values.capacity());
-  for (int64_t n = 0; n < b * s * heads; ++n) {
-    const double position = static_cast<double>((n / heads) % s);
-    for (int64_t c = 0; c < d; ++c) {
-      const double j = static_cast<double>(c % (d / 2));
-      const double angle = position * std::pow(theta, -2.0 * j / static_cast<double>(d));
-      cos_values.push_back(static_cast<float>(std::cos(angle)));
-      sin_values.push_back(static_cast<float>(std::sin(angle)));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t p = 0; p < seq; ++p) {
+      for (int64_t h = 0; h < heads; ++h) {
+        AppendRopeRow(static_cast<double>(p), d, theta, cos_values, sin_values);
+      }
     }
   }
-  RopeTables t{compute.Allocate({b, s, heads, d}), compute.Allocate({b, s, heads, d})};
+  RopeTables t{compute.Allocate(dims_BSND), compute.Allocate(dims_BSND)};
   compute.CopyFromHost(std::span<const float>(cos_values), t.cos_BSND);
   compute.CopyFromHost(std::span<const float>(sin_values), t.sin_BSND);
   return t;
@@ -84,7 +91,7 @@ Tensor MakeRotateHalf(Compute& compute, int64_t d) {
 
 void RopeForward(Compute& compute, const RopeTables& tables, const Tensor& rotate_DD, Tensor& x) {
   const int64_t d = rotate_DD.dim(0);
-  Tensor x_ND = x.View(0, {x.numel() / d, d});
+  Tensor x_ND = MatrixView(x, d);
   Tensor rotated_ND = compute.Allocate(x_ND.shape());
   compute.Gemm(false, false, 1.0f, x_ND, rotate_DD, 0.0f, rotated_ND);
   compute.Mul(x, tables.cos_BSND, x);
@@ -94,7 +101,7 @@ void RopeForward(Compute& compute, const RopeTables& tables, const Tensor& rotat
 
 void RopeBackward(Compute& compute, const RopeTables& tables, const Tensor& rotate_DD, Tensor& dy) {
   const int64_t d = rotate_DD.dim(0);
-  Tensor scaled_ND = compute.Allocate({dy.numel() / d, d});
+  Tensor scaled_ND = compute.Allocate(MatrixView(dy, d).shape());
   compute.Mul(dy, tables.sin_BSND, scaled_ND);
   Tensor back_ND = compute.Allocate(scaled_ND.shape());
   compute.Gemm(false, true, 1.0f, scaled_ND, rotate_DD, 0.0f, back_ND);
@@ -107,7 +114,7 @@ void GqaProbs(Compute& compute, const GqaShape& g, const Tensor& q_BSHl, const T
   for (int64_t b = 0; b < g.b; ++b) {
     for (int64_t j = 0; j < g.kl; ++j) {
       Gemm(compute,
-           {Group(g), false, true, Scale(g), 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
+           {g.group, false, true, Scale(g), 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
             ScoreGroup(g, b, j)},
            q_BSHl, k_BSKVl, probs_BAlSS);
     }
@@ -120,7 +127,7 @@ void GqaContext(Compute& compute, const GqaShape& g, const Tensor& probs_BAlSS,
   for (int64_t b = 0; b < g.b; ++b) {
     for (int64_t j = 0; j < g.kl; ++j) {
       Gemm(compute,
-           {Group(g), false, false, 1.0f, 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
+           {g.group, false, false, 1.0f, 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
             QueryGroup(g, b, j)},
            probs_BAlSS, v_BSKVl, ctx_BSHl);
     }
@@ -133,7 +140,7 @@ void GqaBackward(Compute& compute, const GqaShape& g, const GqaInputs& in, const
   for (int64_t b = 0; b < g.b; ++b) {
     for (int64_t j = 0; j < g.kl; ++j) {
       Gemm(compute,
-           {Group(g), false, true, 1.0f, 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
+           {g.group, false, true, 1.0f, 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
             ScoreGroup(g, b, j)},
            dctx_BSHl, *in.v_BSKVl, dscores_BAlSS);
     }
@@ -143,7 +150,7 @@ void GqaBackward(Compute& compute, const GqaShape& g, const GqaInputs& in, const
   for (int64_t b = 0; b < g.b; ++b) {
     for (int64_t j = 0; j < g.kl; ++j) {
       Gemm(compute,
-           {Group(g), false, false, Scale(g), 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
+           {g.group, false, false, Scale(g), 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
             QueryGroup(g, b, j)},
            dscores_BAlSS, *in.k_BSKVl, dq_BSHl);
     }

@@ -3,9 +3,11 @@
 //   y  = x1 + all-reduce((silu(N2(x1)·Wgᵀ) ⊙ N2(x1)·Wuᵀ)·Wdᵀ)
 // Weights [out, in]: q [H, H], k and v [K·D, H], gate and up [F, H] column-parallel (rows, so
 // whole heads and kv heads per rank); o [H, H] and down [H, F] row-parallel (columns).
-// Stash (recompute none), matching models/llama_block_cost.cc: x, N1 output, x1, N2 output
-// 4·e·BSH; q, k, v after RoPE, context, gate, up, SwiGLU output e·BS(2Hl + 2KVl + 3Fl);
-// softmax e·Al·B·S²; plus the fp32 RMSNorm rstd (2 · 4·BS bytes, left out by the cost model).
+// Stash (recompute none): exactly LayerShapes::ForwardStash (models/layer_stash_shapes.cc): x,
+// N1 output, x1, N2 output; q, k, v after RoPE, context, gate, up, SwiGLU output; the softmax;
+// and the fp32 RMSNorm rstd (which the cost model leaves out).
+#include <vector>
+
 #include "runtime/layers/layers_internal.h"
 #include "runtime/layers/llama_parts.h"
 
@@ -24,22 +26,21 @@ struct LlamaStash {
 
 class LlamaBlock final : public Layer {
  public:
-  LlamaBlock(const ModelSpec& model, const LayerContext& context)
+  LlamaBlock(const ModelSpec& model, const LayerShapes& shapes, const LayerContext& context)
       : context_(context),
+        shapes_(shapes),
         eps_(static_cast<float>(model.norm_eps)),
-        theta_(model.rope_theta),
-        head_dim_(model.HeadDim()) {
-    const int64_t h = model.hidden, kvd = model.kv_heads * head_dim_, f = model.ffn_hidden;
-    norm1_ = MakeParameter(context, "norm1.weight", {h}, SliceAxis::kFull, InitKind::Ones());
-    wq_ = MakeParameter(context, "attn.q.weight", {h, h}, SliceAxis::kRows, WeightInit());
-    wk_ = MakeParameter(context, "attn.k.weight", {kvd, h}, SliceAxis::kRows, WeightInit());
-    wv_ = MakeParameter(context, "attn.v.weight", {kvd, h}, SliceAxis::kRows, WeightInit());
-    wo_ = MakeParameter(context, "attn.o.weight", {h, h}, SliceAxis::kColumns, WeightInit());
-    norm2_ = MakeParameter(context, "norm2.weight", {h}, SliceAxis::kFull, InitKind::Ones());
-    wg_ = MakeParameter(context, "mlp.gate.weight", {f, h}, SliceAxis::kRows, WeightInit());
-    wu_ = MakeParameter(context, "mlp.up.weight", {f, h}, SliceAxis::kRows, WeightInit());
-    wd_ = MakeParameter(context, "mlp.down.weight", {h, f}, SliceAxis::kColumns, WeightInit());
-    rotate_ = MakeRotateHalf(*context.compute, head_dim_);
+        theta_(model.rope_theta) {
+    norm1_ = MakeParameter(context, shapes.Param("norm1.weight"), InitKind::Ones());
+    wq_ = MakeParameter(context, shapes.Param("attn.q.weight"), WeightInit());
+    wk_ = MakeParameter(context, shapes.Param("attn.k.weight"), WeightInit());
+    wv_ = MakeParameter(context, shapes.Param("attn.v.weight"), WeightInit());
+    wo_ = MakeParameter(context, shapes.Param("attn.o.weight"), WeightInit());
+    norm2_ = MakeParameter(context, shapes.Param("norm2.weight"), InitKind::Ones());
+    wg_ = MakeParameter(context, shapes.Param("mlp.gate.weight"), WeightInit());
+    wu_ = MakeParameter(context, shapes.Param("mlp.up.weight"), WeightInit());
+    wd_ = MakeParameter(context, shapes.Param("mlp.down.weight"), WeightInit());
+    rotate_ = MakeRotateHalf(*context.compute, shapes.head_dim);
   }
 
   Tensor Forward(int micro_batch, Tensor input, const Tensor* /*targets*/) override {
@@ -61,8 +62,7 @@ class LlamaBlock final : public Layer {
     LlamaStash& st = stashes_.Get(micro_batch);
     if (!st.x1.defined()) Run(st);  // full recompute
     if (!st.probs.defined()) {
-      st.probs =
-          compute.Allocate({st.x.dim(0), wq_.value.dim(0) / head_dim_, st.x.dim(1), st.x.dim(1)});
+      st.probs = compute.Allocate(shapes_.Scores(TokensOf(st.x)));
       GqaProbs(compute, GqaOf(st), st.q, st.k, st.probs);
     }
     Tensor dx1 = Clone(compute, dy);
@@ -99,19 +99,21 @@ class LlamaBlock final : public Layer {
 
  private:
   GqaShape GqaOf(const LlamaStash& st) const {
-    return {st.x.dim(0), st.x.dim(1), wq_.value.dim(0) / head_dim_, wk_.value.dim(0) / head_dim_,
-            head_dim_};
+    const TokenBlock tb = TokensOf(st.x);
+    return {tb.batch,         tb.seq,        shapes_.heads,   shapes_.kv_heads,
+            shapes_.head_dim, shapes_.group, shapes_.q_width, shapes_.kv_width};
   }
 
-  Tensor Linear(const Tensor& in, const OwnedParameter& w) {
-    Tensor out = context_.compute->Allocate(WithLastDim(in, w.value.dim(0)));
+  // in·wᵀ into a new tensor of shape `out_dims`.
+  Tensor Linear(const Tensor& in, const OwnedParameter& w, const std::vector<int64_t>& out_dims) {
+    Tensor out = context_.compute->Allocate(out_dims);
     LinearForward(*context_.compute, in, w.value, nullptr, out);
     return out;
   }
 
   void Norm(const Tensor& x, const OwnedParameter& w, Tensor& out, Tensor& rstd) {
     out = context_.compute->Allocate(x.shape());
-    rstd = context_.compute->Allocate({x.numel() / x.dim(-1)});
+    rstd = context_.compute->Allocate(shapes_.NormStat(TokensOf(x)));
     context_.compute->RmsNorm(x, w.value, eps_, out, rstd);
   }
 
@@ -119,25 +121,26 @@ class LlamaBlock final : public Layer {
   Tensor Run(LlamaStash& st) {
     Compute& compute = *context_.compute;
     const GqaShape g = GqaOf(st);
+    const TokenBlock tb = TokensOf(st.x);
     Norm(st.x, norm1_, st.n1, st.rstd1);
-    st.q = Linear(st.n1, wq_);
-    st.k = Linear(st.n1, wk_);
-    st.v = Linear(st.n1, wv_);
-    RopeForward(compute, MakeRopeTables(compute, g.b, g.s, g.al, g.d, theta_), rotate_, st.q);
-    RopeForward(compute, MakeRopeTables(compute, g.b, g.s, g.kl, g.d, theta_), rotate_, st.k);
-    st.probs = compute.Allocate({g.b, g.al, g.s, g.s});
+    st.q = Linear(st.n1, wq_, shapes_.Query(tb));
+    st.k = Linear(st.n1, wk_, shapes_.KeyValue(tb));
+    st.v = Linear(st.n1, wv_, shapes_.KeyValue(tb));
+    RopeForward(compute, MakeRopeTables(compute, shapes_.QueryHeads(tb), theta_), rotate_, st.q);
+    RopeForward(compute, MakeRopeTables(compute, shapes_.KeyValueHeads(tb), theta_), rotate_, st.k);
+    st.probs = compute.Allocate(shapes_.Scores(tb));
     GqaProbs(compute, g, st.q, st.k, st.probs);
-    st.ctx = compute.Allocate(st.q.shape());
+    st.ctx = compute.Allocate(shapes_.Query(tb));
     GqaContext(compute, g, st.probs, st.v, st.ctx);
-    st.x1 = Linear(st.ctx, wo_);
+    st.x1 = Linear(st.ctx, wo_, shapes_.Hidden(tb));
     TpAllReduce(context_, st.x1);
     compute.Add(st.x1, st.x, st.x1);
     Norm(st.x1, norm2_, st.n2, st.rstd2);
-    st.gate = Linear(st.n2, wg_);
-    st.up = Linear(st.n2, wu_);
-    st.act = compute.Allocate(st.gate.shape());
+    st.gate = Linear(st.n2, wg_, shapes_.Ffn(tb));
+    st.up = Linear(st.n2, wu_, shapes_.Ffn(tb));
+    st.act = compute.Allocate(shapes_.Ffn(tb));
     compute.SwiGlu(st.gate, st.up, st.act);
-    Tensor y = Linear(st.act, wd_);
+    Tensor y = Linear(st.act, wd_, shapes_.Hidden(tb));
     TpAllReduce(context_, y);
     compute.Add(y, st.x1, y);
     return y;
@@ -167,14 +170,16 @@ class LlamaBlock final : public Layer {
   void AttentionBackward(LlamaStash& st, Tensor dx1, Tensor& dx) {
     Compute& compute = *context_.compute;
     const GqaShape g = GqaOf(st);
+    const TokenBlock tb = TokensOf(st.x);
     Tensor dctx = compute.Allocate(st.ctx.shape());
     LinearBackwardInput(compute, dx1, wo_.value, dctx);
     st.dq = compute.Allocate(st.q.shape());
     st.dk = compute.Allocate(st.k.shape());
     st.dv = compute.Allocate(st.v.shape());
     GqaBackward(compute, g, {&st.q, &st.k, &st.v, &st.probs}, dctx, st.dq, st.dk, st.dv);
-    RopeBackward(compute, MakeRopeTables(compute, g.b, g.s, g.al, g.d, theta_), rotate_, st.dq);
-    RopeBackward(compute, MakeRopeTables(compute, g.b, g.s, g.kl, g.d, theta_), rotate_, st.dk);
+    RopeBackward(compute, MakeRopeTables(compute, shapes_.QueryHeads(tb), theta_), rotate_, st.dq);
+    RopeBackward(compute, MakeRopeTables(compute, shapes_.KeyValueHeads(tb), theta_), rotate_,
+                 st.dk);
     Tensor dn1 = compute.Allocate(st.n1.shape());
     LinearBackwardInput(compute, st.dq, wq_.value, dn1);
     compute.Gemm(false, false, 1.0f, st.dk, wk_.value, 1.0f, dn1);
@@ -186,9 +191,9 @@ class LlamaBlock final : public Layer {
   }
 
   LayerContext context_;
+  LayerShapes shapes_;
   float eps_;
   double theta_;
-  int64_t head_dim_;
   OwnedParameter norm1_, wq_, wk_, wv_, wo_, norm2_, wg_, wu_, wd_;
   Tensor rotate_;  // [D, D], see llama_parts.h
   StashMap<LlamaStash> stashes_;
@@ -196,8 +201,9 @@ class LlamaBlock final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> MakeLlamaBlock(const ModelSpec& model, const LayerContext& context) {
-  return std::make_unique<LlamaBlock>(model, context);
+std::unique_ptr<Layer> MakeLlamaBlock(const ModelSpec& model, const LayerShapes& shapes,
+                                      const LayerContext& context) {
+  return std::make_unique<LlamaBlock>(model, shapes, context);
 }
 
 }  // namespace trident

@@ -8,28 +8,32 @@
 // (R[j+D/2, j] = −1, R[j, j+D/2] = 1) and C, Sn hold cos θ and sin θ in both halves. Its
 // backward is dx = dy ⊙ C + (dy ⊙ Sn)·Rᵀ. R is applied as a GEMM on the [N·heads, D] view.
 //
-// GQA: query head i reads key/value head i / G, G = Al / Kl. Scores and contexts are one
-// strided-batched GEMM per (sequence, kv head) over its G query heads, the kv operand with
-// stride 0; the key/value gradients sum over the group (beta = 1, one head at a time).
+// GQA: query head i reads key/value head i / G, G = Al / Kl query heads per kv head. Scores and
+// contexts are one strided-batched GEMM per (sequence, kv head) over its G query heads, the kv
+// operand with stride 0; the key/value gradients sum over the group (beta = 1, one head at a time).
 #pragma once
+
+#include <vector>
 
 #include "runtime/layers/layer_ops.h"
 
 namespace trident {
 
+// One micro-batch's attention on this rank: sizes from the block's LayerShapes
+// (models/layer_shapes.h), B and S from the input.
 struct GqaShape {
   int64_t b = 0, s = 0, al = 0, kl = 0, d = 0;  // B, S, Al, Kl, D
-  int64_t hl() const { return al * d; }
-  int64_t kvl() const { return kl * d; }
+  int64_t group = 0;                            // G = Al / Kl
+  int64_t hl = 0;                               // Hl = Al·D
+  int64_t kvl = 0;                              // KVl = Kl·D
 };
 
-// cos and sin tables [B, S, heads, D] for positions 0..S-1 of each sequence.
+// cos and sin tables of shape dims_BSND = [B, S, heads, D] for positions 0..S-1 of each sequence.
 struct RopeTables {
   Tensor cos_BSND;
   Tensor sin_BSND;
 };
-RopeTables MakeRopeTables(Compute& compute, int64_t b, int64_t s, int64_t heads, int64_t d,
-                          double theta);
+RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND, double theta);
 // The rotate-half matrix R [D, D].
 Tensor MakeRotateHalf(Compute& compute, int64_t d);
 // x = RoPE(x) in place, x [B, S, heads·D] matching the tables.

@@ -1,10 +1,12 @@
 // Vocabulary-parallel cross-entropy (Megatron-LM), for the LM head under tp > 1.
-// Rank r holds the logits of vocabulary columns [begin, begin + Vl) for every token n. Per n:
+// Rank r holds the logits of the vocabulary rows of its shard, [begin, end), for every token n
+// (Vl = end − begin columns). Per n:
 //   M = max over all ranks of max_j l[n, j]          (all-gather of the N local maxima)
 //   Z = Σ_ranks Σ_j exp(l[n, j] − M)                  (all-reduce)
 //   t = the target's logit, from the rank holding it  (all-reduce; 0 elsewhere)
 //   loss = mean_n (log Z + M − t);  p[n, j] = exp(l[n, j] − M) / Z
 //   dl[n, j] = dloss / N · (p[n, j] − [begin + j == target_n])
+// N is the number of targets (one per token).
 // Compute has no row-max / row-sum-exp ops yet, so these statistics are taken on the host
 // (exact for the CPU backend; a GPU backend needs such ops before it can run this path).
 #include <algorithm>
@@ -12,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/layers/block_parts.h"
+#include "runtime/layers/layers_internal.h"
 
 namespace trident {
 
@@ -50,10 +52,10 @@ std::vector<float> GlobalRowMax(const LayerContext& context, const std::vector<f
 }  // namespace
 
 float VocabParallelCrossEntropy(const LayerContext& context, const Tensor& targets_N,
-                                int64_t vocab_begin, Tensor& logits_to_probs_NVl) {
+                                const VocabShard& shard, Tensor& logits_to_probs_NVl) {
   Compute& compute = *context.compute;
-  const int64_t vl = logits_to_probs_NVl.dim(-1);
-  const int64_t tokens = logits_to_probs_NVl.numel() / vl;
+  const int64_t vl = shard.Rows();
+  const int64_t tokens = targets_N.numel();
   std::vector<float> l(static_cast<size_t>(logits_to_probs_NVl.numel()));
   compute.CopyToHost(logits_to_probs_NVl, std::span<float>(l));
   const std::vector<int32_t> targets = TargetsOnHost(compute, targets_N);
@@ -63,8 +65,7 @@ float VocabParallelCrossEntropy(const LayerContext& context, const Tensor& targe
     double z = 0;
     for (int64_t j = 0; j < vl; ++j) z += std::exp(l[n * vl + j] - row_max[n]);
     sums[n] = static_cast<float>(z);
-    int64_t local = targets[n] - vocab_begin;
-    if (local >= 0 && local < vl) sums[tokens + n] = l[n * vl + local];
+    if (shard.Holds(targets[n])) sums[tokens + n] = l[n * vl + shard.LocalRow(targets[n])];
   }
   CheckComm(context.tp_comm->AllReduceSum(sums), "all-reduce of sums and target logits");
   double loss = 0;
@@ -77,18 +78,17 @@ float VocabParallelCrossEntropy(const LayerContext& context, const Tensor& targe
 }
 
 void VocabParallelCrossEntropyBackward(const LayerContext& context, const Tensor& targets_N,
-                                       int64_t vocab_begin, float dloss,
+                                       const VocabShard& shard, float dloss,
                                        Tensor& probs_to_dlogits_NVl) {
   Compute& compute = *context.compute;
-  const int64_t vl = probs_to_dlogits_NVl.dim(-1);
-  const int64_t tokens = probs_to_dlogits_NVl.numel() / vl;
+  const int64_t vl = shard.Rows();
+  const int64_t tokens = targets_N.numel();
   std::vector<float> p(static_cast<size_t>(probs_to_dlogits_NVl.numel()));
   compute.CopyToHost(probs_to_dlogits_NVl, std::span<float>(p));
   const std::vector<int32_t> targets = TargetsOnHost(compute, targets_N);
   const float scale = dloss / static_cast<float>(tokens);
   for (int64_t n = 0; n < tokens; ++n) {
-    int64_t local = targets[n] - vocab_begin;
-    if (local >= 0 && local < vl) p[n * vl + local] -= 1.0f;
+    if (shard.Holds(targets[n])) p[n * vl + shard.LocalRow(targets[n])] -= 1.0f;
     for (int64_t j = 0; j < vl; ++j) p[n * vl + j] *= scale;
   }
   compute.CopyFromHost(std::span<const float>(p), probs_to_dlogits_NVl);

@@ -323,7 +323,7 @@ TEST(LayerCostTest, GptBlockStashWithoutDropout) {
             32 * b * s * h + 2 * a * b * s * s);
 }
 
-// gpt2-small block, b 1, s 1024, bf16, dropout 0.1 (the worked example in gpt_block_cost.cc):
+// gpt2-small block, b 1, s 1024, bf16, dropout 0.1 (the worked example in block_cost.cc):
 // 34·786,432 + 5·12·1024² = 89,653,248 bytes; 7,087,872 parameters.
 TEST(LayerCostTest, Gpt2SmallBlock) {
   ModelSpec model = Gpt2SmallSpec();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "models/layer_cost.h"
+#include "models/layer_shapes.h"
 #include "runtime/comm/inprocess_comm.h"
 #include "tests/runtime/layers/layer_test_util.h"
 
@@ -63,6 +64,18 @@ TEST_P(TensorParallelTest, MatchesOneRank) {
     }
   }
   EXPECT_EQ(ranks[0].param_count, expected_params);
+  // Every rank holds the parameters of its LayerShapes, in order.
+  for (int rank = 0; rank < tp; ++rank) {
+    const LayerShapes shapes = MakeLayerShapes(ModelFor(c.kind), c.kind, {tp, rank});
+    const RankResult& r = ranks[static_cast<size_t>(rank)];
+    ASSERT_EQ(r.params.size(), shapes.params.size());
+    for (size_t k = 0; k < r.params.size(); ++k) {
+      EXPECT_EQ(r.params[k].name, shapes.params[k].name);
+      EXPECT_EQ(r.params[k].full_shape, shapes.params[k].full) << r.params[k].name;
+      EXPECT_EQ(SliceShape(r.params[k].full_shape, r.params[k].slice), shapes.params[k].local)
+          << r.params[k].name << " on rank " << rank;
+    }
+  }
   for (size_t k = 0; k < reference.grads.size(); ++k) {
     HostTensor full = Gather(ranks, k);
     EXPECT_EQ(full.shape, reference.grads[k].shape) << reference.params[k].name;

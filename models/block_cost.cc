@@ -1,15 +1,17 @@
-// Costs of the GPT block and of the plain MLP block (which is the GPT block's MLP half).
-// Symbols: b micro-batch, s sequence length, h hidden, a heads, f ffn_hidden, t tp degree,
-// e bytes per element, m = 1 byte per dropout-mask element when dropout > 0, else 0.
-#include <cstdint>
-
+// Costs of the blocks — GPT, Llama and the plain MLP block (the GPT block's MLP half) — summed
+// over their shapes (models/layer_shapes.h). The derivations below are what those sums come to.
+// Symbols: b micro-batch, s sequence length, h hidden, a heads, k kv_heads, d = h/a head size,
+// kvd = k·d key/value width, f ffn_hidden, t tp degree, e bytes per element, m = 1 byte per
+// dropout-mask element when dropout > 0, else 0.
 #include "models/layer_cost_internal.h"
 
 namespace trident {
 
-namespace {
-
-// GPT block parameters, per rank and whole:
+// Pre-LayerNorm GPT block:
+//   x1 = x  + Dropout(Proj(Attention(QKV(LN1(x)))))
+//   y  = x1 + Dropout(FC2(GELU(FC1(LN2(x1)))))
+//
+// Parameters, per rank and whole:
 //   LN1, LN2   weight + bias     2 · 2h      replicated
 //   QKV        3h·h + 3h                     column-parallel: weight and bias / t
 //   proj       h·h + h                       row-parallel: weight / t, bias replicated
@@ -19,26 +21,13 @@ namespace {
 // total    = 4h² + 2hf + 9h + f, i.e. 12h² + 13h with f = 4h;
 //            gpt2-small (h 768): 12·589,824 + 13·768 = 7,087,872.
 // per rank = 6h + (4h² + 2hf + 3h + f)/t; gpt2-small with t 2: 4,608 + 3,541,632 = 3,546,240.
-void SetGptParams(const LayerDims& d, LayerCost* cost) {
-  const int64_t h = d.h, f = d.f, t = d.t;
-  int64_t replicated = 2 * 2 * h + h + h;
-  int64_t sharded = 4 * h * h + 2 * h * f + 3 * h + f;
-  SetLayerParams(d, replicated + sharded / t, replicated + sharded, cost);
-}
-
+//
 // Forward matmul FLOPs per rank (2 per multiply-add, heads and f split over t):
 //   linear    = 2bs·(3h·h + h·h + 2·h·f)/t           QKV, proj, FC1, FC2
 //   attention = 2b·s²·h/t (Q·Kᵀ) + 2b·s²·h/t (P·V)    full s×s, a/t heads of size h/a
 // With f = 4h: 24bsh²/t + 4bs²h/t. Example gpt2-small, b 1, s 1024, t 1:
 // 24·1024·768² = 14,495,514,624 + 4·1024²·768 = 3,221,225,472 -> 17.7 GFLOP forward.
-void SetGptFlops(const LayerDims& d, LayerCost* cost) {
-  const double tokens = static_cast<double>(d.tokens), h = static_cast<double>(d.h);
-  const double f = static_cast<double>(d.f), t = static_cast<double>(d.t);
-  double linear = 2 * tokens * (4 * h * h + 2 * h * f) / t;
-  double attention = 2 * 2 * tokens * static_cast<double>(d.s) * h / t;
-  SetBlockFlops(linear, attention, d.recompute, cost);
-}
-
+//
 // Stashed bytes per rank: Korthikanti et al. (2022) §4, with any element size and tp.
 //   replicated  LN1 and LN2 inputs                       2e·bsh
 //               QKV input (LN1 output)                   e·bsh
@@ -53,37 +42,42 @@ void SetGptFlops(const LayerDims& d, LayerCost* cost) {
 // Example gpt2-small, b 1, s 1024, bf16, dropout 0.1, t 1:
 // 34·786,432 + 5·12·1024² = 26,738,688 + 62,914,560 = 89,653,248 bytes.
 // Selective recompute drops the attention terms; full keeps only the block input, e·bsh.
-void SetGptStash(const ModelSpec& model, const LayerDims& d, LayerCost* cost) {
-  const int64_t tokens = d.tokens, h = d.h, f = d.f, t = d.t, e = d.e;
-  const int64_t m = model.dropout > 0 ? 1 : 0;
-  int64_t replicated = tokens * h * (4 * e + 2 * m);
-  int64_t sharded = tokens * (4 * e * (h / t) + 2 * e * (f / t));
-  int64_t scores = (d.a / t) * d.b * d.s * d.s;  // a·b·s²/t elements
-  int64_t attention = e * scores;
-  if (m > 0) attention += (m + e) * scores;
-  int64_t input = e * tokens * h;
-  cost->stashed_bytes =
-      BlockStashBytes(d.recompute, replicated + sharded + attention, attention, input);
-}
-
-}  // namespace
-
-// Pre-LayerNorm GPT block:
-//   x1 = x  + Dropout(Proj(Attention(QKV(LN1(x)))))
-//   y  = x1 + Dropout(FC2(GELU(FC1(LN2(x1)))))
+//
 // Tensor parallel: 2 forward all-reduces (after proj and FC2) and 2 backward all-reduces
 // (the gradients of the QKV and FC1 inputs), each of the e·bsh activation.
-LayerCost GptBlockCost(const ModelSpec& model, const LayerDims& d) {
-  LayerCost cost;
-  SetGptParams(d, &cost);
-  SetGptFlops(d, &cost);
-  SetGptStash(model, d, &cost);
-  const int64_t activation_bytes = d.e * d.tokens * d.h;
-  cost.output_bytes = activation_bytes;
-  SetTpAllReduces(d, 2, activation_bytes, 2, activation_bytes, &cost);
-  return cost;
-}
-
+//
+// Llama block:
+//   x1 = x  + O(Attention(RoPE(Q(N1(x))), RoPE(K(N1(x))), V(N1(x))))
+//   y  = x1 + Down(SiLU(Gate(N2(x1))) ⊙ Up(N2(x1)))
+//
+// Parameters (no biases; RMSNorm has a weight only):
+//   N1, N2           2h              replicated
+//   Q, O             h·h each        Q column-parallel, O row-parallel: / t
+//   K, V             h·kvd each      column-parallel, key/value heads split: / t
+//   gate, up, down   h·f each        gate and up column-, down row-parallel: / t
+// total    = 2h + 2h² + 2h·kvd + 3hf; per rank 2h + (2h² + 2h·kvd + 3hf)/t.
+// llama3-8b (h 4096, kvd 8·128 = 1024, f 14336):
+//   8,192 + 33,554,432 + 8,388,608 + 176,160,768 = 218,112,000; t 8: 27,271,168.
+//
+// Forward matmul FLOPs per rank:
+//   linear    = 2bs·(h·h + 2h·kvd + h·h + 3h·f)/t     Q, K and V, O, gate/up/down
+//   attention = 4b·s²·h/t                            every query head scores all s keys;
+//                                                    grouped K/V share weights, not work
+// Example h 8, a 2, k 1 (kvd 4), f 16, b 2, s 4, t 1:
+//   linear 2·8·(64 + 64 + 64 + 384) = 9,216; attention 4·2·16·8 = 1,024.
+//
+// Stashed elements per token (times e·bs for bytes); no dropout in a Llama block:
+//   replicated  N1 and N2 inputs 2h; QKV input (N1 output) h; MLP input (N2 output) h  = 4h
+//   sharded     Q h/t, K kvd/t, V kvd/t (after RoPE, whose backward needs no input);
+//               O input h/t; gate output, up output and down input 3f/t  = (2h+2kvd+3f)/t
+//   attention   softmax output a·s/t, i.e. e·abs²/t bytes in all
+// bytes = e·bs·(4h + (2h + 2kvd + 3f)/t) + e·abs²/t.
+// Example h 8, kvd 4, f 16, a 2, b 2, s 4, bf16, t 1: 2·8·(32 + 72) + 2·2·2·16 = 1,792.
+// Selective recompute drops the softmax term; full keeps only the block input, e·bsh.
+//
+// Tensor parallel as the GPT block: 2 forward all-reduces (after O and Down) and 2 backward
+// (the gradients of the QKV and gate/up inputs), each of the e·bsh activation.
+//
 // MLP block: y = x + FC2(GELU(FC1(x))), biases, no norm, no dropout.
 //   params   FC1 h·f + f (column: / t), FC2 f·h + h (row: weight / t, bias replicated)
 //            total 2hf + f + h; per rank h + (2hf + f)/t. Example h 8, f 32: 552; t 2: 280.
@@ -92,17 +86,15 @@ LayerCost GptBlockCost(const ModelSpec& model, const LayerDims& d) {
 //   stash    FC1 input e·bsh (replicated) + GELU and FC2 inputs 2e·bsf/t; full recompute
 //            keeps the FC1 input, which is the block input, e·bsh.
 //   tp       1 forward all-reduce (after FC2), 1 backward (the FC1 input gradient), e·bsh.
-LayerCost MlpBlockCost(const LayerDims& d) {
-  const int64_t tokens = d.tokens, h = d.h, f = d.f, t = d.t, e = d.e;
+//
+// A block issues `tp_allreduces` all-reduces each way: 2 for GPT and Llama, 1 for MLP.
+LayerCost BlockCost(const LayerCostInputs& in, int tp_allreduces) {
   LayerCost cost;
-  int64_t sharded_params = 2 * h * f + f;
-  SetLayerParams(d, h + sharded_params / t, h + sharded_params, &cost);
-  double linear = 4.0 * static_cast<double>(tokens) * static_cast<double>(h * f) / t;
-  SetBlockFlops(linear, 0, d.recompute, &cost);
-  int64_t input = e * tokens * h;
-  cost.stashed_bytes = BlockStashBytes(d.recompute, input + 2 * e * tokens * (f / t), 0, input);
-  cost.output_bytes = input;
-  SetTpAllReduces(d, 1, input, 1, input, &cost);
+  SetLayerParams(in, &cost);
+  SetBlockFlops(in, &cost);
+  cost.stashed_bytes = LayerStashBytes(in);
+  cost.output_bytes = in.ActivationBytes();
+  SetTpAllReduces(in, tp_allreduces, cost.output_bytes, tp_allreduces, cost.output_bytes, &cost);
   return cost;
 }
 

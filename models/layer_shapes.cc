@@ -1,0 +1,163 @@
+#include "models/layer_shapes.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/check.h"
+#include "models/layer_shapes_internal.h"
+
+namespace trident {
+
+int64_t ElementsOf(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+int64_t ParamShape::FullElements() const { return ElementsOf(full); }
+int64_t ParamShape::LocalElements() const { return ElementsOf(local); }
+int64_t StashTensor::Elements() const { return ElementsOf(dims); }
+
+bool StashTensor::KeptUnder(RecomputeMode mode) const {
+  switch (mode) {
+    case RecomputeMode::kNone:
+      return true;
+    case RecomputeMode::kSelective:
+      return rebuilt != Rebuilt::kBySelective;
+    case RecomputeMode::kFull:
+      return rebuilt == Rebuilt::kNever;
+  }
+  return true;
+}
+
+// Rank r of t holds [r·c, min((r + 1)·c, d)) of a dim of size d, c = ceil(d/t): the even split
+// when t divides d, the padded split otherwise. Example d 10, t 4: [0, 3) [3, 6) [6, 9) [9, 10).
+VocabShard ShardRange(int64_t dim, const RankSplit& split) {
+  const int64_t chunk = (dim + split.tp - 1) / split.tp;
+  const int64_t begin = std::min(chunk * split.tp_rank, dim);
+  return {begin, std::min(begin + chunk, dim)};
+}
+
+ParamShape MakeParamShape(std::string name, std::vector<int64_t> full, ShardAxis axis,
+                          const RankSplit& split) {
+  ParamShape p{std::move(name), std::move(full), axis, {}};
+  p.local = p.full;
+  if (axis == ShardAxis::kRows) p.local.front() = ShardRange(p.full.front(), split).Rows();
+  if (axis == ShardAxis::kColumns) p.local.back() = ShardRange(p.full.back(), split).Rows();
+  return p;
+}
+
+const ParamShape& LayerShapes::Param(std::string_view name) const {
+  for (const ParamShape& p : params) {
+    if (p.name == name) return p;
+  }
+  TRIDENT_CHECK(false) << "no parameter " << name << " in a layer of kind "
+                       << static_cast<int>(kind);
+  return params.front();
+}
+
+std::vector<int64_t> LayerShapes::Hidden(const TokenBlock& tb) const {
+  return {tb.batch, tb.seq, hidden};
+}
+std::vector<int64_t> LayerShapes::Ids(const TokenBlock& tb) const { return {tb.batch, tb.seq}; }
+std::vector<int64_t> LayerShapes::Qkv(const TokenBlock& tb) const {
+  return {tb.batch, tb.seq, qkv_width};
+}
+std::vector<int64_t> LayerShapes::Query(const TokenBlock& tb) const {
+  return {tb.batch, tb.seq, q_width};
+}
+std::vector<int64_t> LayerShapes::KeyValue(const TokenBlock& tb) const {
+  return {tb.batch, tb.seq, kv_width};
+}
+std::vector<int64_t> LayerShapes::QueryHeads(const TokenBlock& tb) const {
+  return {tb.batch, tb.seq, heads, head_dim};
+}
+std::vector<int64_t> LayerShapes::KeyValueHeads(const TokenBlock& tb) const {
+  return {tb.batch, tb.seq, kv_heads, head_dim};
+}
+std::vector<int64_t> LayerShapes::Scores(const TokenBlock& tb) const {
+  return {tb.batch, heads, tb.seq, tb.seq};
+}
+std::vector<int64_t> LayerShapes::Ffn(const TokenBlock& tb) const {
+  return {tb.batch, tb.seq, ffn};
+}
+std::vector<int64_t> LayerShapes::Logits(const TokenBlock& tb) const {
+  return {tb.batch, tb.seq, vocab_shard.Rows()};
+}
+std::vector<int64_t> LayerShapes::NormStat(const TokenBlock& tb) const { return {tb.Tokens()}; }
+
+std::vector<StashTensor> LayerShapes::ForwardStash(const TokenBlock& tb) const {
+  switch (kind) {
+    case LayerKind::kGptBlock:
+      return GptBlockStash(*this, tb);
+    case LayerKind::kLlamaBlock:
+      return LlamaBlockStash(*this, tb);
+    case LayerKind::kMlpBlock:
+      return MlpBlockStash(*this, tb);
+    case LayerKind::kEmbedding:
+    case LayerKind::kFinalNorm:
+    case LayerKind::kLmHead:
+      return VocabLayerStash(*this, tb);
+  }
+  return {};
+}
+
+std::vector<GemmShape> LayerShapes::ForwardGemms(const TokenBlock& tb) const {
+  switch (kind) {
+    case LayerKind::kGptBlock:
+    case LayerKind::kLlamaBlock:
+    case LayerKind::kMlpBlock:
+      return BlockGemms(*this, tb);
+    case LayerKind::kLmHead:
+      return {LinearGemm(tb, hidden, vocab_shard.Rows())};
+    case LayerKind::kEmbedding:
+    case LayerKind::kFinalNorm:
+      return {};
+  }
+  return {};
+}
+
+GemmShape LinearGemm(const TokenBlock& tb, int64_t in, int64_t out) {
+  return {tb.Tokens(), out, in, 1, false};
+}
+
+namespace {
+
+// The attention widths of a block; tp divides heads and kv_heads (checked by the caller).
+void SetAttentionDims(const ModelSpec& model, LayerKind kind, int tp, LayerShapes* s) {
+  s->heads = model.heads / tp;
+  s->kv_heads = model.kv_heads / tp;
+  s->head_dim = model.HeadDim();
+  s->group = s->heads / s->kv_heads;
+  s->q_width = s->heads * s->head_dim;
+  s->kv_width = s->kv_heads * s->head_dim;
+  if (kind == LayerKind::kGptBlock) {
+    s->qkv_width = 3 * s->q_width;
+    s->qkv_head_stride = 3 * s->head_dim;
+  } else if (kind == LayerKind::kLlamaBlock) {
+    s->qkv_width = s->q_width + 2 * s->kv_width;
+  }
+}
+
+}  // namespace
+
+LayerShapes MakeLayerShapes(const ModelSpec& model, LayerKind kind, const RankSplit& split) {
+  TRIDENT_CHECK(split.tp >= 1 && split.tp_rank >= 0 && split.tp_rank < split.tp)
+      << "tp rank " << split.tp_rank << " of " << split.tp;
+  const std::string problem = model.TensorParallelProblem(split.tp);
+  TRIDENT_CHECK(problem.empty()) << model.name << ": " << problem;
+  LayerShapes s;
+  s.kind = kind;
+  s.split = split;
+  s.hidden = model.hidden;
+  SetAttentionDims(model, kind, split.tp, &s);
+  s.ffn = model.ffn_hidden / split.tp;
+  s.vocab = model.vocab_size;
+  s.vocab_shard = ShardRange(model.vocab_size, split);
+  s.layer_norm = model.norm == NormKind::kLayerNorm;
+  s.dropout = model.dropout > 0;
+  s.params = LayerParamShapes(model, kind, split);
+  return s;
+}
+
+}  // namespace trident

@@ -1,0 +1,156 @@
+// The one definition of each layer's shapes on one rank of its tensor-parallel group: the
+// per-rank dimensions (heads, kv heads, head size, widths, the vocabulary shard), every
+// parameter tensor (whole and this rank's part), the activation tensors of one micro-batch,
+// what the forward pass stashes for backward, and the forward GEMMs. The analytic cost model
+// (models/layer_cost.h) sums FLOPs and bytes over these shapes; the executable layers
+// (runtime/layers) allocate their parameters and activations from them. Divisibility is checked
+// once, in MakeLayerShapes.
+//
+// Symbols: B micro-batch, S sequence length, H hidden, A heads, K kv_heads, D = H/A head size,
+// F ffn_hidden, V vocabulary, t tp degree. A trailing "l" is this rank's share: Al = A/t,
+// Kl = K/t, Hl = Al·D, KVl = Kl·D, Fl = F/t, Vl = this rank's vocabulary rows.
+//
+// Tensor parallelism is Megatron's (see models/layer_cost.h): column-parallel linears split
+// their weight's rows (output features), row-parallel ones its columns (input features);
+// vocabulary-parallel tables split rows with the padded split ceil(V/t) (the last ranks hold
+// fewer rows, possibly none), the rule of runtime/checkpoint's ShardSlice.
+// A context-parallel degree (splitting S) is meant to join RankSplit; it is not modelled yet.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "core/recompute.h"
+
+namespace trident {
+
+// The rank of a layer's parallel group whose shapes are wanted.
+struct RankSplit {
+  int tp = 1;       // tensor-parallel degree
+  int tp_rank = 0;  // 0 <= tp_rank < tp; rank 0 holds the most vocabulary rows
+};
+
+// The sequences of one micro-batch (on one rank).
+struct TokenBlock {
+  int64_t batch = 1;  // B
+  int64_t seq = 1;    // S
+  int64_t Tokens() const { return batch * seq; }
+};
+
+// How a parameter is split over the tp group.
+enum class ShardAxis {
+  kReplicated,  // whole on every rank (norms, row-parallel biases, position table)
+  kRows,        // dim 0 split: column-parallel weights and biases, vocabulary tables
+  kColumns,     // last dim split: row-parallel weights
+};
+
+struct ParamShape {
+  std::string name;           // "attn.qkv.weight": the runtime's and checkpoints' key
+  std::vector<int64_t> full;  // the whole tensor; linear weights are [out, in]
+  ShardAxis axis = ShardAxis::kReplicated;
+  std::vector<int64_t> local;  // the part this rank holds
+  int64_t FullElements() const;
+  int64_t LocalElements() const;
+  bool operator==(const ParamShape&) const = default;
+};
+
+// The vocabulary rows [begin, end) one rank of a vocabulary-parallel table holds.
+struct VocabShard {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t Rows() const { return end - begin; }
+  bool Holds(int64_t id) const { return id >= begin && id < end; }
+  int64_t LocalRow(int64_t id) const { return id - begin; }  // REQUIRES: Holds(id)
+  bool operator==(const VocabShard&) const = default;
+};
+
+// What a stashed element costs and what rebuilds it.
+enum class StashElement {
+  kActivation,   // the training dtype
+  kDropoutMask,  // 1 byte; present only when the model has dropout
+  kNormStat,     // fp32 norm mean / rstd: kept by the layers, left out of the cost model
+  kTokenId,      // int32
+};
+enum class Rebuilt {
+  kNever,        // kept under every recompute mode (a block's input, non-block layers)
+  kByFull,       // dropped by full recompute only
+  kBySelective,  // the attention core: dropped by selective and full recompute
+};
+
+struct StashTensor {
+  std::string name;
+  std::vector<int64_t> dims;
+  StashElement element = StashElement::kActivation;
+  Rebuilt rebuilt = Rebuilt::kByFull;
+  int64_t Elements() const;
+  // Whether the forward pass keeps it under `mode`.
+  bool KeptUnder(RecomputeMode mode) const;
+};
+
+// One forward GEMM: `count` independent products [m × k]·[k × n], 2·m·n·k·count FLOPs.
+// `attention` marks the weightless score and context products (see models/layer_gemms.h).
+struct GemmShape {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t count = 1;
+  bool attention = false;
+  double Flops() const { return 2.0 * m * n * k * count; }
+  bool operator==(const GemmShape&) const = default;
+};
+
+// Per-rank dimensions of one layer. Fields a kind does not use are 0.
+struct LayerShapes {
+  LayerKind kind = LayerKind::kGptBlock;
+  RankSplit split;
+  int64_t hidden = 0;              // H, whole on every rank
+  int64_t heads = 0;               // Al, query heads on this rank
+  int64_t kv_heads = 0;            // Kl (GPT: = Al)
+  int64_t head_dim = 0;            // D
+  int64_t group = 0;               // Al/Kl query heads per kv head
+  int64_t q_width = 0;             // Hl = Al·D: query and attention-context width
+  int64_t kv_width = 0;            // KVl = Kl·D: key and value width
+  int64_t qkv_width = 0;           // the fused QKV output: GPT 3·Hl, Llama Hl + 2·KVl
+  int64_t qkv_head_stride = 0;     // GPT: columns from one head's q to the next's, 3·D
+  int64_t ffn = 0;                 // Fl, MLP inner width on this rank
+  int64_t vocab = 0;               // V, whole vocabulary
+  VocabShard vocab_shard;          // this rank's rows of the vocabulary-parallel tables
+  bool layer_norm = false;         // norm is LayerNorm (mean and rstd) rather than RMSNorm (rstd)
+  bool dropout = false;            // the model has dropout (1-byte masks in the stash)
+  std::vector<ParamShape> params;  // in the layer's fixed parameter order
+
+  // REQUIRES: a parameter of that name exists (aborts otherwise).
+  const ParamShape& Param(std::string_view name) const;
+
+  // Activation shapes of one micro-batch `tb`.
+  std::vector<int64_t> Hidden(const TokenBlock& tb) const;         // [B, S, H]
+  std::vector<int64_t> Ids(const TokenBlock& tb) const;            // [B, S]
+  std::vector<int64_t> Qkv(const TokenBlock& tb) const;            // [B, S, qkv_width]
+  std::vector<int64_t> Query(const TokenBlock& tb) const;          // [B, S, Hl]
+  std::vector<int64_t> KeyValue(const TokenBlock& tb) const;       // [B, S, KVl]
+  std::vector<int64_t> QueryHeads(const TokenBlock& tb) const;     // [B, S, Al, D]
+  std::vector<int64_t> KeyValueHeads(const TokenBlock& tb) const;  // [B, S, Kl, D]
+  std::vector<int64_t> Scores(const TokenBlock& tb) const;         // [B, Al, S, S]
+  std::vector<int64_t> Ffn(const TokenBlock& tb) const;            // [B, S, Fl]
+  std::vector<int64_t> Logits(const TokenBlock& tb) const;         // [B, S, Vl]
+  std::vector<int64_t> NormStat(const TokenBlock& tb) const;       // [B·S]: one per token
+
+  // What Forward keeps for backward under no recompute (filter with KeptUnder), in the
+  // layer's order; names follow the runtime's stash fields.
+  std::vector<StashTensor> ForwardStash(const TokenBlock& tb) const;
+  // The forward GEMMs (linear layers first, then the attention products).
+  std::vector<GemmShape> ForwardGemms(const TokenBlock& tb) const;
+};
+
+// The shapes of a layer of `kind` in `model` on rank `split`.
+// REQUIRES: model.Validate() ok; model.TensorParallelProblem(split.tp) empty;
+// 0 <= split.tp_rank < split.tp. A violation is a bug and aborts through TRIDENT_CHECK.
+LayerShapes MakeLayerShapes(const ModelSpec& model, LayerKind kind, const RankSplit& split);
+
+// The product of `dims` (1 for none).
+int64_t ElementsOf(const std::vector<int64_t>& dims);
+
+}  // namespace trident
