@@ -33,7 +33,7 @@ TEST(LogContext, ForRankTakesTheCoordinatesFromTheRankMap) {
   EXPECT_EQ(host.Prefix(), "node7 rank 99");  // the original is unchanged
 }
 
-// Regression: coordinates once came from a TRIDENT_MESH_COORDS variable the worker set.
+// Coordinates come from the rank map alone: no environment variable carries them.
 TEST(LogContext, EnvironmentGivesNoCoordinates) {
   setenv("TRIDENT_MESH_COORDS", "1,2,3", 1);
   EXPECT_FALSE(LogContext::FromEnvironment().coords.has_value());
