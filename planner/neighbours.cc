@@ -10,46 +10,40 @@ namespace {
 
 // Adds the neighbour `change` made by applying `edit` to the plan's fixed choices.
 template <typename Edit>
-void Add(const Plan& plan, std::string change, Edit edit, std::vector<Neighbour>* out) {
+void Add(const Plan& plan, std::vector<Neighbour>* out, std::string change, Edit edit) {
   SearchRequest request = FixedChoicesRequest(plan);
   edit(request.constraints);
   out->push_back({std::move(change), std::move(request)});
 }
 
-// tp, pp and micro-batch size scaled by 2 (`factor` 2) or by 1/2 (`factor` -2).
-void AddScaled(const Plan& plan, int factor, std::vector<Neighbour>* out) {
-  auto scale = [factor](int value) { return factor > 0 ? value * 2 : value / 2; };
-  int tp = scale(plan.mesh.tp);
-  int pp = scale(plan.mesh.pp);
-  int mb = scale(plan.micro_batch_size);
+// tp, pp and micro-batch size doubled (`up`) or halved, those that stay >= 1.
+void AddScaled(const Plan& plan, bool up, std::vector<Neighbour>* out) {
+  auto scale = [up](int value) { return up ? value * 2 : value / 2; };
+  const int tp = scale(plan.mesh.tp);
+  const int pp = scale(plan.mesh.pp);
+  const int mb = scale(plan.micro_batch_size);
   if (tp >= 1)
-    Add(
-        plan, "tp " + std::to_string(tp), [tp](SearchConstraints& c) { c.tp = tp; }, out);
+    Add(plan, out, "tp " + std::to_string(tp), [tp](SearchConstraints& c) { c.tp = tp; });
   if (pp >= 1)
-    Add(
-        plan, "pp " + std::to_string(pp), [pp](SearchConstraints& c) { c.pp = pp; }, out);
+    Add(plan, out, "pp " + std::to_string(pp), [pp](SearchConstraints& c) { c.pp = pp; });
   if (mb >= 1) {
-    Add(
-        plan, "micro-batch " + std::to_string(mb),
-        [mb](SearchConstraints& c) { c.micro_batch = mb; }, out);
+    Add(plan, out, "micro-batch " + std::to_string(mb),
+        [mb](SearchConstraints& c) { c.micro_batch = mb; });
   }
 }
 
 void AddOtherModes(const Plan& plan, std::vector<Neighbour>* out) {
   for (const auto& [name, kind] : ScheduleKindNames()) {
     if (kind == plan.schedule) continue;
-    Add(
-        plan, "schedule " + name, [k = kind](SearchConstraints& c) { c.schedules = {k}; }, out);
+    Add(plan, out, "schedule " + name, [k = kind](SearchConstraints& c) { c.schedules = {k}; });
   }
   for (const auto& [name, mode] : RecomputeModeNames()) {
     if (mode == plan.stages.front().recompute) continue;
-    Add(
-        plan, "recompute " + name, [m = mode](SearchConstraints& c) { c.recompute = {m}; }, out);
+    Add(plan, out, "recompute " + name, [m = mode](SearchConstraints& c) { c.recompute = {m}; });
   }
   if (plan.mesh.dp > 1) {
-    Add(
-        plan, plan.zero1 ? "without zero1" : "with zero1",
-        [z = !plan.zero1](SearchConstraints& c) { c.zero1 = z; }, out);
+    Add(plan, out, plan.zero1 ? "without zero1" : "with zero1",
+        [z = !plan.zero1](SearchConstraints& c) { c.zero1 = z; });
   }
 }
 
@@ -84,8 +78,8 @@ SearchRequest FixedChoicesRequest(const Plan& plan) {
 
 std::vector<Neighbour> NeighbourRequests(const Plan& plan) {
   std::vector<Neighbour> out = {{"(same choices)", FixedChoicesRequest(plan)}};
-  AddScaled(plan, 2, &out);
-  AddScaled(plan, -2, &out);
+  AddScaled(plan, /*up=*/true, &out);
+  AddScaled(plan, /*up=*/false, &out);
   AddOtherModes(plan, &out);
   return out;
 }

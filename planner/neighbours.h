@@ -23,7 +23,7 @@ struct Neighbour {
 
 // `plan`'s job with its choices fixed: tp, pp, micro-batch size, schedule, the first stage's
 // recompute mode, and up to max(v, 2) virtual stages. dp follows from tp and pp; ZeRO-1 is
-// left to the search. No runners-up.
+// left to the search. No runners-up. REQUIRES (here and below): plan.Validate() is ok.
 SearchRequest FixedChoicesRequest(const Plan& plan);
 
 // "(same choices)" first (the plan's choices re-planned, the row the others compare with),
