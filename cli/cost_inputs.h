@@ -12,7 +12,6 @@
 #include "core/model_spec.h"
 #include "core/profile.h"
 #include "planner/cost_model.h"
-#include "planner/report.h"
 
 namespace trident {
 
@@ -31,18 +30,10 @@ struct CostInputs {
   std::unique_ptr<ProfileCostModel> costs;
 };
 
+// The cluster, and the profile file or else an analytic profile of `model`; a profile file
+// must match the model and `seq_len` (planner/plan_inputs.h).
 StatusOr<std::unique_ptr<CostInputs>> LoadCostInputs(const CostOptions& options,
                                                      const ModelSpec& model, int64_t seq_len,
                                                      DType dtype);
-
-// Records digests of the profile (its costs, not its date) and the cluster in `plan`.
-void RecordProvenance(const CostInputs& inputs, Plan* plan);
-
-// --max-memory in GiB: 0 (the device's) or between 1 MiB and 1 PiB.
-Status CheckMaxMemory(double gib);
-
-// Model FLOPs of one training step (forward and backward, no recompute) and the device's
-// dense peak, for "% of peak".
-ReportContext MakeReportContext(const Plan& plan, const ClusterSpec& cluster);
 
 }  // namespace trident

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "planner/plan_inputs.h"
+
 namespace trident {
 
 namespace {
@@ -29,7 +31,7 @@ StatusOr<EvaluatedPlan> LoadAndEvaluate(const std::string& plan_path, CostOption
   TRIDENT_ASSIGN_OR_RETURN(
       out.inputs, LoadCostInputs(options, out.plan.model, out.plan.seq_len, out.plan.dtype));
   EvaluateOptions evaluate;
-  evaluate.memory_limit_bytes = static_cast<int64_t>(max_memory_gib * (1 << 30));
+  evaluate.memory_limit_bytes = MaxMemoryBytes(max_memory_gib);
   TRIDENT_ASSIGN_OR_RETURN(out.evaluation, EvaluatePlan(*out.inputs->costs, out.plan, evaluate));
   return out;
 }

@@ -8,6 +8,7 @@
 #include "cli/format.h"
 #include "core/model_spec.h"
 #include "models/model_cost.h"
+#include "planner/plan_inputs.h"
 
 namespace trident {
 namespace {
@@ -97,10 +98,7 @@ Status ResolveShape(const ModelOptions& options, const ModelSpec& model, LayerSh
   shape->tp = options.tp;
   shape->recompute = ValueOf(RecomputeModeNames(), options.recompute).value();
   shape->dtype = ValueOf(DTypeNames(), options.dtype).value_or(model.dtype);
-  if (shape->seq_len > model.max_seq_len) {
-    return InvalidArgument("--seq " + std::to_string(shape->seq_len) + " exceeds " + model.name +
-                           "'s max_seq_len " + std::to_string(model.max_seq_len));
-  }
+  TRIDENT_RETURN_IF_ERROR(CheckSequenceLength(model, shape->seq_len));
   if (std::string problem = model.TensorParallelProblem(options.tp); !problem.empty()) {
     return InvalidArgument("--tp: " + problem + " of " + model.name);
   }

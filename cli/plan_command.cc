@@ -7,6 +7,8 @@
 #include "cli/format.h"
 #include "cli/plan_json.h"
 #include "core/file_util.h"
+#include "planner/plan_inputs.h"
+#include "planner/report.h"
 #include "planner/search.h"
 
 namespace trident {
@@ -71,13 +73,9 @@ Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterS
   for (const std::string& m : o.recompute) c.recompute.push_back(*ValueOf(RecomputeModeNames(), m));
   if (o.zero1 != "auto") c.zero1 = o.zero1 == "on";
   TRIDENT_RETURN_IF_ERROR(CheckMaxMemory(o.max_memory_gib));
-  c.max_memory_bytes = static_cast<int64_t>(o.max_memory_gib * (1 << 30));
+  c.max_memory_bytes = MaxMemoryBytes(o.max_memory_gib);
   c.cuts = o.cuts;
-  if (r->seq_len > model.max_seq_len) {
-    return InvalidArgument("--seq " + std::to_string(r->seq_len) + " exceeds " + model.name +
-                           "'s max_seq_len " + std::to_string(model.max_seq_len));
-  }
-  return Status::Ok();
+  return CheckSequenceLength(model, r->seq_len);
 }
 
 int RunPlan(const PlanOptions& o) {
@@ -92,7 +90,8 @@ int RunPlan(const PlanOptions& o) {
   if (!inputs.ok()) return PrintError(inputs.status());
   StatusOr<SearchResult> result = SearchPlans(*(*inputs)->costs, request);
   if (!result.ok()) return PrintError(result.status());
-  for (Candidate& c : result->ranked) RecordProvenance(**inputs, &c.plan);
+  for (Candidate& c : result->ranked)
+    RecordProvenance((*inputs)->profile, (*inputs)->cluster, &c.plan);
   const Candidate& best = result->ranked.front();
   if (Status s = WriteFileAtomic(o.output, PlanToYaml(best.plan)); !s.ok()) return PrintError(s);
   if (!o.trace.empty()) {

@@ -8,6 +8,8 @@
 #include "cli/plan_json.h"
 #include "core/file_util.h"
 #include "planner/evaluate.h"
+#include "planner/plan_inputs.h"
+#include "planner/report.h"
 
 namespace trident {
 

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/check.h"
 #include "core/logging.h"
 #include "core/plan.h"
 #include "runtime/comm/comm_factory.h"
@@ -97,49 +98,65 @@ Status Finish(WorkerFlags* f) {
   return Status::Ok();
 }
 
-// Reports `status` with this rank's identity and ends the job: every rank, if the job has
-// started (a peer may be waiting), else this process.
-[[noreturn]] void Fail(const Status& status, Comm* world) {
-  if (world != nullptr && world->Size() > 1) world->FailJob(status);
-  Logger(LogContext::FromEnvironment()).Error(status.message());
+// Reports `status` as `speaker` and ends the job: every rank, if the job has started (a peer
+// may be waiting), else this process.
+[[noreturn]] void Fail(const Status& status, Comm* world, const LogContext& speaker) {
+  Logger(speaker).Error(status.message());
+  if (world != nullptr && world->Size() > 1) world->AbortJob(1);
   std::exit(1);
 }
 
-void Train(WorkerFlags& flags) {
-  Status status = Finish(&flags);
-  if (!status.ok()) Fail(status, nullptr);
-  StatusOr<Plan> plan = LoadPlan(flags.plan);
-  if (!plan.ok()) Fail(plan.status(), nullptr);
-  // The device first: the NCCL world orders its transfers after the compute stream's work.
+// The device and the world communicator; the NCCL world orders its transfers after the compute
+// stream's work, so the device comes first.
+struct RankResources {
+  std::unique_ptr<Compute> compute;
+  std::unique_ptr<Comm> world;
+};
+
+RankResources Connect(WorkerFlags& flags, const LogContext& speaker) {
+  RankResources out;
   StatusOr<std::unique_ptr<Compute>> compute =
       MakeCompute({.device = flags.device, .threads = flags.threads});
-  if (!compute.ok()) Fail(compute.status(), nullptr);
+  if (!compute.ok()) Fail(compute.status(), nullptr, speaker);
+  out.compute = std::move(*compute);
   // One timeout for every wait: a blocking collective (the step's loss reduction) waits no
   // longer than a transfer does.
   const bool gpu = flags.device == "cuda";
   flags.train.in_order_transfers = gpu;  // NCCL matches a pair's transfers by order, not tag
   StatusOr<std::unique_ptr<Comm>> world = MakeWorldComm(
       gpu ? "nccl" : "mpi", CommOptions{.collective_timeout = flags.train.comm_timeout,
-                                        .device_stream = (*compute)->device_stream()});
-  if (!world.ok()) Fail(world.status(), nullptr);
-  Comm* comm = world->get();
-  if (comm->Size() == plan->devices) {
-    MeshCoords c = plan->MakeRankMap().Coords(comm->Rank());
-    std::string coords =
-        std::to_string(c.dp) + "," + std::to_string(c.pp) + "," + std::to_string(c.tp);
-    setenv(kMeshCoordsVariable, coords.c_str(), 1);
-  }
+                                        .device_stream = out.compute->device_stream()});
+  if (!world.ok()) Fail(world.status(), nullptr, speaker);
+  out.world = std::move(*world);
+  return out;
+}
+
+// Who speaks for this rank: its coordinates from the plan's rank map once the world matches
+// the plan (else the trainer refuses the plan, and the launcher's rank names the process).
+LogContext RankSpeaker(const Plan& plan, const Comm& world, LogContext speaker) {
+  if (world.Size() != plan.devices) return speaker;
+  return speaker.ForRank(world.Rank(), plan.MakeRankMap());
+}
+
+void Train(WorkerFlags& flags) {
+  LogContext speaker = LogContext::FromEnvironment();
+  if (Status status = Finish(&flags); !status.ok()) Fail(status, nullptr, speaker);
+  StatusOr<Plan> plan = LoadPlan(flags.plan);
+  if (!plan.ok()) Fail(plan.status(), nullptr, speaker);
+  RankResources rank = Connect(flags, speaker);
+  Comm* comm = rank.world.get();
+  speaker = RankSpeaker(*plan, *comm, speaker);
+  ScopedCheckContext check_context(speaker);
   if (plan->zero1 && comm->Rank() == 0) {
-    Logger(LogContext::FromEnvironment())
-        .Warning(flags.plan +
-                 ": zero1 is not implemented by the runtime yet; every replica keeps "
-                 "the whole optimizer state (same numbers, more memory than the plan predicts)");
+    Logger(speaker).Warning(flags.plan +
+                            ": zero1 is not implemented by the runtime yet; every replica keeps "
+                            "the whole optimizer state (same numbers, more memory than the plan "
+                            "predicts)");
   }
   StatusOr<std::unique_ptr<Trainer>> trainer =
-      Trainer::Create(*plan, flags.train, comm, compute->get());
-  if (!trainer.ok()) Fail(trainer.status(), comm);
-  status = (*trainer)->Run();
-  if (!status.ok()) Fail(status, comm);
+      Trainer::Create(*plan, flags.train, comm, rank.compute.get());
+  if (!trainer.ok()) Fail(trainer.status(), comm, speaker);
+  if (Status status = (*trainer)->Run(); !status.ok()) Fail(status, comm, speaker);
 }
 
 }  // namespace

@@ -2,23 +2,12 @@
 
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <iostream>
 
 #include "core/launcher_env.h"
 
 namespace trident {
 namespace {
-
-std::optional<MeshCoords> CoordsFromEnvironment() {
-  const char* value = std::getenv(kMeshCoordsVariable);
-  MeshCoords c;
-  if (value == nullptr || std::sscanf(value, "%d,%d,%d", &c.dp, &c.pp, &c.tp) != 3) {
-    return std::nullopt;
-  }
-  return c;
-}
 
 std::string_view LevelName(LogLevel level) {
   switch (level) {
@@ -41,7 +30,13 @@ LogContext LogContext::FromEnvironment() {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) context.host = host;
   context.rank = LaunchedRank();
-  context.coords = CoordsFromEnvironment();
+  return context;
+}
+
+LogContext LogContext::ForRank(int global_rank, const RankMap& rank_map) const {
+  LogContext context = *this;
+  context.rank = global_rank;
+  context.coords = rank_map.Coords(global_rank);
   return context;
 }
 

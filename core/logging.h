@@ -13,11 +13,9 @@
 #include <string_view>
 
 #include "core/mesh.h"
+#include "core/rank_map.h"
 
 namespace trident {
-
-// The environment variable that carries a rank's coordinates to log lines and failed checks.
-inline constexpr const char* kMeshCoordsVariable = "TRIDENT_MESH_COORDS";
 
 struct LogContext {
   std::string host;
@@ -25,9 +23,13 @@ struct LogContext {
   std::optional<MeshCoords> coords;
 
   // Host from gethostname(); rank from the launcher's environment (OMPI_COMM_WORLD_RANK,
-  // PMI_RANK or SLURM_PROCID) when present; coordinates from kMeshCoordsVariable ("dp,pp,tp",
-  // which a worker sets once it knows them) when present.
+  // PMI_RANK or SLURM_PROCID) when present; no coordinates.
   static LogContext FromEnvironment();
+
+  // This context speaking for `global_rank` of the job `rank_map` lays out: the same
+  // host, that rank and its (dp, pp, tp) coordinates.
+  // REQUIRES: 0 <= global_rank < rank_map.NumRanks() (checked).
+  LogContext ForRank(int global_rank, const RankMap& rank_map) const;
 
   // "host rank 3 (dp 0, pp 1, tp 1)", or "host" alone when the rank is unknown.
   std::string Prefix() const;

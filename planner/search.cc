@@ -10,6 +10,7 @@
 #include "core/text_format.h"
 #include "core/version.h"
 #include "planner/partition.h"
+#include "planner/plan_request.h"
 #include "planner/stage_costs.h"
 
 namespace trident {
@@ -450,17 +451,12 @@ void Searcher::Score(const Config& c, const DpCosts& dp_costs, const StageCosts&
 Plan Searcher::MakePlan(const Scored& scored) const {
   const Config& c = scored.config;
   Plan plan;
-  plan.model = request_.model;
-  plan.cluster = request_.cluster_name;
-  plan.devices = request_.devices;
+  CopyJobToPlan(request_, &plan);
   plan.devices_per_node = costs_.DevicesPerNode();
   plan.mesh = {c.dp, c.pp, c.tp};
   plan.virtual_stages = c.v;
   plan.micro_batch_size = c.micro_batch;
   plan.num_micro_batches = c.micro_batches;
-  plan.global_batch = request_.global_batch;
-  plan.seq_len = request_.seq_len;
-  plan.dtype = request_.dtype;
   plan.schedule = c.schedule;
   plan.zero1 = c.zero1;
   plan.stages = scored.stages;

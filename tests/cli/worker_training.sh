@@ -133,8 +133,9 @@ verdict "a missing checkpoint is named"
 
 run timeout 60 "$mpirun" -np 2 "${mpi_flags[@]}" "$worker" "$WORK/pp2_1f1b.yaml" --data synthetic \
   --out "$WORK/nan" --lr 1e30 --optimizer sgd
-expect_rc 1 && expect_in err "the loss is not finite" && expect_match err "step [0-9]+"
-verdict "a non-finite loss stops training with the step and stage"
+expect_rc 1 && expect_in err "the loss is not finite" && expect_match err "step [0-9]+" &&
+  expect_match err "rank [01] \(dp 0, pp [01], tp 0\)\] error: .*not finite"
+verdict "a non-finite loss stops training with the step, the stage and the rank's coordinates"
 
 # A killed rank: the job must end within 30 s, with mpirun naming the dead process.
 "$mpirun" -np 2 "${mpi_flags[@]}" "$worker" "$WORK/pp2_1f1b.yaml" --data synthetic \

@@ -8,47 +8,16 @@
 #include "core/schedule.h"
 #include "planner/memory_model.h"
 #include "planner/stage_costs.h"
-#include "profiler/analytic_profile.h"
+#include "planner_fixture.h"
 
 namespace trident {
 namespace {
 
 using ::testing::HasSubstr;
 
-struct Fixture {
-  ModelSpec model;
-  ClusterSpec cluster;
-  Profile profile;
-  std::unique_ptr<ProfileCostModel> costs;
-};
-
-std::unique_ptr<Fixture> Load(const std::string& model_name, const std::string& cluster_name,
-                              int64_t seq_len, DType dtype) {
-  auto f = std::make_unique<Fixture>();
-  f->model = *LoadModelSpec(TRIDENT_SOURCE_DIR "/configs/models/" + model_name + ".yaml");
-  f->cluster = *LoadClusterSpec(TRIDENT_SOURCE_DIR "/configs/clusters/" + cluster_name + ".yaml");
-  StatusOr<Profile> profile =
-      AnalyticProfile(f->model, f->cluster, {{1, 2, 4}, {}, seq_len, dtype});
-  EXPECT_TRUE(profile.ok()) << profile.status().ToString();
-  f->profile = *profile;
-  f->costs = std::make_unique<ProfileCostModel>(f->profile, f->cluster);
-  return f;
-}
-
-SearchRequest Request(const Fixture& f, int devices, int64_t global_batch, int64_t seq_len) {
-  SearchRequest r;
-  r.model = f.model;
-  r.cluster_name = f.cluster.name;
-  r.devices = devices;
-  r.global_batch = global_batch;
-  r.seq_len = seq_len;
-  r.dtype = f.profile.dtype;
-  return r;
-}
-
 TEST(Search, BestPlanIsValidAndFits) {
-  auto f = Load("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
-  StatusOr<SearchResult> result = SearchPlans(*f->costs, Request(*f, 64, 512, 2048));
+  auto f = LoadPlannerFixture("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, f->Request(64, 512));
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   ASSERT_FALSE(result->ranked.empty());
   for (const Candidate& c : result->ranked) {
@@ -61,17 +30,17 @@ TEST(Search, BestPlanIsValidAndFits) {
 }
 
 TEST(Search, IsDeterministic) {
-  auto f = Load("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
-  StatusOr<SearchResult> a = SearchPlans(*f->costs, Request(*f, 32, 256, 2048));
-  StatusOr<SearchResult> b = SearchPlans(*f->costs, Request(*f, 32, 256, 2048));
+  auto f = LoadPlannerFixture("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  StatusOr<SearchResult> a = SearchPlans(*f->costs, f->Request(32, 256));
+  StatusOr<SearchResult> b = SearchPlans(*f->costs, f->Request(32, 256));
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(a->ranked.size(), b->ranked.size());
   for (size_t i = 0; i < a->ranked.size(); ++i) EXPECT_EQ(a->ranked[i].plan, b->ranked[i].plan);
 }
 
 TEST(Search, HonoursConstraints) {
-  auto f = Load("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
-  SearchRequest r = Request(*f, 64, 512, 2048);
+  auto f = LoadPlannerFixture("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  SearchRequest r = f->Request(64, 512);
   r.constraints.tp = 2;
   r.constraints.pp = 4;
   r.constraints.dp = 8;
@@ -87,8 +56,8 @@ TEST(Search, HonoursConstraints) {
 }
 
 TEST(Search, ExplicitCutsAreOnlyEvaluated) {
-  auto f = Load("gpt-tiny", "local-cpu", 64, DType::kFp32);
-  SearchRequest r = Request(*f, 2, 8, 64);
+  auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  SearchRequest r = f->Request(2, 8);
   r.constraints.cuts = {0, 3};
   StatusOr<SearchResult> result = SearchPlans(*f->costs, r);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
@@ -100,9 +69,9 @@ TEST(Search, ExplicitCutsAreOnlyEvaluated) {
 
 // Two pipeline stages on three devices can only be PipeDream-style: one stage replicated twice.
 TEST(Search, FindsPerStageReplicationWhenPpDoesNotDivideTheDevices) {
-  auto f = Load("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 64, DType::kFp32);
   f->cluster.devices_per_node = 3;
-  SearchRequest r = Request(*f, 3, 12, 64);
+  SearchRequest r = f->Request(3, 12);
   r.constraints.pp = 2;
   StatusOr<SearchResult> result = SearchPlans(*f->costs, r);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
@@ -113,8 +82,8 @@ TEST(Search, FindsPerStageReplicationWhenPpDoesNotDivideTheDevices) {
 }
 
 TEST(Search, ModelThatFitsNowhereReportsTheShortfall) {
-  auto f = Load("gpt3-175b", "dgx-a100-80gb", 2048, DType::kBf16);
-  StatusOr<SearchResult> result = SearchPlans(*f->costs, Request(*f, 8, 64, 2048));
+  auto f = LoadPlannerFixture("gpt3-175b", "dgx-a100-80gb", 2048, DType::kBf16);
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, f->Request(8, 64));
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kInfeasible);
   EXPECT_THAT(result.status().message(), HasSubstr("fits nowhere on 8 devices with 80.00 GiB"));
@@ -122,11 +91,11 @@ TEST(Search, ModelThatFitsNowhereReportsTheShortfall) {
 }
 
 TEST(Search, ImpossibleRequestsSayWhy) {
-  auto f = Load("gpt-tiny", "local-cpu", 64, DType::kFp32);
-  EXPECT_THAT(SearchPlans(*f->costs, Request(*f, 3, 8, 64)).status().message(),
+  auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  EXPECT_THAT(SearchPlans(*f->costs, f->Request(3, 8)).status().message(),
               HasSubstr("has 2 devices"));
-  SearchRequest r = Request(*f, 2, 7, 64);  // 7 sequences cannot split over 2 replicas...
-  r.constraints.dp = 2;                     // ...when dp is fixed at 2
+  SearchRequest r = f->Request(2, 7);  // 7 sequences cannot split over 2 replicas...
+  r.constraints.dp = 2;                // ...when dp is fixed at 2
   EXPECT_THAT(SearchPlans(*f->costs, r).status().message(), HasSubstr("no configuration"));
 }
 
@@ -186,7 +155,7 @@ TEST(MemoryModel, ReplicasHoldGradientBuckets) {
 // A stage's stash and workspace are those of its recompute mode, the workspace its largest
 // layer's.
 TEST(StageCosts, RecomputeModeChoosesTheStashAndTheWorkspace) {
-  auto f = Load("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 64, DType::kFp32);
   for (LayerProfile& layer : f->profile.layers) {
     for (ProfileEntry& e : layer.entries) {
       e.workspace_none_bytes = 100;
@@ -211,8 +180,8 @@ TEST(StageCosts, RecomputeModeChoosesTheStashAndTheWorkspace) {
 // PipeDream updates after every backward: m / r optimizer steps a step, each after an unhidden
 // all-reduce of the replicas' gradients, where a flushing schedule takes one.
 TEST(Evaluate, PipeDreamPaysAnUpdatePerMicroBatchGroup) {
-  auto f = Load("gpt-tiny", "local-cpu", 64, DType::kFp32);
-  SearchRequest request = Request(*f, 2, 16, 64);
+  auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  SearchRequest request = f->Request(2, 16);
   request.constraints.schedules = {ScheduleKind::k1F1B};
   StatusOr<SearchResult> result = SearchPlans(*f->costs, request);
   ASSERT_TRUE(result.ok()) << result.status().ToString();

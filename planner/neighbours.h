@@ -1,0 +1,48 @@
+// The neighbouring choices of a plan, for `trident explain`: each changes one of the plan's
+// choices, keeps the others fixed and is re-planned by the search, so a change is judged with
+// the stage cuts the planner would choose for it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/status.h"
+#include "planner/cost_model.h"
+#include "planner/search.h"
+
+namespace trident {
+
+// One neighbour: what changed ("tp 16", "schedule gpipe", "without zero1") and the request
+// that re-plans it.
+struct Neighbour {
+  std::string change;
+  SearchRequest request;
+};
+
+// `plan`'s job with its choices fixed: tp, pp, micro-batch size, schedule, the first stage's
+// recompute mode, and up to max(v, 2) virtual stages. dp follows from tp and pp; ZeRO-1 is
+// left to the search. No runners-up. REQUIRES (here and below): plan.Validate() is ok.
+SearchRequest FixedChoicesRequest(const Plan& plan);
+
+// "(same choices)" first (the plan's choices re-planned, the row the others compare with),
+// then tp, pp and micro-batch size doubled, then halved (those that stay >= 1), every other
+// schedule, every other recompute mode, and ZeRO-1 switched when dp > 1.
+std::vector<Neighbour> NeighbourRequests(const Plan& plan);
+
+// A neighbour re-planned: the best plan's step time and peak memory, or why there is none
+// (Infeasible: nothing fits in memory; InvalidArgument: no such configuration).
+struct NeighbourOutcome {
+  std::string change;
+  Status status;
+  double step_ms = 0;
+  double step_change_pct = 0;  // against the plan's own step time
+  int64_t peak_memory_bytes = 0;
+};
+
+// REQUIRES: `plan_step_ms` > 0, the plan's own predicted step time on `costs`.
+std::vector<NeighbourOutcome> ExploreNeighbours(const CostModel& costs, const Plan& plan,
+                                                double plan_step_ms);
+
+}  // namespace trident
