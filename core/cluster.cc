@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/document.h"
+#include "core/limits.h"
 #include "core/yaml_io.h"
 
 namespace trident {
@@ -89,12 +90,27 @@ FieldCheck CheckMeasured(const ClusterSpec& c) {
   return std::nullopt;
 }
 
+// nodes and devices_per_node at least 1, and together at most limits::kMaxDevices, so the
+// device count fits in int.
+FieldCheck CheckDeviceCounts(const ClusterSpec& c) {
+  if (c.nodes < 1) return FieldError{"nodes", "must be at least 1", ""};
+  if (c.devices_per_node < 1) return FieldError{"devices_per_node", "must be at least 1", ""};
+  if (c.TotalDevices() > limits::kMaxDevices) {
+    return FieldError{c.nodes >= c.devices_per_node ? "nodes" : "devices_per_node",
+                      "nodes " + std::to_string(c.nodes) + " × devices_per_node " +
+                          std::to_string(c.devices_per_node) + " = " +
+                          std::to_string(c.TotalDevices()) + " devices, more than the limit " +
+                          std::to_string(limits::kMaxDevices),
+                      "Trident's limit for a cluster (core/README.md, Limits)"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 FieldCheck ClusterSpec::Check() const {
   if (name.empty()) return FieldError{"name", "must not be empty", "name the cluster"};
-  if (nodes < 1) return FieldError{"nodes", "must be at least 1", ""};
-  if (devices_per_node < 1) return FieldError{"devices_per_node", "must be at least 1", ""};
+  if (FieldCheck error = CheckDeviceCounts(*this)) return error;
   if (FieldCheck error = CheckDevice(device)) return error;
   if (FieldCheck error = CheckLink(intra_node, "links.intra_node")) return error;
   if (FieldCheck error = CheckLink(inter_node, "links.inter_node")) return error;

@@ -66,6 +66,7 @@ struct ClusterSpec {
 
   bool operator==(const ClusterSpec&) const = default;
 
+  // At most limits::kMaxDevices once Check() has passed, so it fits in int.
   int64_t TotalDevices() const { return int64_t{nodes} * devices_per_node; }
   int64_t DeviceMemoryBytes() const;
 

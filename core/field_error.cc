@@ -8,6 +8,14 @@ std::string FormatFieldError(const FieldError& error) {
   return text;
 }
 
+FieldCheck CheckRange(const std::string& key_path, int64_t value, int64_t min, int64_t max) {
+  if (value >= min && value <= max) return std::nullopt;
+  return FieldError{key_path,
+                    "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                        std::to_string(value),
+                    ""};
+}
+
 Status ToStatus(const FieldCheck& check) {
   if (!check) return Status::Ok();
   return InvalidArgument(FormatFieldError(*check));

@@ -3,6 +3,7 @@
 // file:line:column messages on values read from YAML.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,10 @@ struct FieldError {
 };
 
 using FieldCheck = std::optional<FieldError>;
+
+// "must be in [min, max], got value" at `key_path` when `value` lies outside [min, max]:
+// the check every loaded integer passes before any arithmetic uses it.
+FieldCheck CheckRange(const std::string& key_path, int64_t value, int64_t min, int64_t max);
 
 // "key_path: message; hint: ..." as an InvalidArgument status, or Ok for nullopt.
 Status ToStatus(const FieldCheck& check);

@@ -1,7 +1,10 @@
 #include "core/model_spec.h"
 
+#include <tuple>
+
 #include "core/check.h"
 #include "core/document.h"
+#include "core/limits.h"
 #include "core/yaml_io.h"
 
 namespace trident {
@@ -66,13 +69,31 @@ FieldError Positive(const char* key, int64_t value) {
   return {key, "must be positive, got " + std::to_string(value), ""};
 }
 
+// Positive and at most `max` (core/limits.h).
+FieldCheck CheckSize(const char* key, int64_t value, int64_t max) {
+  if (value <= 0) return Positive(key, value);
+  if (value <= max) return std::nullopt;
+  return FieldError{key,
+                    "must be at most " + std::to_string(max) + ", got " + std::to_string(value),
+                    "Trident's limit for this key (core/README.md, Limits)"};
+}
+
+FieldCheck CheckSizes(const ModelSpec& m) {
+  const std::tuple<const char*, int64_t, int64_t> sizes[] = {
+      {"vocab_size", m.vocab_size, limits::kMaxVocab},
+      {"max_seq_len", m.max_seq_len, limits::kMaxSeqLen},
+      {"hidden", m.hidden, limits::kMaxHidden},
+      {"heads", m.heads, limits::kMaxHeads},
+      {"kv_heads", m.kv_heads, limits::kMaxHeads},
+      {"ffn_hidden", m.ffn_hidden, limits::kMaxFfnHidden}};
+  for (const auto& [key, value, max] : sizes) {
+    if (FieldCheck error = CheckSize(key, value, max)) return error;
+  }
+  return std::nullopt;
+}
+
 FieldCheck CheckShapes(const ModelSpec& m) {
-  if (m.vocab_size <= 0) return Positive("vocab_size", m.vocab_size);
-  if (m.max_seq_len <= 0) return Positive("max_seq_len", m.max_seq_len);
-  if (m.hidden <= 0) return Positive("hidden", m.hidden);
-  if (m.heads <= 0) return Positive("heads", m.heads);
-  if (m.kv_heads <= 0) return Positive("kv_heads", m.kv_heads);
-  if (m.ffn_hidden <= 0) return Positive("ffn_hidden", m.ffn_hidden);
+  if (FieldCheck error = CheckSizes(m)) return error;
   if (m.hidden % m.heads != 0) {
     return FieldError{
         "heads",
@@ -89,6 +110,7 @@ FieldCheck CheckShapes(const ModelSpec& m) {
     return FieldError{"dropout", "must be in [0, 1), got " + FormatDouble(m.dropout), ""};
   }
   if (m.norm_eps <= 0.0) return FieldError{"norm_eps", "must be positive", "1e-5 is usual"};
+  if (m.rope_theta <= 0.0) return FieldError{"rope_theta", "must be positive", "10000 is usual"};
   return std::nullopt;
 }
 

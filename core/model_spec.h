@@ -21,6 +21,7 @@
 
 #include "core/dtype.h"
 #include "core/field_error.h"
+#include "core/limits.h"
 #include "core/names.h"
 #include "core/status.h"
 
@@ -53,8 +54,8 @@ struct LayerGroup {
 
 struct ModelSpec {
   static constexpr int kFormatVersion = 1;
-  // Bounds that keep every derived count inside int: no published model comes near them.
-  static constexpr int kMaxLayers = 100000;
+  // Layers after `repeat`; the other sizes are bounded by core/limits.h too.
+  static constexpr int kMaxLayers = limits::kMaxLayers;
 
   std::string name;
   int64_t vocab_size = 0;

@@ -1,9 +1,11 @@
 #include "core/plan.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/check.h"
 #include "core/document.h"
+#include "core/limits.h"
 #include "core/yaml_io.h"
 
 namespace trident {
@@ -32,21 +34,49 @@ namespace {
 
 std::string Str(int64_t value) { return std::to_string(value); }
 
+// Every count of the plan within its limit (core/limits.h), before any arithmetic uses it.
+FieldCheck CheckCounts(const Plan& p) {
+  const std::tuple<const char*, int64_t, int64_t, int64_t> counts[] = {
+      {"devices", p.devices, 1, limits::kMaxDevices},
+      {"devices_per_node", p.devices_per_node, 1, limits::kMaxDevices},
+      {"mesh.dp", p.mesh.dp, 1, limits::kMaxDevices},
+      {"mesh.pp", p.mesh.pp, 1, limits::kMaxDevices},
+      {"mesh.tp", p.mesh.tp, 1, limits::kMaxHeads},
+      {"virtual_stages", p.virtual_stages, 1, limits::kMaxLayers},
+      {"micro_batch_size", p.micro_batch_size, 1, limits::kMaxMicroBatch},
+      {"predicted.peak_memory_bytes", p.predicted.peak_memory_bytes, 0, limits::kMaxPlanBytes}};
+  for (const auto& [key, value, min, max] : counts) {
+    if (FieldCheck error = CheckRange(key, value, min, max)) return error;
+  }
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const PlanStage& s = p.stages[i];
+    const std::string path = IndexKeyPath("stages", i);
+    if (FieldCheck error =
+            CheckRange(JoinKeyPath(path, "num_layers"), s.num_layers, 1, limits::kMaxLayers)) {
+      return error;
+    }
+    if (FieldCheck error =
+            CheckRange(JoinKeyPath(path, "replicas"), s.replicas, 1, limits::kMaxDevices)) {
+      return error;
+    }
+    if (FieldCheck error = CheckRange(JoinKeyPath(path, "predicted_memory_bytes"),
+                                      s.predicted_memory_bytes, 0, limits::kMaxPlanBytes)) {
+      return error;
+    }
+  }
+  return std::nullopt;
+}
+
 FieldCheck CheckMesh(const Plan& p) {
-  if (p.mesh.dp < 1) return FieldError{"mesh.dp", "must be >= 1", ""};
-  if (p.mesh.pp < 1) return FieldError{"mesh.pp", "must be >= 1", ""};
-  if (p.mesh.tp < 1) return FieldError{"mesh.tp", "must be >= 1", ""};
   if (std::string problem = p.model.TensorParallelProblem(p.mesh.tp); !problem.empty()) {
     return FieldError{"mesh.tp", problem, "choose a tp that divides the model's heads"};
   }
-  if (p.devices_per_node < 1) return FieldError{"devices_per_node", "must be >= 1", ""};
   if (p.devices_per_node % p.mesh.tp != 0) {
     return FieldError{"mesh.tp",
                       "tp " + Str(p.mesh.tp) + " does not divide " + Str(p.devices_per_node) +
                           " devices per node, so a tp group would span nodes",
                       "use a tp that divides devices_per_node"};
   }
-  if (p.virtual_stages < 1) return FieldError{"virtual_stages", "must be >= 1", ""};
   return std::nullopt;
 }
 
@@ -58,7 +88,7 @@ FieldCheck CheckStageLayers(const Plan& p) {
         "has " + Str(p.stages.size()) + " stages but mesh.pp · virtual_stages = " + Str(want),
         "list one stage per pipeline position and virtual stage"};
   }
-  int next = 0;
+  int64_t next = 0;
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const PlanStage& s = p.stages[i];
     std::string path = IndexKeyPath("stages", i);
@@ -66,9 +96,6 @@ FieldCheck CheckStageLayers(const Plan& p) {
       return FieldError{
           JoinKeyPath(path, "first_layer"),
           "expected " + Str(next) + " (stages are contiguous), got " + Str(s.first_layer), ""};
-    }
-    if (s.num_layers < 1) {
-      return FieldError{JoinKeyPath(path, "num_layers"), "a stage needs at least one layer", ""};
     }
     next += s.num_layers;
   }
@@ -85,7 +112,6 @@ FieldCheck CheckReplicas(const Plan& p) {
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const PlanStage& s = p.stages[i];
     std::string path = JoinKeyPath(IndexKeyPath("stages", i), "replicas");
-    if (s.replicas < 1) return FieldError{path, "must be >= 1", ""};
     if (s.replicas != p.stages[i % p.mesh.pp].replicas) {
       return FieldError{path, "virtual stages of one pipeline position must share replicas", ""};
     }
@@ -115,7 +141,6 @@ FieldCheck CheckReplicas(const Plan& p) {
 }
 
 FieldCheck CheckBatch(const Plan& p) {
-  if (p.micro_batch_size < 1) return FieldError{"micro_batch_size", "must be >= 1", ""};
   if (p.num_micro_batches < 1 || p.num_micro_batches > Plan::kMaxMicroBatches) {
     return FieldError{
         "num_micro_batches",
@@ -132,6 +157,13 @@ FieldCheck CheckBatch(const Plan& p) {
     return FieldError{"seq_len",
                       "must be in [1, " + Str(p.model.max_seq_len) + "], got " + Str(p.seq_len),
                       "the model's max_seq_len bounds it"};
+  }
+  if (p.micro_batch_size * p.seq_len > limits::kMaxMicroBatchTokens) {
+    return FieldError{"micro_batch_size",
+                      "micro_batch_size " + Str(p.micro_batch_size) + " × seq_len " +
+                          Str(p.seq_len) + " tokens is more than the limit " +
+                          Str(limits::kMaxMicroBatchTokens),
+                      "Trident's limit for one micro-batch (core/README.md, Limits)"};
   }
   return std::nullopt;
 }
@@ -162,8 +194,14 @@ FieldCheck CheckSchedule(const Plan& p) {
 
 FieldCheck CheckPrediction(const Plan& p) {
   const PlanPrediction& q = p.predicted;
-  if (q.step_time_ms < 0 || q.tokens_per_s < 0 || q.peak_memory_bytes < 0) {
+  if (q.step_time_ms < 0 || q.tokens_per_s < 0) {
     return FieldError{"predicted", "predictions must not be negative", ""};
+  }
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    if (p.stages[i].predicted_time_ms < 0) {
+      return FieldError{JoinKeyPath(IndexKeyPath("stages", i), "predicted_time_ms"),
+                        "must not be negative", ""};
+    }
   }
   if (q.bubble_fraction < 0 || q.bubble_fraction > 1) {
     return FieldError{"predicted.bubble_fraction", "must be in [0, 1]", ""};
@@ -178,9 +216,8 @@ FieldCheck Plan::Check() const {
     error->key_path = JoinKeyPath("model", error->key_path);
     return error;
   }
-  if (devices < 1) return FieldError{"devices", "must be >= 1", ""};
-  for (const auto& check :
-       {CheckMesh, CheckStageLayers, CheckBatch, CheckReplicas, CheckSchedule, CheckPrediction}) {
+  for (const auto& check : {CheckCounts, CheckMesh, CheckStageLayers, CheckBatch, CheckReplicas,
+                            CheckSchedule, CheckPrediction}) {
     if (FieldCheck error = check(*this)) return error;
   }
   return std::nullopt;

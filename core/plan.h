@@ -18,6 +18,7 @@
 
 #include "core/dtype.h"
 #include "core/field_error.h"
+#include "core/limits.h"
 #include "core/mesh.h"
 #include "core/model_spec.h"
 #include "core/names.h"
@@ -59,7 +60,7 @@ struct Plan {
   static constexpr int kFormatVersion = 1;
   // Most micro-batches in one step: beyond it a bigger micro-batch is the better plan, and
   // replaying the schedule would take too long.
-  static constexpr int kMaxMicroBatches = 16384;
+  static constexpr int kMaxMicroBatches = limits::kMaxMicroBatches;
 
   ModelSpec model;  // embedded, so a rank needs only the plan and the data
   std::string cluster;

@@ -1,8 +1,10 @@
 #include "core/profile.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "core/document.h"
+#include "core/limits.h"
 #include "core/yaml_io.h"
 
 namespace trident {
@@ -25,9 +27,26 @@ const ProfileEntry* Profile::Find(int index, int micro_batch, int tp) const {
 
 namespace {
 
-FieldCheck CheckEntry(const ProfileEntry& e, const std::string& path) {
-  if (e.micro_batch < 1) return FieldError{JoinKeyPath(path, "micro_batch"), "must be >= 1", ""};
-  if (e.tp < 1) return FieldError{JoinKeyPath(path, "tp"), "must be >= 1", ""};
+FieldCheck CheckEntryShape(const ProfileEntry& e, int64_t seq_len, const std::string& path) {
+  const std::string micro_batch = JoinKeyPath(path, "micro_batch");
+  if (FieldCheck error = CheckRange(micro_batch, e.micro_batch, 1, limits::kMaxMicroBatch)) {
+    return error;
+  }
+  if (FieldCheck error = CheckRange(JoinKeyPath(path, "tp"), e.tp, 1, limits::kMaxHeads)) {
+    return error;
+  }
+  if (e.micro_batch * seq_len > limits::kMaxMicroBatchTokens) {
+    return FieldError{micro_batch,
+                      "micro_batch " + std::to_string(e.micro_batch) + " × seq_len " +
+                          std::to_string(seq_len) + " tokens is more than the limit " +
+                          std::to_string(limits::kMaxMicroBatchTokens),
+                      "Trident's limit for one micro-batch (core/README.md, Limits)"};
+  }
+  return std::nullopt;
+}
+
+FieldCheck CheckEntry(const ProfileEntry& e, int64_t seq_len, const std::string& path) {
+  if (FieldCheck error = CheckEntryShape(e, seq_len, path)) return error;
   const std::pair<const char*, double> times[] = {
       {"fwd_ms", e.fwd_ms},
       {"bwd_input_ms", e.bwd_input_ms},
@@ -50,12 +69,15 @@ FieldCheck CheckEntry(const ProfileEntry& e, const std::string& path) {
       {"workspace_bytes.selective", e.workspace_selective_bytes},
       {"workspace_bytes.full", e.workspace_full_bytes}};
   for (const auto& [key, value] : sizes) {
-    if (value < 0) return FieldError{JoinKeyPath(path, key), "must not be negative", ""};
+    if (FieldCheck error = CheckRange(JoinKeyPath(path, key), value, 0, limits::kMaxLayerBytes)) {
+      return error;
+    }
   }
   return std::nullopt;
 }
 
-FieldCheck CheckLayer(const LayerProfile& layer, int expected_first, size_t i) {
+FieldCheck CheckLayer(const LayerProfile& layer, int64_t seq_len, int64_t expected_first,
+                      size_t i) {
   std::string path = IndexKeyPath("layers", i);
   if (layer.first_layer != expected_first) {
     return FieldError{JoinKeyPath(path, "first_layer"),
@@ -65,13 +87,16 @@ FieldCheck CheckLayer(const LayerProfile& layer, int expected_first, size_t i) {
                           std::to_string(layer.first_layer),
                       ""};
   }
-  if (layer.num_layers < 1) return FieldError{JoinKeyPath(path, "num_layers"), "must be >= 1", ""};
+  if (FieldCheck error =
+          CheckRange(JoinKeyPath(path, "num_layers"), layer.num_layers, 1, limits::kMaxLayers)) {
+    return error;
+  }
   if (layer.entries.empty()) {
     return FieldError{JoinKeyPath(path, "entries"), "needs at least one entry", ""};
   }
   for (size_t j = 0; j < layer.entries.size(); ++j) {
     std::string entry_path = IndexKeyPath(JoinKeyPath(path, "entries"), j);
-    if (FieldCheck error = CheckEntry(layer.entries[j], entry_path)) return error;
+    if (FieldCheck error = CheckEntry(layer.entries[j], seq_len, entry_path)) return error;
     for (size_t k = 0; k < j; ++k) {
       if (layer.entries[k].micro_batch == layer.entries[j].micro_batch &&
           layer.entries[k].tp == layer.entries[j].tp) {
@@ -83,21 +108,32 @@ FieldCheck CheckLayer(const LayerProfile& layer, int expected_first, size_t i) {
   return std::nullopt;
 }
 
+FieldCheck CheckCounts(const Profile& p) {
+  const std::tuple<const char*, int64_t, int64_t, int64_t> counts[] = {
+      {"num_layers", p.num_layers, 1, limits::kMaxLayers},
+      {"seq_len", p.seq_len, 1, limits::kMaxSeqLen},
+      {"threads", p.threads, 1, limits::kMaxThreads},
+      {"method.warmup", p.method.warmup, 0, limits::kMaxRepeats},
+      {"method.repeats", p.method.repeats, 0, limits::kMaxRepeats}};
+  for (const auto& [key, value, min, max] : counts) {
+    if (FieldCheck error = CheckRange(key, value, min, max)) return error;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 FieldCheck Profile::Check() const {
   if (model.empty()) return FieldError{"model", "must name the profiled model", ""};
-  if (num_layers < 1) return FieldError{"num_layers", "must be >= 1", ""};
-  if (seq_len < 1) return FieldError{"seq_len", "must be >= 1", ""};
-  if (threads < 1) return FieldError{"threads", "must be >= 1", ""};
+  if (FieldCheck error = CheckCounts(*this)) return error;
   if (!(method.load_factor >= 1 && std::isfinite(method.load_factor))) {
     return FieldError{"method.load_factor", "must be a number >= 1",
                       "leave it out, or profile again: the profiler writes it"};
   }
   if (layers.empty()) return FieldError{"layers", "needs at least one layer", ""};
-  int next = 0;
+  int64_t next = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
-    if (FieldCheck error = CheckLayer(layers[i], next, i)) return error;
+    if (FieldCheck error = CheckLayer(layers[i], seq_len, next, i)) return error;
     next += layers[i].num_layers;
   }
   if (next != num_layers) {

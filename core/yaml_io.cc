@@ -1,5 +1,6 @@
 #include "core/yaml_io.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <system_error>
@@ -76,11 +77,51 @@ YAML::Node Locate(const YAML::Node& root, const std::string& key_path) {
   return current;
 }
 
+// Whether `line` is the document marker `marker` ("---" or "...").
+bool IsMarker(std::string_view line, std::string_view marker) {
+  return line.substr(0, 3) == marker &&
+         (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+}
+
+// The line:column where a second document of `text` starts, or a null mark. YAML puts a
+// document marker in column 0 only: "---" starts a document (the first one too, when no content
+// comes before it) and "..." ends one, after which any content is a new document.
+YAML::Mark SecondDocumentMark(std::string_view text) {
+  YAML::Mark mark;
+  mark.line = 0;
+  mark.column = 0;
+  bool opened = false, ended = false;
+  for (size_t at = 0; at < text.size(); ++mark.line) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    const size_t first = line.find_first_not_of(" \t\r");
+    const bool content = first != std::string_view::npos && line[first] != '#';
+    if ((IsMarker(line, "---") && opened) || (content && ended && !IsMarker(line, "..."))) {
+      return mark;
+    }
+    ended = ended || (IsMarker(line, "...") && opened);
+    opened = opened || content;
+    at = end + 1;
+  }
+  return YAML::Mark::null_mark();
+}
+
+// The one document of `text`; a second one is an error, not silently ignored. (yaml-cpp's
+// LoadAll can loop forever on malformed text, so the documents are told apart here.)
+StatusOr<YAML::Node> LoadOneDocument(std::string_view text, const std::string& file) {
+  YAML::Node root = YAML::Load(std::string(text));
+  YAML::Mark second = SecondDocumentMark(text);
+  if (second.is_null()) return root;
+  return InvalidArgument(Location(file, second) +
+                         ": a second YAML document; hint: a Trident file holds exactly one "
+                         "document: remove everything after the first");
+}
+
 }  // namespace
 
 StatusOr<YamlDoc> YamlDoc::Parse(std::string_view text, std::string file) {
   try {
-    YAML::Node root = YAML::Load(std::string(text));
+    TRIDENT_ASSIGN_OR_RETURN(YAML::Node root, LoadOneDocument(text, file));
     if (!root.IsMap()) {
       return InvalidArgument(file + ": expected a YAML mapping at the top level, got " +
                              Describe(root) +
