@@ -3,13 +3,17 @@
 // exit 2 from main before any callback runs.)
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 namespace trident {
 
 void AddModelCommand(CLI::App& app, int* exit_code);
 void AddPlanCommand(CLI::App& app, int* exit_code);
-void AddProfileCommand(CLI::App& app, int* exit_code);
+// `command_line`: main's argv, whose arguments after `profile` trident-profile is given.
+void AddProfileCommand(CLI::App& app, const std::vector<std::string>& command_line, int* exit_code);
 void AddSimulateCommand(CLI::App& app, int* exit_code);
 void AddExplainCommand(CLI::App& app, int* exit_code);
 void AddValidateCommand(CLI::App& app, int* exit_code);

@@ -62,7 +62,7 @@ int ReportJob(const SuperviseOptions& supervise, const JobResult& job) {
 int RunMpirun(const LaunchFlags& f, const std::string& worker) {
   StatusOr<std::vector<HostSlots>> hosts = HostsFromFlags(f);
   if (!hosts.ok()) return PrintError(hosts.status());
-  if (!FindProgram("mpirun")) {
+  if (!f.dry_run && !FindProgram("mpirun")) {
     return PrintError(
         NotFound("mpirun is not on PATH; install Open MPI (apt-get install openmpi-bin)"));
   }
@@ -152,10 +152,22 @@ void AddSlurmOptions(CLI::App* cmd, LaunchFlags* f) {
   }
 }
 
+// The trident-worker the job runs: the one beside this trident. A command only printed
+// (--dry-run) or a script only written (--slurm without --submit) names it even when this build
+// has none (no MPI): the job runs it on the cluster's hosts, where it must be at that path.
+StatusOr<std::string> Worker(const LaunchFlags& f) {
+  StatusOr<std::string> worker = WorkerBesideSelf();
+  if (worker.ok() || !(f.dry_run || (f.slurm && !f.submit))) return worker;
+  TRIDENT_ASSIGN_OR_RETURN(std::string self, SelfPath());
+  std::string path = (std::filesystem::path(self).parent_path() / "trident-worker").string();
+  std::cerr << "note: " << path << " is not there yet; the job's hosts need it at that path\n";
+  return path;
+}
+
 }  // namespace
 
 int RunLaunch(const LaunchFlags& f) {
-  StatusOr<std::string> worker = WorkerBesideSelf();
+  StatusOr<std::string> worker = Worker(f);
   if (!worker.ok()) return PrintError(worker.status());
   return f.slurm ? RunSlurm(f, *worker) : RunMpirun(f, *worker);
 }

@@ -1,5 +1,8 @@
 // trident: plan and launch 3D-parallel deep-learning training. Exit codes: 0 ok, 1 failure,
 // 2 usage.
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
@@ -13,7 +16,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   trident::AddModelCommand(app, &exit_code);
   trident::AddValidateCommand(app, &exit_code);
-  trident::AddProfileCommand(app, &exit_code);
+  trident::AddProfileCommand(app, std::vector<std::string>(argv, argv + argc), &exit_code);
   trident::AddPlanCommand(app, &exit_code);
   trident::AddSimulateCommand(app, &exit_code);
   trident::AddExplainCommand(app, &exit_code);

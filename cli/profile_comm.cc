@@ -1,5 +1,6 @@
-// trident profile --comm: the command around profiler/comm_profile.h. Every rank measures;
-// rank 0 alone reads the cluster file, prints and writes.
+// trident profile --comm, as trident-profile runs it: the command around
+// profiler/comm_profile.h. Every rank measures; rank 0 alone reads the cluster file, prints and
+// writes.
 #include "cli/profile_comm.h"
 
 #include <algorithm>
@@ -152,25 +153,6 @@ int Report(const CommProfileFlags& f, const ClusterSpec& cluster,
 }
 
 }  // namespace
-
-void AddCommProfileFlags(CLI::App* cmd, CommProfileFlags* flags) {
-  cmd->add_option("--min-bytes", flags->min_bytes, "Smallest message, e.g. 4 or 1K (--comm)")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
-  cmd->add_option("--max-bytes", flags->max_bytes, "Largest message, e.g. 64M (--comm)")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
-  cmd->add_option("--step-factor", flags->step_factor,
-                  "Each message size is the previous one times this (--comm)")
-      ->check(CLI::Range(2, 1 << 20))
-      ->capture_default_str();
-  cmd->add_option("--warmup", flags->warmup, "Untimed repeats per size (--comm)")
-      ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
-  cmd->add_option("--iters", flags->iters, "Timed repeats per size (--comm)")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-}
 
 int RunCommProfileCommand(const CommProfileFlags& flags) {
   StatusOr<std::unique_ptr<Comm>> made = MakeWorldComm("mpi");

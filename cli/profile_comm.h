@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 namespace trident {
 
 struct CommProfileFlags {
@@ -19,10 +17,6 @@ struct CommProfileFlags {
   int warmup = 5;
   int iters = 20;
 };
-
-// Adds the comm-only flags (sizes, repeats) to `cmd`; --cluster and -o belong to `trident
-// profile` itself and are copied into `flags` by its callback.
-void AddCommProfileFlags(CLI::App* cmd, CommProfileFlags* flags);
 
 // Runs the sweep on every rank of the job (profiler/comm_profile.h); rank 0 reads
 // flags.cluster, prints the table on stdout (progress on stderr), fits alpha/beta and writes

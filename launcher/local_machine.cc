@@ -63,15 +63,32 @@ StatusOr<std::string> SelfPath() {
   return self.string();
 }
 
-StatusOr<std::string> WorkerBesideSelf() {
+namespace {
+
+// `name` beside the running executable, or NotFound naming where it looked and `how_to_get`.
+StatusOr<std::string> ProgramBesideSelf(const std::string& name, const std::string& how_to_get) {
   TRIDENT_ASSIGN_OR_RETURN(std::string self, SelfPath());
-  std::string worker = (std::filesystem::path(self).parent_path() / "trident-worker").string();
-  if (!FindProgram(worker)) {
-    return NotFound("trident-worker is not beside " + self + " (looked for " + worker +
-                    "); it is built only with MPI: apt-get install libopenmpi-dev openmpi-bin, "
-                    "then rebuild (cmake -DTRIDENT_MPI=ON)");
+  std::string program = (std::filesystem::path(self).parent_path() / name).string();
+  if (!FindProgram(program)) {
+    return NotFound(name + " is not beside " + self + " (looked for " + program + "); " +
+                    how_to_get);
   }
-  return worker;
+  return program;
+}
+
+}  // namespace
+
+StatusOr<std::string> WorkerBesideSelf() {
+  return ProgramBesideSelf("trident-worker",
+                           "it is built only with MPI: apt-get install libopenmpi-dev openmpi-bin, "
+                           "then rebuild (cmake -DTRIDENT_MPI=ON)");
+}
+
+StatusOr<std::string> ProfilerBesideSelf() {
+  return ProgramBesideSelf("trident-profile",
+                           "it measures layers and links on this machine's devices and is built "
+                           "with trident: cmake --build BUILD_DIR --target trident-profile, then "
+                           "keep it in the same folder as trident");
 }
 
 }  // namespace trident

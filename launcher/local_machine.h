@@ -33,4 +33,8 @@ StatusOr<std::string> SelfPath();
 // one, when it is not there.
 StatusOr<std::string> WorkerBesideSelf();
 
+// trident-profile (the measured profiles) beside the running executable. NotFound, with how to
+// get one, when it is not there.
+StatusOr<std::string> ProfilerBesideSelf();
+
 }  // namespace trident

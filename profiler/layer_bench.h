@@ -39,18 +39,12 @@
 #include "core/model_spec.h"
 #include "core/profile.h"
 #include "core/status.h"
+#include "profiler/measured_options.h"
 #include "profiler/repeat_policy.h"
 #include "runtime/comm/comm.h"
 #include "runtime/compute/compute.h"
 
 namespace trident {
-
-// What a call's time is read from. kWall: elapsed time (what a training step is made of).
-// kThreadCpu: the calling thread's CPU time, which leaves out the time other processes hold
-// the core — steadier figures on a shared machine, equal to elapsed time on an idle one when
-// the backend computes on the calling thread alone (one thread) and waits in collectives by
-// polling (MPI over shared memory does).
-enum class TimingClock { kWall, kThreadCpu };
 
 struct LayerBenchSetup {
   LayerKind kind = LayerKind::kGptBlock;

@@ -4,7 +4,6 @@
 #include <map>
 #include <memory>
 
-#include "core/file_util.h"
 #include "core/version.h"
 
 namespace trident {
@@ -19,30 +18,6 @@ std::vector<LayerKind> DistinctKinds(const ModelSpec& model) {
     }
   }
   return kinds;
-}
-
-Status CheckTp(const ModelSpec& model, int tp, int world_size) {
-  if (std::string problem = model.TensorParallelProblem(tp); !problem.empty()) {
-    return InvalidArgument("--tp " + std::to_string(tp) + ": " + problem + " of " + model.name +
-                           "; pick a tp that divides heads (" + std::to_string(model.heads) +
-                           "), kv_heads (" + std::to_string(model.kv_heads) + ") and ffn_hidden (" +
-                           std::to_string(model.ffn_hidden) + ")");
-  }
-  if (tp > world_size) {
-    const std::string t = std::to_string(tp);
-    return InvalidArgument("--tp " + t + ": a tp shard is timed as one rank of a group of " + t +
-                           " runs it, with its collectives, and this job has " +
-                           std::to_string(world_size) + " rank" + (world_size == 1 ? "" : "s") +
-                           "; run under mpirun, e.g. mpirun -np " + t +
-                           " trident profile MODEL --device cpu --tp " + t);
-  }
-  if (world_size % tp != 0) {
-    return InvalidArgument("--tp " + std::to_string(tp) + ": the job's " +
-                           std::to_string(world_size) + " ranks do not split into groups of " +
-                           std::to_string(tp) + "; start a multiple of " + std::to_string(tp) +
-                           " ranks");
-  }
-  return Status::Ok();
 }
 
 // This rank's tp group of `tp` consecutive ranks of `world`; null for tp 1.
@@ -92,48 +67,6 @@ void AddLayers(const ModelSpec& model, std::map<LayerKind, std::vector<ProfileEn
     first += group.repeat;
   }
 }
-
-}  // namespace
-
-Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions& options,
-                            int world_size) {
-  if (options.micro_batches.empty() || options.tps.empty()) {
-    return InvalidArgument("--micro-batch and --tp need at least one value each");
-  }
-  for (int mb : options.micro_batches) {
-    if (mb < 1) return InvalidArgument("--micro-batch " + std::to_string(mb) + ": must be >= 1");
-  }
-  for (int tp : options.tps) TRIDENT_RETURN_IF_ERROR(CheckTp(model, tp, world_size));
-  if (options.seq_len < 0 || options.seq_len > model.max_seq_len) {
-    return InvalidArgument("--seq " + std::to_string(options.seq_len) + " exceeds " + model.name +
-                           "'s max_seq_len " + std::to_string(model.max_seq_len) +
-                           "; pick --seq between 1 and " + std::to_string(model.max_seq_len));
-  }
-  if (options.passes < 1) {
-    return InvalidArgument("--passes " + std::to_string(options.passes) +
-                           ": give at least 1 pass over the measurements");
-  }
-  if (options.threads < 1) {
-    return InvalidArgument("--threads " + std::to_string(options.threads) +
-                           ": give at least 1 compute thread per rank");
-  }
-  if (options.device != "cpu" && options.device != "cuda") {
-    return InvalidArgument("--device " + options.device + ": unknown device; use cpu or cuda");
-  }
-  if (options.clock == TimingClock::kThreadCpu && options.device == "cuda") {
-    return InvalidArgument(
-        "--clock cpu reads the host thread's CPU time, which misses the GPU's work; use --clock "
-        "wall with --device cuda");
-  }
-  if (options.clock == TimingClock::kThreadCpu && options.threads != 1) {
-    return InvalidArgument("--clock cpu reads the calling thread's CPU time, which misses the " +
-                           std::to_string(options.threads - 1) +
-                           " other compute threads; use --threads 1 or --clock wall");
-  }
-  return options.repeats.Validate();
-}
-
-namespace {
 
 // One layer kind at one tp degree, and its bench (which holds the tp group it measures with).
 struct Measurement {
@@ -204,29 +137,6 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
   profile.method.load_factor = RoundedTo(Median(loads), 3);
   AddLayers(model, std::move(entries), &profile);
   return profile;
-}
-
-std::string CpuModelName(std::string_view cpuinfo) {
-  constexpr std::string_view kKey = "model name";
-  for (size_t at = 0; at < cpuinfo.size();) {
-    size_t end = cpuinfo.find('\n', at);
-    std::string_view line = cpuinfo.substr(at, end == std::string_view::npos ? end : end - at);
-    at = end == std::string_view::npos ? cpuinfo.size() : end + 1;
-    size_t colon = line.find(':');
-    if (!line.starts_with(kKey) || colon == std::string_view::npos) continue;
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-      value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
-    if (!value.empty()) return std::string(value);
-  }
-  return "";
-}
-
-std::string ThisCpuModelName() {
-  StatusOr<std::string> text = ReadFile("/proc/cpuinfo");
-  std::string name = text.ok() ? CpuModelName(*text) : "";
-  return name.empty() ? "unknown CPU" : name;
 }
 
 }  // namespace trident

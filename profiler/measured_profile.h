@@ -29,28 +29,10 @@
 #include "core/profile.h"
 #include "core/status.h"
 #include "profiler/layer_bench.h"
-#include "profiler/repeat_policy.h"
+#include "profiler/measured_options.h"
 #include "runtime/comm/comm.h"
 
 namespace trident {
-
-struct MeasuredProfileOptions {
-  std::vector<int> micro_batches = {1, 2, 4, 8};
-  std::vector<int> tps = {1};
-  int64_t seq_len = 0;                     // 0: the model's max_seq_len
-  std::string device = "cpu";              // the compute backend's device: cpu or cuda
-  int threads = 1;                         // compute threads per rank (cpu)
-  TimingClock clock = TimingClock::kWall;  // kThreadCpu needs threads == 1
-  RepeatPolicy repeats;                    // the whole of each measurement, over all passes
-  // Turns each measurement takes: every pass measures every layer, micro-batch size and tp
-  // degree once, with a share of the repeats, so each one is sampled over the whole time the
-  // profile ran (a shared machine's speed drifts over seconds to tens of seconds). Each time
-  // is the lowest of the passes' medians: other work on the machine only ever slows a layer,
-  // so the quietest pass is the layer's own cost; how much slower the passes ran together
-  // is the profile's load factor (core/profile.h). A size whose one repeat outlasts its share
-  // of the budget gets one repeat a turn, one sample per pass.
-  int passes = 3;
-};
 
 // Reported before and after each turn of a measurement, for a progress display.
 struct MeasureProgress {
@@ -65,12 +47,6 @@ struct MeasureProgress {
 };
 using MeasureProgressFn = std::function<void(const MeasureProgress&)>;
 
-// Ok, or what is wrong with `options` for `model` in a job of `world_size` ranks, naming the
-// flag and the fix: a tp that does not shard the model or does not fit the job, a sequence
-// longer than max_seq_len, bad repeat settings.
-Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions& options,
-                            int world_size);
-
 // The measured profile of `model`, run on `compute` (options.device's backend; MakeCompute).
 // Every rank of `world` calls it with the same arguments; with cuda, `world` is a NCCL world
 // made with compute's stream (MakeWorldComm("nccl")). REQUIRES: model.Validate() ok. Fails with
@@ -78,10 +54,5 @@ Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions
 StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOptions& options,
                                  Compute& compute, Comm* world,
                                  const MeasureProgressFn& progress = {});
-
-// "AMD EPYC 7B13" from the text of /proc/cpuinfo (its first "model name"), or "" when absent.
-std::string CpuModelName(std::string_view cpuinfo);
-// This machine's CPU model name, "unknown CPU" when /proc/cpuinfo does not say.
-std::string ThisCpuModelName();
 
 }  // namespace trident

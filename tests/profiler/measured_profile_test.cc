@@ -361,5 +361,16 @@ TEST(MeasuredProfile, OptionsAreCheckedWithTheFlagAndTheFix) {
   EXPECT_FALSE(refused.ok());
 }
 
+TEST(MeasuredProfile, MeasurableTpDegreesDivideTheJobAndShardTheModel) {
+  ModelSpec model = LoadPreset("gpt-tiny");  // 4 heads, max_seq_len 64
+  MeasuredProfileOptions options;
+  options.tps = {3};  // ignored
+  EXPECT_EQ(MeasurableTpDegrees(model, options, 1), std::vector<int>({1}));
+  EXPECT_EQ(MeasurableTpDegrees(model, options, 4), std::vector<int>({1, 2, 4}));
+  EXPECT_EQ(MeasurableTpDegrees(model, options, 6), std::vector<int>({1, 2}));
+  options.seq_len = 65;
+  EXPECT_TRUE(MeasurableTpDegrees(model, options, 2).empty());
+}
+
 }  // namespace
 }  // namespace trident
