@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -185,12 +186,17 @@ TEST(InProcessCommTest, SplitTimesOutWhenAListedRankNeverCalls) {
 TEST(InProcessWorldTest, AbortReleasesAPendingWait) {
   InProcessWorld world(2);
   std::unique_ptr<Comm> comm = world.MakeComm(0);
-  Status waited;
+  Status waited = Internal("the receive was not posted");
+  std::promise<void> posted;
   std::thread rank0([&] {
     std::vector<float> buffer(1);
     StatusOr<Request> recv = comm->Irecv(buffer, 1, 0);
+    posted.set_value();
     if (recv.ok()) waited = comm->Wait(*recv, std::chrono::minutes(1));
   });
+  // The receive is posted before the abort (on a loaded machine the thread may not have run
+  // within the sleep alone), and the sleep lets the Wait start first.
+  posted.get_future().wait();
   std::this_thread::sleep_for(milliseconds(20));
   world.Abort(Internal("rank 1 died"));
   rank0.join();
