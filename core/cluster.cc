@@ -1,7 +1,9 @@
 #include "core/cluster.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "core/check.h"
 #include "core/document.h"
 #include "core/limits.h"
 #include "core/yaml_io.h"
@@ -32,16 +34,49 @@ int64_t ClusterSpec::DeviceMemoryBytes() const {
   return static_cast<int64_t>(std::llround(device.memory_gib * 1073741824.0));
 }
 
+int ClusterSpec::NodesPerUnit(int level) const {
+  TRIDENT_CHECK(level >= 1 && level < NumLevels()) << "level " << level << " of " << NumLevels();
+  return level - 1 < static_cast<int>(levels.size()) ? levels[level - 1].nodes : nodes;
+}
+
+int ClusterSpec::LevelSpanning(int64_t first_rank, int64_t last_rank) const {
+  const int64_t first_node = std::min(first_rank, last_rank) / devices_per_node;
+  const int64_t last_node = std::max(first_rank, last_rank) / devices_per_node;
+  if (first_node == last_node) return 0;
+  for (int level = 1; level + 1 < NumLevels(); ++level) {
+    const int unit = NodesPerUnit(level);
+    if (first_node / unit == last_node / unit) return level;
+  }
+  return NumLevels() - 1;
+}
+
+LinkSpec ClusterSpec::LinkOfLevel(int level) const {
+  TRIDENT_CHECK(level >= 0 && level < NumLevels()) << "level " << level << " of " << NumLevels();
+  if (level == 0) return intra_node;
+  if (level == 1) return inter_node;
+  return levels[level - 2].link;
+}
+
+std::string ClusterSpec::LevelName(int level) const {
+  TRIDENT_CHECK(level >= 0 && level < NumLevels()) << "level " << level << " of " << NumLevels();
+  if (level <= 1)
+    return NameOf(LinkClassNames(), level == 0 ? LinkClass::kIntraNode : LinkClass::kInterNode);
+  return levels[level - 2].name;
+}
+
 namespace {
 
 constexpr double kMaxMemoryGib = 1 << 20;  // 1 PiB: far above any device, far below int64 bytes
 
 FieldCheck CheckLink(const LinkSpec& link, const std::string& path) {
   if (link.bw_gb_per_s <= 0.0) {
-    return FieldError{JoinKeyPath(path, "bw_gb_per_s"), "must be positive (GB/s)", ""};
+    return FieldError{JoinKeyPath(path, "bw_gb_per_s"), "must be positive (GB/s)",
+                      "give the bandwidth per device, one direction, e.g. 25 for a 200 Gb/s "
+                      "adapter per device"};
   }
   if (link.latency_us < 0.0) {
-    return FieldError{JoinKeyPath(path, "latency_us"), "must not be negative", ""};
+    return FieldError{JoinKeyPath(path, "latency_us"), "must not be negative",
+                      "give a small message's latency in microseconds, e.g. 5"};
   }
   return std::nullopt;
 }
@@ -69,16 +104,86 @@ FieldCheck CheckDevice(const DeviceSpec& device) {
   return std::nullopt;
 }
 
+// An inter_node figure describes groups of nodes inside one unit of levels[0].
+std::string MeasuredGroupHint(const ClusterSpec& c, LinkClass link) {
+  if (link == LinkClass::kIntraNode || c.levels.empty()) return "";
+  return "an inter_node group holds nodes of one '" + c.levels[0].name + "' (" +
+         std::to_string(c.levels[0].nodes) + " nodes); figures between '" + c.levels[0].name +
+         "' units cannot be given";
+}
+
+FieldCheck CheckLevelName(const ClusterSpec& c, size_t i) {
+  const std::string path = JoinKeyPath(IndexKeyPath("links.levels", i), "name");
+  const std::string& name = c.levels[i].name;
+  if (name.empty())
+    return FieldError{path, "must not be empty", "name the level, e.g. pod or rack"};
+  if (name == "intra_node" || name == "inter_node") {
+    return FieldError{path, "'" + name + "' names a link of every cluster (links." + name + ")",
+                      "pick another name, e.g. pod or rack"};
+  }
+  for (size_t j = 0; j < i; ++j) {
+    if (c.levels[j].name == name) {
+      return FieldError{
+          path,
+          "duplicate level name '" + name + "' (also links.levels[" + std::to_string(j) + "].name)",
+          "give each level its own name"};
+    }
+  }
+  return std::nullopt;
+}
+
+// Each unit holds 2 or more units of the level inside it (a node for levels[0]).
+FieldCheck CheckLevelNodes(const ClusterSpec& c, size_t i) {
+  const std::string path = JoinKeyPath(IndexKeyPath("links.levels", i), "nodes");
+  const int nodes = c.levels[i].nodes;
+  if (i == 0) {
+    if (nodes >= 2) return std::nullopt;
+    return FieldError{path, "must be at least 2 (nodes per unit), got " + std::to_string(nodes),
+                      "a unit of one node is the node itself; set nodes to e.g. 2"};
+  }
+  const LinkLevel& inner = c.levels[i - 1];
+  if (nodes > inner.nodes && nodes % inner.nodes == 0) return std::nullopt;
+  return FieldError{path,
+                    "must be a multiple of " + std::to_string(inner.nodes) +
+                        " (the nodes of one '" + inner.name + "') above it, got " +
+                        std::to_string(nodes),
+                    "a unit holds 2 or more whole units of the level inside it; set nodes to "
+                    "e.g. " +
+                        std::to_string(int64_t{2} * inner.nodes)};
+}
+
+// The outermost unit divides the cluster.
+FieldCheck CheckLevelsDivideNodes(const ClusterSpec& c) {
+  if (c.levels.empty() || c.nodes % c.levels.back().nodes == 0) return std::nullopt;
+  const LinkLevel& outer = c.levels.back();
+  return FieldError{JoinKeyPath(IndexKeyPath("links.levels", c.levels.size() - 1), "nodes"),
+                    "units of " + std::to_string(outer.nodes) + " nodes ('" + outer.name +
+                        "') do not divide the cluster's " + std::to_string(c.nodes) + " nodes",
+                    "make nodes a multiple of " + std::to_string(outer.nodes) +
+                        " or this level's nodes a divisor of " + std::to_string(c.nodes)};
+}
+
+FieldCheck CheckLevels(const ClusterSpec& c) {
+  for (size_t i = 0; i < c.levels.size(); ++i) {
+    if (FieldCheck error = CheckLevelName(c, i)) return error;
+    if (FieldCheck error = CheckLevelNodes(c, i)) return error;
+    if (FieldCheck error = CheckLink(c.levels[i].link, IndexKeyPath("links.levels", i))) {
+      return error;
+    }
+  }
+  return CheckLevelsDivideNodes(c);
+}
+
 FieldCheck CheckMeasured(const ClusterSpec& c) {
   for (size_t i = 0; i < c.measured.size(); ++i) {
     const MeasuredLink& m = c.measured[i];
     std::string path = IndexKeyPath("measured", i);
-    int max_group = m.link == LinkClass::kIntraNode ? c.devices_per_node : c.nodes;
+    int max_group = m.link == LinkClass::kIntraNode ? c.devices_per_node : c.NodesPerUnit(1);
     if (m.group_size < 2 || m.group_size > std::max(2, max_group)) {
       return FieldError{JoinKeyPath(path, "group_size"),
                         "must be between 2 and " + std::to_string(std::max(2, max_group)) +
                             ", got " + std::to_string(m.group_size),
-                        ""};
+                        MeasuredGroupHint(c, m.link)};
     }
     if (m.alpha_us < 0.0) {
       return FieldError{JoinKeyPath(path, "alpha_us"), "must not be negative", ""};
@@ -114,6 +219,7 @@ FieldCheck ClusterSpec::Check() const {
   if (FieldCheck error = CheckDevice(device)) return error;
   if (FieldCheck error = CheckLink(intra_node, "links.intra_node")) return error;
   if (FieldCheck error = CheckLink(inter_node, "links.inter_node")) return error;
+  if (FieldCheck error = CheckLevels(*this)) return error;
   return CheckMeasured(*this);
 }
 
@@ -147,6 +253,27 @@ Status ReadDevice(YamlMap& top, DeviceSpec* device) {
   return map.Finish();
 }
 
+Status ReadLevel(YamlMap& item, ClusterSpec* spec) {
+  LinkLevel level;
+  TRIDENT_RETURN_IF_ERROR(item.Get("name", &level.name));
+  TRIDENT_RETURN_IF_ERROR(item.Get("nodes", &level.nodes));
+  TRIDENT_RETURN_IF_ERROR(item.Get("bw_gb_per_s", &level.link.bw_gb_per_s));
+  TRIDENT_RETURN_IF_ERROR(item.Get("latency_us", &level.link.latency_us));
+  spec->levels.push_back(level);
+  return Status::Ok();
+}
+
+Status ReadLinks(YamlMap& top, ClusterSpec* spec) {
+  TRIDENT_ASSIGN_OR_RETURN(YamlMap links, top.GetMap("links"));
+  TRIDENT_RETURN_IF_ERROR(ReadLink(links, "intra_node", &spec->intra_node));
+  TRIDENT_RETURN_IF_ERROR(ReadLink(links, "inter_node", &spec->inter_node));
+  if (links.Has("levels")) {
+    TRIDENT_RETURN_IF_ERROR(
+        links.ForEachMap("levels", [spec](YamlMap& item, int) { return ReadLevel(item, spec); }));
+  }
+  return links.Finish();
+}
+
 Status ReadMeasured(YamlMap& item, ClusterSpec* spec) {
   MeasuredLink m;
   TRIDENT_RETURN_IF_ERROR(item.GetEnum("collective", CollectiveNames(), &m.collective));
@@ -163,10 +290,7 @@ Status ReadCluster(YamlMap& map, ClusterSpec* spec) {
   TRIDENT_RETURN_IF_ERROR(map.Get("nodes", &spec->nodes));
   TRIDENT_RETURN_IF_ERROR(map.Get("devices_per_node", &spec->devices_per_node));
   TRIDENT_RETURN_IF_ERROR(ReadDevice(map, &spec->device));
-  TRIDENT_ASSIGN_OR_RETURN(YamlMap links, map.GetMap("links"));
-  TRIDENT_RETURN_IF_ERROR(ReadLink(links, "intra_node", &spec->intra_node));
-  TRIDENT_RETURN_IF_ERROR(ReadLink(links, "inter_node", &spec->inter_node));
-  TRIDENT_RETURN_IF_ERROR(links.Finish());
+  TRIDENT_RETURN_IF_ERROR(ReadLinks(map, spec));
   if (!map.Has("measured")) return Status::Ok();
   return map.ForEachMap("measured",
                         [spec](YamlMap& item, int) { return ReadMeasured(item, spec); });
@@ -175,6 +299,25 @@ Status ReadCluster(YamlMap& map, ClusterSpec* spec) {
 void WriteLink(YamlWriter& out, std::string_view key, const LinkSpec& link) {
   out.Key(key).BeginMap();
   out.Field("bw_gb_per_s", link.bw_gb_per_s).Field("latency_us", link.latency_us);
+  out.EndMap();
+}
+
+void WriteLinks(YamlWriter& out, const ClusterSpec& spec) {
+  out.Key("links").BeginMap();
+  WriteLink(out, "intra_node", spec.intra_node);
+  WriteLink(out, "inter_node", spec.inter_node);
+  if (!spec.levels.empty()) {
+    out.Key("levels").BeginList();
+    for (const LinkLevel& level : spec.levels) {
+      out.BeginMap()
+          .Field("name", level.name)
+          .Field("nodes", level.nodes)
+          .Field("bw_gb_per_s", level.link.bw_gb_per_s)
+          .Field("latency_us", level.link.latency_us)
+          .EndMap();
+    }
+    out.EndList();
+  }
   out.EndMap();
 }
 
@@ -222,10 +365,7 @@ std::string ClusterSpecToYaml(const ClusterSpec& spec) {
       .Field("nodes", spec.nodes)
       .Field("devices_per_node", spec.devices_per_node);
   WriteDevice(out, spec.device);
-  out.Key("links").BeginMap();
-  WriteLink(out, "intra_node", spec.intra_node);
-  WriteLink(out, "inter_node", spec.inter_node);
-  out.EndMap();
+  WriteLinks(out, spec);
   WriteMeasured(out, spec.measured);
   out.EndMap();
   return out.Text();

@@ -1,6 +1,15 @@
 // ClusterSpec: the hardware a plan runs on — identical nodes of identical devices, a fast
-// link inside a node and a slower one between nodes, optionally with measured alpha/beta
-// figures per collective that override the link specification.
+// link inside a node and a slower one between nodes, optionally further levels (nodes in a
+// pod, pods in a rack, ...) each with its own link, and optionally measured alpha/beta
+// figures per collective that override the link specification of levels 0 and 1.
+//
+// Levels, innermost first (NumLevels() of them): level 0 joins the devices of one node
+// (intra_node); level 1 the nodes of one unit of levels[0] (inter_node; the whole cluster when
+// `levels` is empty); level 1 + i the units of levels[i - 1] inside one unit of levels[i], or
+// inside the whole cluster for the outermost. Ranks are numbered node-major: rank r is on node
+// r / devices_per_node. Example: 4 devices per node, 8 nodes, levels [{pod, nodes: 2}]: ranks
+// 0-3 share a node (level 0), ranks 0-7 a pod (level 1, inter_node), ranks 0-15 span two pods
+// (level 2, the pod link).
 //
 // Units: memory in GiB (2^30 bytes), bandwidth in GB/s (10^9 bytes per second, one
 // direction, per device), latency in microseconds, compute in TFLOP/s (10^12 FLOP/s).
@@ -44,6 +53,15 @@ struct MeasuredLink {
   bool operator==(const MeasuredLink&) const = default;
 };
 
+// One level above the node: units (a pod, a rack) of `nodes` nodes each, joined to one another
+// by `link`.
+struct LinkLevel {
+  std::string name;
+  int nodes = 2;
+  LinkSpec link;
+  bool operator==(const LinkLevel&) const = default;
+};
+
 struct DeviceSpec {
   std::string name;
   DeviceKind kind = DeviceKind::kGpu;
@@ -62,6 +80,7 @@ struct ClusterSpec {
   DeviceSpec device;
   LinkSpec intra_node;
   LinkSpec inter_node;
+  std::vector<LinkLevel> levels;  // inner to outer; each unit a multiple of the one inside it
   std::vector<MeasuredLink> measured;
 
   bool operator==(const ClusterSpec&) const = default;
@@ -69,6 +88,21 @@ struct ClusterSpec {
   // At most limits::kMaxDevices once Check() has passed, so it fits in int.
   int64_t TotalDevices() const { return int64_t{nodes} * devices_per_node; }
   int64_t DeviceMemoryBytes() const;
+
+  // The levels of the hierarchy (top of the file): 2 + levels.size().
+  int NumLevels() const { return 2 + static_cast<int>(levels.size()); }
+  // The innermost level one of whose units holds every rank in [first_rank, last_rank]: 0 when
+  // the range lies inside one node, NumLevels() - 1 when only the whole cluster holds it.
+  // REQUIRES: Check() has passed, 0 <= first_rank <= last_rank.
+  int LevelSpanning(int64_t first_rank, int64_t last_rank) const;
+  // The link joining the units of `level`: intra_node, inter_node, levels[level - 2].link.
+  // REQUIRES: 0 <= level < NumLevels().
+  LinkSpec LinkOfLevel(int level) const;
+  // "intra_node", "inter_node", levels[level - 2].name. REQUIRES: 0 <= level < NumLevels().
+  std::string LevelName(int level) const;
+  // Nodes in one unit of `level` >= 1: levels[level - 1].nodes, or `nodes` for the outermost.
+  // REQUIRES: 1 <= level < NumLevels().
+  int NodesPerUnit(int level) const;
 
   FieldCheck Check() const;
   Status Validate() const { return ToStatus(Check()); }

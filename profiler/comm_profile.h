@@ -133,7 +133,8 @@ std::vector<LinkFit> FitMeasuredLinks(const std::vector<CommPoint>& points,
                                       std::vector<std::string>* notes);
 
 // `cluster` with its measured: list replaced by `fits`. Fits the cluster format cannot hold
-// (core/cluster.cc: an inter_node group larger than the node count) are left out and
+// (core/cluster.cc: an inter_node group larger than the nodes of one unit of the innermost
+// level, the whole cluster without links.levels) are left out and
 // explained in `notes`. REQUIRES: cluster.Validate() is ok; then so is the result.
 ClusterSpec WithMeasuredLinks(const ClusterSpec& cluster, const std::vector<LinkFit>& fits,
                               std::vector<std::string>* notes);

@@ -40,7 +40,7 @@ TEST(Configs, FormatExamplesInCoreReadmeAreValid) {
     EXPECT_TRUE(summary.ok()) << "core/README.md example " << examples << ": "
                               << summary.status().ToString();
   }
-  EXPECT_EQ(examples, 4);
+  EXPECT_EQ(examples, 5);
 }
 
 }  // namespace

@@ -67,12 +67,30 @@ std::string Devices(const ClusterSpec& c) {
   return "";
 }
 
+// links.levels: distinct names, each unit a larger multiple of the one inside it, the
+// outermost dividing the nodes.
+std::string Levels(const ClusterSpec& c) {
+  int64_t inner_nodes = 1;  // the nodes of one unit of the level inside
+  std::set<std::string> names = {"intra_node", "inter_node"};
+  for (const LinkLevel& level : c.levels) {
+    if (level.name.empty() || !names.insert(level.name).second) return "levels[].name";
+    if (level.nodes <= inner_nodes || level.nodes % inner_nodes != 0) return "levels[].nodes";
+    if (!Positive(level.link.bw_gb_per_s) || !NonNegative(level.link.latency_us)) {
+      return "levels[] link";
+    }
+    inner_nodes = level.nodes;
+  }
+  return c.nodes % inner_nodes == 0 ? "" : "levels do not divide nodes";
+}
+
 std::string Links(const ClusterSpec& c) {
   for (const LinkSpec& link : {c.intra_node, c.inter_node}) {
     if (!Positive(link.bw_gb_per_s) || !NonNegative(link.latency_us)) return "links";
   }
+  if (std::string broken = Levels(c); !broken.empty()) return broken;
+  const int64_t pod_nodes = c.levels.empty() ? c.nodes : c.levels.front().nodes;
   for (const MeasuredLink& m : c.measured) {
-    int64_t most = m.link == LinkClass::kIntraNode ? c.devices_per_node : c.nodes;
+    int64_t most = m.link == LinkClass::kIntraNode ? c.devices_per_node : pod_nodes;
     if (!In(m.group_size, 2, std::max<int64_t>(2, most))) return "measured.group_size";
     if (!NonNegative(m.alpha_us) || !Positive(m.beta_gb_per_s)) return "measured alpha/beta";
   }
