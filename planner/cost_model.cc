@@ -59,15 +59,16 @@ const ProfileEntry* ProfileCostModel::Layer(int index, int micro_batch, int tp) 
   return nullptr;
 }
 
-double ProfileCostModel::CollectiveMs(Collective collective, double bytes, int group_size,
-                                      LinkClass link) const {
+double ProfileCostModel::CollectiveMsAtLevel(Collective collective, double bytes, int group_size,
+                                             int level) const {
   if (group_size <= 1 || bytes <= 0) return 0;
+  const LinkSpec spec = cluster_.LinkOfLevel(level);
   for (const MeasuredLink& m : cluster_.measured) {
-    if (m.collective == collective && m.link == link && m.group_size == group_size) {
+    int measured_level = m.link == LinkClass::kIntraNode ? 0 : 1;
+    if (m.collective == collective && measured_level == level && m.group_size == group_size) {
       return (m.alpha_us + bytes / (m.beta_gb_per_s * 1e3)) * 1e-3;
     }
   }
-  const LinkSpec& spec = link == LinkClass::kIntraNode ? cluster_.intra_node : cluster_.inter_node;
   double n = group_size;
   double steps = 1, volume = 1;  // p2p
   if (collective == Collective::kAllReduce) {

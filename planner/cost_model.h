@@ -3,16 +3,18 @@
 //
 // Layer costs come from a profile (measured on the device, or computed analytically from a
 // hardware description by profiler/analytic_profile.h), their times multiplied by the
-// profile's load factor (core/profile.h). Communication follows alpha-beta
-// per link class, with ring factors (Thakur et al., "Optimization of Collective
-// Communication Operations in MPICH", 2005; NCCL's doc "Performance" for busbw):
+// profile's load factor (core/profile.h). Communication follows alpha-beta on the link of
+// the cluster level a group spans (core/cluster.h: a ring runs at its slowest hop, the
+// widest level it crosses; PipeDream §3.1), with ring factors (Thakur et al., "Optimization of
+// Collective Communication Operations in MPICH", 2005; NCCL's doc "Performance" for busbw):
 //   p2p              α + B/bw
 //   all-reduce       2(n−1)·α + 2(n−1)/n · B/bw
 //   all-gather,
 //   reduce-scatter   (n−1)·α + (n−1)/n · B/bw        (B: the full, gathered buffer)
 // Example: all-reduce of 1 GB over 8 ranks at 25 GB/s, α 5 µs: 14·5 µs + 1.75·40 ms = 70.07 ms.
-// A measured figure for the same collective, link class and group size (cluster file,
-// `measured:`) replaces the formula: α + B/β.
+// At levels 0 (intra_node) and 1 (inter_node), a measured figure for the same collective,
+// link class and group size (cluster file, `measured:`) replaces the formula: α + B/β; the
+// levels above have no measured figures.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +36,18 @@ class CostModel {
   virtual std::vector<int> MicroBatches() const = 0;
   virtual std::vector<int> TensorParallelDegrees() const = 0;
 
-  virtual double CollectiveMs(Collective collective, double bytes, int group_size,
-                              LinkClass link) const = 0;
+  // `collective` of `bytes` over `group_size` ranks whose widest pair spans `level` (see
+  // LevelSpanning). REQUIRES: 0 <= level < the cluster's level count.
+  virtual double CollectiveMsAtLevel(Collective collective, double bytes, int group_size,
+                                     int level) const = 0;
+  // The innermost level one of whose units holds ranks first_rank..last_rank (node-major
+  // ranks, core/cluster.h); 0 inside a node. REQUIRES: 0 <= first_rank <= last_rank.
+  virtual int LevelSpanning(int first_rank, int last_rank) const = 0;
+  // CollectiveMsAtLevel at level 0 (intra_node) or 1 (inter_node).
+  double CollectiveMs(Collective collective, double bytes, int group_size, LinkClass link) const {
+    return CollectiveMsAtLevel(collective, bytes, group_size,
+                               link == LinkClass::kIntraNode ? 0 : 1);
+  }
   // One optimizer step over `state_bytes` of parameters, gradients and optimizer state.
   virtual double OptimizerMs(double state_bytes) const = 0;
 
@@ -57,8 +69,11 @@ class ProfileCostModel : public CostModel {
   const ProfileEntry* Layer(int index, int micro_batch, int tp) const override;
   std::vector<int> MicroBatches() const override { return micro_batches_; }
   std::vector<int> TensorParallelDegrees() const override { return tps_; }
-  double CollectiveMs(Collective collective, double bytes, int group_size,
-                      LinkClass link) const override;
+  double CollectiveMsAtLevel(Collective collective, double bytes, int group_size,
+                             int level) const override;
+  int LevelSpanning(int first_rank, int last_rank) const override {
+    return cluster_.LevelSpanning(first_rank, last_rank);
+  }
   double OptimizerMs(double state_bytes) const override;
   int64_t DeviceMemoryBytes() const override { return cluster_.DeviceMemoryBytes(); }
   int64_t ReservedBytes() const override;

@@ -23,19 +23,16 @@ StatusOr<CostsByMode> CostsFor(const CostModel& costs, const Plan& plan) {
   return by_mode;
 }
 
-LinkClass LinkBetween(int rank_a, int rank_b, int devices_per_node) {
-  return rank_a / devices_per_node == rank_b / devices_per_node ? LinkClass::kIntraNode
-                                                                : LinkClass::kInterNode;
+// The cluster level a pair of ranks spans (core/cluster.h).
+int LevelBetween(const CostModel& costs, int rank_a, int rank_b) {
+  return costs.LevelSpanning(std::min(rank_a, rank_b), std::max(rank_a, rank_b));
 }
 
-// The link of a group of ranks: inter-node as soon as it spans two nodes.
-LinkClass GroupLink(const std::vector<int>& ranks, int devices_per_node) {
-  for (int rank : ranks) {
-    if (LinkBetween(rank, ranks.front(), devices_per_node) == LinkClass::kInterNode) {
-      return LinkClass::kInterNode;
-    }
-  }
-  return LinkClass::kIntraNode;
+// The level of a group of ranks: the one its lowest and highest ranks span (a level's units
+// are runs of consecutive ranks, so every rank between them lies in the same unit).
+int GroupLevel(const CostModel& costs, const std::vector<int>& ranks) {
+  auto [low, high] = std::minmax_element(ranks.begin(), ranks.end());
+  return costs.LevelSpanning(*low, *high);
 }
 
 bool SplitsBackward(ScheduleKind kind) { return kind == ScheduleKind::kZbH1; }
@@ -66,8 +63,8 @@ std::vector<double> BoundaryMs(const CostModel& costs, const Plan& plan, const R
         by_mode.at(stage.recompute).OutputBytes(stage.first_layer + stage.num_layers - 1);
     int from = ranks.Rank({0, static_cast<int>(s) % plan.mesh.pp, 0});
     int to = ranks.Rank({0, static_cast<int>(s + 1) % plan.mesh.pp, 0});
-    LinkClass link = LinkBetween(from, to, plan.devices_per_node);
-    send.push_back(costs.CollectiveMs(Collective::kP2p, static_cast<double>(bytes), 2, link));
+    send.push_back(costs.CollectiveMsAtLevel(Collective::kP2p, static_cast<double>(bytes), 2,
+                                             LevelBetween(costs, from, to)));
   }
   return send;
 }
@@ -134,8 +131,8 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
     int rank = ranks.Rank({0, p, 0});
     std::vector<int> group = ranks.DpGroup(rank);
     double sync =
-        costs.CollectiveMs(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
-                           static_cast<int>(group.size()), GroupLink(group, plan.devices_per_node));
+        costs.CollectiveMsAtLevel(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
+                                  static_cast<int>(group.size()), GroupLevel(costs, group));
     const StageTimes& last = input.stages[p];
     const bool async = plan.schedule == ScheduleKind::kPipeDream;
     const int updates = async ? plan.num_micro_batches / plan.stages[p].replicas : 1;
@@ -153,8 +150,8 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
   if (TiedAcrossPositions(plan)) {
     double bytes = static_cast<double>(by_mode.begin()->second.Footprint(0, 0).grad_bytes);
     int head = ranks.Rank({0, (static_cast<int>(plan.stages.size()) - 1) % plan.mesh.pp, 0});
-    ev->exposed_sync_ms += costs.CollectiveMs(Collective::kAllReduce, bytes, 2,
-                                              LinkBetween(0, head, plan.devices_per_node));
+    ev->exposed_sync_ms +=
+        costs.CollectiveMsAtLevel(Collective::kAllReduce, bytes, 2, LevelBetween(costs, 0, head));
   }
   ev->makespan_ms = makespan;
   ev->bubble_ms = std::max(0.0, makespan - ev->busy_ms);

@@ -63,9 +63,14 @@ class DpCosts : public PartitionCosts {
     const int per_node = model_.DevicesPerNode();
     bool crosses =
         config_.dp * config_.tp >= per_node || (boundary_unit * config_.tp) % per_node == 0;
-    return model_.CollectiveMs(Collective::kP2p,
-                               static_cast<double>(costs_.OutputBytes(last_of_left)), 2,
-                               crosses ? LinkClass::kInterNode : LinkClass::kIntraNode);
+    // Leaving a node, the transfer runs at the level spanned by the ranks dp·tp either side of
+    // the boundary, where every replica's sender and receiver lie.
+    const int reach = config_.dp * config_.tp, boundary_rank = boundary_unit * config_.tp;
+    int level = crosses ? std::max(1, model_.LevelSpanning(std::max(0, boundary_rank - reach),
+                                                           boundary_rank + reach - 1))
+                        : 0;
+    return model_.CollectiveMsAtLevel(
+        Collective::kP2p, static_cast<double>(costs_.OutputBytes(last_of_left)), 2, level);
   }
 
   MemoryBreakdown Memory(int first, int last, int replicas, int position, int pp) const {
@@ -90,11 +95,9 @@ class DpCosts : public PartitionCosts {
     if (replicas == 1) return 0;
     int first_rank = first_unit * config_.tp;
     int last_rank = (first_unit + replicas) * config_.tp - 1;
-    int per_node = model_.DevicesPerNode();
-    LinkClass link = first_rank / per_node == last_rank / per_node ? LinkClass::kIntraNode
-                                                                   : LinkClass::kInterNode;
-    return model_.CollectiveMs(Collective::kAllReduce,
-                               static_cast<double>(costs_.GradBytes(first, last)), replicas, link);
+    return model_.CollectiveMsAtLevel(Collective::kAllReduce,
+                                      static_cast<double>(costs_.GradBytes(first, last)), replicas,
+                                      model_.LevelSpanning(first_rank, last_rank));
   }
 
   const CostModel& model_;

@@ -1,4 +1,5 @@
-// Alpha-beta communication costs with ring factors, and measured figures overriding them.
+// Alpha-beta communication costs with ring factors at the cluster level a group spans, and
+// measured figures overriding them.
 #include "planner/cost_model.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +54,72 @@ TEST(CostModel, MeasuredFiguresOverrideTheSpecification) {
               1e-9);
   EXPECT_NEAR(costs.CollectiveMs(Collective::kAllReduce, 1e9, 8, LinkClass::kInterNode), 70.07,
               1e-9);
+}
+
+// 8 nodes of 4 devices in pods of 2 nodes (4 pods): ranks 0-7 share a pod, 0-15 span two.
+ClusterSpec Pods() {
+  ClusterSpec c = Cluster();
+  c.nodes = 8;
+  c.devices_per_node = 4;
+  c.inter_node = {50, 5};
+  c.levels = {{"pod", 2, {12.5, 10}}};
+  return c;
+}
+
+TEST(CostModel, AGroupIsCostedAtTheLevelItSpans) {
+  ClusterSpec cluster = Pods();
+  ASSERT_TRUE(cluster.Validate().ok()) << cluster.Validate().ToString();
+  Profile profile = OneLayer();
+  ProfileCostModel costs(profile, cluster);
+  auto all_reduce_ms = [&costs](int first_rank, int last_rank) {
+    return costs.CollectiveMsAtLevel(Collective::kAllReduce, 1e9, last_rank - first_rank + 1,
+                                     costs.LevelSpanning(first_rank, last_rank));
+  };
+  // Ranks 0-3, one node: 6·3 µs + 1.5 · 1e9 B / 300 GB/s = 0.018 + 5 = 5.018 ms.
+  EXPECT_EQ(costs.LevelSpanning(0, 3), 0);
+  EXPECT_NEAR(all_reduce_ms(0, 3), 5.018, 1e-9);
+  // Ranks 0-7, one pod, inter_node: 14·5 µs + 1.75 · 20 ms = 35.07 ms.
+  EXPECT_EQ(costs.LevelSpanning(0, 7), 1);
+  EXPECT_NEAR(all_reduce_ms(0, 7), 35.07, 1e-9);
+  // Ranks 0-15, two pods, the pod link: 30·10 µs + 1.875 · 80 ms = 150.3 ms.
+  EXPECT_EQ(costs.LevelSpanning(0, 15), 2);
+  EXPECT_NEAR(all_reduce_ms(0, 15), 150.3, 1e-9);
+  // P2p between neighbouring pods: 10 µs + 80 ms.
+  EXPECT_EQ(costs.LevelSpanning(7, 8), 2);
+  EXPECT_NEAR(costs.CollectiveMsAtLevel(Collective::kP2p, 1e9, 2, 2), 80.01, 1e-9);
+}
+
+TEST(CostModel, APlainClusterCostsAsItsTwoLinkClasses) {
+  ClusterSpec cluster = Cluster();  // 4 nodes of 8
+  Profile profile = OneLayer();
+  ProfileCostModel costs(profile, cluster);
+  EXPECT_EQ(costs.LevelSpanning(0, 7), 0);
+  EXPECT_EQ(costs.LevelSpanning(7, 8), 1);
+  EXPECT_EQ(costs.LevelSpanning(0, 31), 1);
+  for (Collective c : {Collective::kP2p, Collective::kAllReduce, Collective::kAllGather,
+                       Collective::kReduceScatter}) {
+    EXPECT_EQ(costs.CollectiveMsAtLevel(c, 1e9, 8, 0),
+              costs.CollectiveMs(c, 1e9, 8, LinkClass::kIntraNode));
+    EXPECT_EQ(costs.CollectiveMsAtLevel(c, 1e9, 8, 1),
+              costs.CollectiveMs(c, 1e9, 8, LinkClass::kInterNode));
+  }
+  // The header's example: 70.07 ms at level 1, the outermost.
+  EXPECT_NEAR(costs.CollectiveMsAtLevel(Collective::kAllReduce, 1e9, 8, costs.LevelSpanning(0, 31)),
+              70.07, 1e-9);
+}
+
+TEST(CostModel, MeasuredFiguresApplyToLevelsZeroAndOneOnly) {
+  ClusterSpec cluster = Pods();
+  cluster.measured = {{Collective::kAllReduce, LinkClass::kInterNode, 2, 20, 10},
+                      {Collective::kAllReduce, LinkClass::kIntraNode, 2, 1, 100}};
+  ASSERT_TRUE(cluster.Validate().ok()) << cluster.Validate().ToString();
+  Profile profile = OneLayer();
+  ProfileCostModel costs(profile, cluster);
+  // 20 µs + 1e9 B / 10 GB/s = 100.02 ms; 1 µs + 1e9 B / 100 GB/s = 10.001 ms.
+  EXPECT_NEAR(costs.CollectiveMsAtLevel(Collective::kAllReduce, 1e9, 2, 1), 100.02, 1e-9);
+  EXPECT_NEAR(costs.CollectiveMsAtLevel(Collective::kAllReduce, 1e9, 2, 0), 10.001, 1e-9);
+  // Level 2, the pod link: 2·10 µs + 1 · 80 ms.
+  EXPECT_NEAR(costs.CollectiveMsAtLevel(Collective::kAllReduce, 1e9, 2, 2), 80.02, 1e-9);
 }
 
 TEST(CostModel, ProfiledSizesAndReservedMemory) {
