@@ -124,8 +124,8 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
              const CostsByMode& by_mode, const SimulationInput& input, Evaluation* ev) {
   const SimulationResult& sim = ev->simulation;
   std::vector<double> end_ms(plan.mesh.pp, 0);
-  for (const TimelineEvent& e : sim.events) {
-    end_ms[e.position] = std::max(end_ms[e.position], e.end_ms);
+  for (const LaneStats& lane : sim.lanes) {
+    end_ms[lane.position] = std::max(end_ms[lane.position], lane.end_ms);
   }
   double makespan =
       plan.schedule == ScheduleKind::kPipeDream ? sim.steady_step_ms : sim.makespan_ms;
@@ -148,7 +148,7 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
     ev->optimizer_ms = std::max(
         ev->optimizer_ms,
         updates * costs.OptimizerMs(static_cast<double>(f.param_bytes + f.grad_bytes + optimizer)));
-    ev->busy_ms = std::max(ev->busy_ms, sim.positions[p].busy_ms / std::max(1, input.steps));
+    ev->busy_ms = std::max(ev->busy_ms, sim.lanes[p].busy_ms / std::max(1, input.steps));
   }
   if (TiedAcrossPositions(plan)) {
     double bytes = static_cast<double>(by_mode.begin()->second.Footprint(0, 0).grad_bytes);
