@@ -30,8 +30,8 @@ using LaneTimes = std::vector<std::vector<ActionInterval>>;
 // of `lanes`, each action appears at most once, and input's stage and send times have one
 // entry per stage and boundary of `frame`. InvalidArgument when the lanes wait on each other
 // forever, naming the first stuck lane, its action and the input it waits for:
-//   "position 1 replica 0, action 1 (1F3) waits for 0F3 (position 0 replica 0, action 4),
-//    which never runs (deadlock)"
+//   "position 0 replica 0, action 3 (0B0) waits for 1B0 (position 1 replica 0, action 2),
+//    which never runs (deadlock)"   (1F1B, pp 3, M 6, replicas {1, 3, 1})
 StatusOr<LaneTimes> ReplayLanes(const Schedule& frame, const SimulationInput& input,
                                 const std::vector<Lane>& lanes);
 

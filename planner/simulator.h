@@ -10,7 +10,9 @@
 // lanes are core/replica_lanes.h's round robin over the schedule's num_micro_batches M (the
 // whole step's): replica d of position p runs the kind's list for its ceil((M - d) / r_p)
 // micro-batches, local micro-batch i being global i·r_p + d; only the schedule's kind, pp,
-// virtual_stages and num_micro_batches are read then, not its lists.
+// virtual_stages and num_micro_batches are read then, not its lists. When every position has
+// the same r and r divides M, replica d's lanes are replica 0's with other micro-batch ids, so
+// only replica 0's are replayed and their times copied: the same numbers as a full replay.
 //
 // Semantics. Each lane runs its actions in list order, one at a time. An action starts when
 // its lane is free and its inputs have arrived (global micro-batch ids, whichever lane ran
