@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/replica_lanes.h"
 #include "core/schedule.h"
 #include "planner/stage_costs.h"
 
@@ -43,8 +44,7 @@ std::vector<StageTimes> StageTimesOf(const Plan& plan, const CostsByMode& by_mod
     const PlanStage& stage = plan.stages[s];
     RangeTimes t = by_mode.at(stage.recompute)
                        .Times(stage.first_layer, stage.first_layer + stage.num_layers - 1);
-    double slowdown = static_cast<double>(plan.mesh.dp) / stage.replicas;
-    StageTimes st{t.fwd_ms * slowdown, t.bwd_input_ms * slowdown, t.bwd_weight_ms * slowdown};
+    StageTimes st{t.fwd_ms, t.bwd_input_ms, t.bwd_weight_ms};
     if (!SplitsBackward(plan.schedule)) {
       st.bwd_ms += st.weight_ms;
       st.weight_ms = 0;
@@ -54,6 +54,8 @@ std::vector<StageTimes> StageTimesOf(const Plan& plan, const CostsByMode& by_mod
   return times;
 }
 
+// Boundary s -> s+1 on the link joining the last rank of s's position to the first rank of
+// s+1's (each position's ranks are contiguous; the last stage of a chunk wraps to position 0).
 std::vector<double> BoundaryMs(const CostModel& costs, const Plan& plan, const RankMap& ranks,
                                const CostsByMode& by_mode) {
   std::vector<double> send;
@@ -61,7 +63,8 @@ std::vector<double> BoundaryMs(const CostModel& costs, const Plan& plan, const R
     const PlanStage& stage = plan.stages[s];
     int64_t bytes =
         by_mode.at(stage.recompute).OutputBytes(stage.first_layer + stage.num_layers - 1);
-    int from = ranks.Rank({0, static_cast<int>(s) % plan.mesh.pp, 0});
+    const int p = static_cast<int>(s) % plan.mesh.pp;
+    int from = ranks.Rank({ranks.Replicas(p) - 1, p, plan.mesh.tp - 1});
     int to = ranks.Rank({0, static_cast<int>(s + 1) % plan.mesh.pp, 0});
     send.push_back(costs.CollectiveMsAtLevel(Collective::kP2p, static_cast<double>(bytes), 2,
                                              LevelBetween(costs, from, to)));
@@ -107,45 +110,59 @@ void AddMemory(const CostModel& costs, const Plan& plan, const CostsByMode& by_m
     if (TiedAcrossPositions(plan) && (holds_head || p == 0)) {
       f.tied_grad_bytes = embedding.grad_bytes;
     }
-    MemoryContext context{plan.schedule,           plan.mesh.pp,
-                          plan.virtual_stages,     plan.num_micro_batches / plan.mesh.dp,
-                          plan.stages[p].replicas, plan.zero1,
+    const int replicas = plan.stages[p].replicas;
+    MemoryContext context{plan.schedule,
+                          plan.mesh.pp,
+                          plan.virtual_stages,
+                          LaneMicroBatches(plan.num_micro_batches, replicas, 0),
+                          replicas,
+                          plan.zero1,
                           costs.ReservedBytes()};
     ev->memory.push_back(PositionMemory(f, p, context));
     ev->peak_memory_bytes = std::max(ev->peak_memory_bytes, ev->memory.back().Total());
   }
 }
 
+// Per position: when its last lane ended and its busiest lane's compute time per step.
+struct PositionLanes {
+  double end_ms = 0;
+  double busy_ms = 0;
+};
+
+std::vector<PositionLanes> ByPosition(const SimulationResult& sim, int pp, int steps) {
+  std::vector<PositionLanes> out(pp);
+  for (const LaneStats& lane : sim.lanes) {
+    PositionLanes& p = out[lane.position];
+    p.end_ms = std::max(p.end_ms, lane.end_ms);
+    p.busy_ms = std::max(p.busy_ms, lane.busy_ms / steps);
+  }
+  return out;
+}
+
 // Exposed gradient synchronization and the optimizer step (see the header).
 void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
              const CostsByMode& by_mode, const SimulationInput& input, Evaluation* ev) {
   const SimulationResult& sim = ev->simulation;
-  std::vector<double> end_ms(plan.mesh.pp, 0);
-  for (const TimelineEvent& e : sim.events) {
-    end_ms[e.position] = std::max(end_ms[e.position], e.end_ms);
-  }
-  double makespan =
-      plan.schedule == ScheduleKind::kPipeDream ? sim.steady_step_ms : sim.makespan_ms;
+  const bool async = plan.schedule == ScheduleKind::kPipeDream;
+  std::vector<PositionLanes> lanes = ByPosition(sim, plan.mesh.pp, input.steps);
   for (int p = 0; p < plan.mesh.pp; ++p) {
     PositionFootprint f = PositionFootprintOf(plan, by_mode, p);
-    int rank = ranks.Rank({0, p, 0});
-    std::vector<int> group = ranks.DpGroup(rank);
+    std::vector<int> group = ranks.DpGroup(ranks.Rank({0, p, 0}));
     double sync =
         costs.CollectiveMsAtLevel(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
                                   static_cast<int>(group.size()), GroupLevel(costs, group));
     const StageTimes& last = input.stages[p];
-    const bool async = plan.schedule == ScheduleKind::kPipeDream;
-    const int updates = async ? plan.num_micro_batches / plan.stages[p].replicas : 1;
-    double exposed =
-        async ? updates * sync
-              : std::max(0.0, sync - last.bwd_ms - last.weight_ms - (sim.makespan_ms - end_ms[p]));
+    const int replicas = plan.stages[p].replicas;
+    const int updates = async ? LaneMicroBatches(plan.num_micro_batches, replicas, 0) : 1;
+    double exposed = async ? updates * sync
+                           : std::max(0.0, sync - last.bwd_ms - last.weight_ms -
+                                               (sim.makespan_ms - lanes[p].end_ms));
     ev->exposed_sync_ms = std::max(ev->exposed_sync_ms, exposed);
-    int64_t optimizer =
-        plan.zero1 ? f.optimizer_bytes / plan.stages[p].replicas : f.optimizer_bytes;
+    int64_t optimizer = plan.zero1 ? f.optimizer_bytes / replicas : f.optimizer_bytes;
     ev->optimizer_ms = std::max(
         ev->optimizer_ms,
         updates * costs.OptimizerMs(static_cast<double>(f.param_bytes + f.grad_bytes + optimizer)));
-    ev->busy_ms = std::max(ev->busy_ms, sim.positions[p].busy_ms / std::max(1, input.steps));
+    ev->busy_ms = std::max(ev->busy_ms, lanes[p].busy_ms);
   }
   if (TiedAcrossPositions(plan)) {
     double bytes = static_cast<double>(by_mode.begin()->second.Footprint(0, 0).grad_bytes);
@@ -153,10 +170,40 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
     ev->exposed_sync_ms +=
         costs.CollectiveMsAtLevel(Collective::kAllReduce, bytes, 2, LevelBetween(costs, 0, head));
   }
-  ev->makespan_ms = makespan;
-  ev->bubble_ms = std::max(0.0, makespan - ev->busy_ms);
+  ev->makespan_ms = async ? std::max(sim.steady_step_ms, ev->busy_ms) : sim.makespan_ms;
+  ev->bubble_ms = std::max(0.0, ev->makespan_ms - ev->busy_ms);
   ev->bubble_fraction = sim.bubble_fraction;
-  ev->step_ms = makespan + ev->exposed_sync_ms + ev->optimizer_ms;
+  ev->step_ms = ev->makespan_ms + ev->exposed_sync_ms + ev->optimizer_ms;
+}
+
+// The step's schedule over all M micro-batches: its lists without replication, else only its
+// kind and shape (the simulator builds the replicas' round-robin lanes).
+StatusOr<Schedule> StepSchedule(const Plan& plan) {
+  std::vector<int> replicas = plan.PositionReplicas();
+  if (std::all_of(replicas.begin(), replicas.end(), [](int r) { return r == 1; })) {
+    return GenerateSchedule(plan.schedule, plan.mesh.pp, plan.virtual_stages,
+                            plan.num_micro_batches);
+  }
+  return Schedule{plan.schedule,
+                  plan.mesh.pp,
+                  plan.virtual_stages,
+                  plan.num_micro_batches,
+                  SplitsBackward(plan.schedule),
+                  {}};
+}
+
+// The stage whose busiest lane computes longest in a step.
+int BottleneckStage(const Plan& plan, const std::vector<double>& stage_ms) {
+  int best = 0;
+  double best_ms = -1;
+  for (size_t s = 0; s < stage_ms.size(); ++s) {
+    double ms = stage_ms[s] * LaneMicroBatches(plan.num_micro_batches, plan.stages[s].replicas, 0);
+    if (ms > best_ms) {
+      best = static_cast<int>(s);
+      best_ms = ms;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -184,9 +231,7 @@ StatusOr<Evaluation> EvaluatePlan(const CostModel& costs, const Plan& plan,
   }
   TRIDENT_ASSIGN_OR_RETURN(CostsByMode by_mode, CostsFor(costs, plan));
   RankMap ranks = plan.MakeRankMap();
-  int per_replica = plan.num_micro_batches / plan.mesh.dp;
-  TRIDENT_ASSIGN_OR_RETURN(Schedule schedule, GenerateSchedule(plan.schedule, plan.mesh.pp,
-                                                               plan.virtual_stages, per_replica));
+  TRIDENT_ASSIGN_OR_RETURN(Schedule schedule, StepSchedule(plan));
   Evaluation ev;
   ev.memory_limit_bytes =
       options.memory_limit_bytes > 0 ? options.memory_limit_bytes : costs.DeviceMemoryBytes();
@@ -194,11 +239,11 @@ StatusOr<Evaluation> EvaluatePlan(const CostModel& costs, const Plan& plan,
   input.schedule = &schedule;
   input.stages = StageTimesOf(plan, by_mode);
   input.send_activation_ms = BoundaryMs(costs, plan, ranks, by_mode);
+  input.replicas = plan.PositionReplicas();
   if (plan.schedule == ScheduleKind::kPipeDream) input.steps = options.pipedream_steps;
   TRIDENT_ASSIGN_OR_RETURN(ev.simulation, Simulate(input));
   for (const StageTimes& t : input.stages) ev.stage_ms.push_back(t.fwd_ms + t.bwd_ms + t.weight_ms);
-  ev.bottleneck_stage = static_cast<int>(std::max_element(ev.stage_ms.begin(), ev.stage_ms.end()) -
-                                         ev.stage_ms.begin());
+  ev.bottleneck_stage = BottleneckStage(plan, ev.stage_ms);
   AddSync(costs, plan, ranks, by_mode, input, &ev);
   AddMemory(costs, plan, by_mode, &ev);
   return ev;

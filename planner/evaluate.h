@@ -3,18 +3,44 @@
 // step, and the memory of every pipeline position. `trident simulate` and the search's
 // re-ranking both use it, so a plan file and the planner's choice are predicted alike.
 //
-// Step time = makespan of the simulated schedule (PipeDream: its steady per-step time)
-//           + the exposed part of the replicas' gradient all-reduce: it starts as the
-//             position finishes its last backward and overlaps (in buckets) that backward,
-//             so exposed_p = max(0, sync_p − B_p − (makespan − end_p))
-//           + the tied-embedding gradient all-reduce between the first and last position
-//           + the slowest position's optimizer step.
-// PipeDream updates after every backward instead (runtime/train/pipedream.cc): a position with
-// r replicas takes m / r updates a step, each after a blocking all-reduce of the replicas'
-// gradients, so both the all-reduce (unhidden) and the optimizer step count m / r times.
-// Replication that differs between positions (PipeDream-style) is simulated as one pipeline
-// of m / dp micro-batches in which a position with r < dp replicas takes dp / r times as
-// long per micro-batch.
+// Replication. Position p has r_p replicas. Micro-batch j of the step's M = num_micro_batches
+// runs on replica j mod r_p (round robin, core/replica_lanes.h), so replica d is a lane of
+// ⌈(M − d) / r_p⌉ micro-batches, each at its stage's own per-micro-batch time (never scaled).
+// The simulator replays every lane (planner/simulator.h). Boundary s → s+1 is a point-to-point
+// transfer on the link joining the last rank of s's position to the first rank of s+1's
+// (positions hold contiguous ranks, core/rank_map.h). Position p's gradient all-reduce, sync_p,
+// runs over its r_p replicas on the link of the group of ranks it spans. Memory: each rank of
+// p keeps its lane's live activations, memory_model.h's formulas with m = the busiest lane's
+// count ⌈M / r_p⌉; ZeRO-1 shards the optimizer state over r_p.
+//
+// Step time, flushing schedules (every kind but PipeDream):
+//   step = makespan + max_p exposed_p + tied + max_p optimizer_p
+//   makespan    of the simulated lanes
+//   exposed_p   the part of sync_p its last backward cannot hide: the all-reduce starts when
+//               p's last lane finishes and overlaps (in buckets) that lane's last backward,
+//               exposed_p = max(0, sync_p − (B + W)_p − (makespan − max over p's lanes of
+//               end_ms)), (B + W)_p of one micro-batch of stage p (the stage of p's last
+//               backward: chunks run their backwards from the last chunk down to chunk 0)
+//   tied        the tied-embedding gradient all-reduce between the first and last position
+//   optimizer_p position p's optimizer step
+// PipeDream updates after every backward instead (runtime/train/pipedream.cc): position p takes
+// u_p = ⌈M / r_p⌉ updates a step (its busiest lane's count, M / r_p when r_p divides M), each
+// after a blocking all-reduce of its replicas' gradients, so
+//   step = max(steady, busy) + max_p u_p · sync_p + max_p u_p · optimizer_p
+// with steady = makespan(k steps) − makespan(k − 1 steps) of the lanes run back to back and
+// busy = the busiest lane's compute per step. A steady state cannot beat the busiest lane,
+// which runs its actions one at a time; the max keeps a short replay to that rule.
+//
+// Lower bounds a search may prune with (tests/planner/lane_bound_test.cc checks them on random
+// times and replicas for gpipe, 1f1b, zb_h1 and one PipeDream step): for every lane of stage s
+// (v = 1) with m micro-batches, F, B, W and send the stages' and boundaries' times,
+//   backward not split (each lane's list ends with a B):
+//     makespan ≥ Σ_{q<s} (F_q + B_q + 2·send_q) + m · (F_s + B_s + W_s)
+//   split (ZB-H1):
+//     makespan ≥ Σ_{q<s} (F_q + send_q) + m · (F_s + B_s + W_s)
+// The lane's first forward waits for its micro-batch to cross stages 0..s−1, the lane then
+// runs its m micro-batches one action at a time, and (not split) the gradient of its last B
+// must still cross stages s−1..0.
 #pragma once
 
 #include <string>
@@ -29,9 +55,9 @@ namespace trident {
 
 struct Evaluation {
   double step_ms = 0;
-  double makespan_ms = 0;
-  double busy_ms = 0;          // the busiest position's compute time
-  double bubble_ms = 0;        // makespan − busy of the busiest position
+  double makespan_ms = 0;      // PipeDream: max(steady, busy) per step
+  double busy_ms = 0;          // the busiest lane's compute time per step
+  double bubble_ms = 0;        // makespan − busy
   double exposed_sync_ms = 0;  // data-parallel and tied-embedding gradient sync not hidden
   double optimizer_ms = 0;
   double bubble_fraction = 0;
@@ -39,7 +65,7 @@ struct Evaluation {
   std::vector<MemoryBreakdown> memory;  // per pipeline position
   int64_t peak_memory_bytes = 0;
   int64_t memory_limit_bytes = 0;
-  int bottleneck_stage = 0;
+  int bottleneck_stage = 0;  // the stage whose busiest lane computes longest per step
   SimulationResult simulation;
   bool Fits() const { return peak_memory_bytes <= memory_limit_bytes; }
 };

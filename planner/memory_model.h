@@ -6,7 +6,10 @@
 // memory.
 //
 // Live activations, in micro-batches of the position's whole stash (p = position, P = pp,
-// m = micro-batches per replica, v = virtual stages; DESIGN.md §5):
+// m = micro-batches of the rank's lane, v = virtual stages; DESIGN.md §5). A lane is one
+// replica of the position running its schedule list alone (core/replica_lanes.h): with r
+// replicas and M micro-batches a step, replica d's lane has ⌈(M − d) / r⌉, so a position's
+// fullest rank is replica 0's, m = ⌈M / r⌉:
 //   naive                 1
 //   gpipe                 m
 //   1f1b                  min(P − p, m)
@@ -18,7 +21,8 @@
 //                         P·(1 + (P − 1)/(P·v)), Narayanan et al. 2021)
 //   pipedream             min(P − p, m), plus one weight version per extra in-flight
 //                         micro-batch (weight stashing)
-// Example: 1F1B, P 4, m 8: position 0 holds 4 micro-batches, position 3 holds 1.
+// Example: 1F1B, P 4, m 8: position 0 holds 4 micro-batches, position 3 holds 1. GPipe, M 6,
+// position 0 with 3 replicas: each rank's lane has m = 2 and holds 2.
 #pragma once
 
 #include <cstdint>
@@ -62,7 +66,7 @@ struct MemoryContext {
   ScheduleKind schedule = ScheduleKind::k1F1B;
   int pp = 1;
   int virtual_stages = 1;
-  int micro_batches = 1;  // per replica
+  int micro_batches = 1;  // of the lane: ⌈M / replicas⌉ for the position's fullest rank
   int replicas = 1;       // of this position, for ZeRO-1 sharding
   bool zero1 = false;
   int64_t reserved_bytes = 0;

@@ -58,11 +58,11 @@ std::string ConfigLine(const Plan& plan) {
 std::string StepBreakdown(const Plan& plan, const Evaluation& ev) {
   auto pct = [&ev](double ms) { return FormatFixed(100 * ms / ev.step_ms, 1) + "%"; };
   std::string text = "step " + FormatMs(ev.step_ms) + " = compute " + FormatMs(ev.busy_ms) + " (" +
-                     pct(ev.busy_ms) + ") + waiting on the busiest position " +
-                     FormatMs(ev.bubble_ms) + " (" + pct(ev.bubble_ms) +
-                     ") + exposed gradient sync " + FormatMs(ev.exposed_sync_ms) + " (" +
-                     pct(ev.exposed_sync_ms) + ") + optimizer " + FormatMs(ev.optimizer_ms) + " (" +
-                     pct(ev.optimizer_ms) + ")\n";
+                     pct(ev.busy_ms) + ") + waiting on the busiest lane " + FormatMs(ev.bubble_ms) +
+                     " (" + pct(ev.bubble_ms) + ") + exposed gradient sync " +
+                     FormatMs(ev.exposed_sync_ms) + " (" + pct(ev.exposed_sync_ms) +
+                     ") + optimizer " + FormatMs(ev.optimizer_ms) + " (" + pct(ev.optimizer_ms) +
+                     ")\n";
   const PlanStage& b = plan.stages[ev.bottleneck_stage];
   text += "bottleneck: stage " + std::to_string(ev.bottleneck_stage) + " (layers " +
           std::to_string(b.first_layer) + "-" + std::to_string(b.first_layer + b.num_layers - 1) +
@@ -83,7 +83,7 @@ std::string PlanSummary(const Plan& plan, const Evaluation& ev, const ReportCont
             FormatFixed(100 * per_device / context.peak_flops_per_device, 1) + "% of peak)\n";
   }
   text += "pipeline idle         " + FormatFixed(100 * ev.bubble_fraction, 1) +
-          "% (all positions of the simulated schedule)\n";
+          "% (all lanes of the simulated schedule)\n";
   text += "peak memory           " + GiB(ev.peak_memory_bytes) + " of " +
           GiB(ev.memory_limit_bytes) + " (headroom " +
           GiB(ev.memory_limit_bytes - ev.peak_memory_bytes) + ")\n";

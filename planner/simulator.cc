@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/replica_lanes.h"
+#include "planner/lane_replay.h"
+
 namespace trident {
 namespace {
 
@@ -12,7 +15,18 @@ std::string Str(int64_t value) { return std::to_string(value); }
 
 bool BadTime(double ms) { return !std::isfinite(ms) || ms < 0; }
 
-Status CheckStageTimes(const SimulationInput& in) {
+// Replication other than one replica per position: the lanes come from ReplicaLanes.
+bool Replicated(const SimulationInput& in) {
+  return std::any_of(in.replicas.begin(), in.replicas.end(), [](int r) { return r != 1; });
+}
+
+std::string Joined(const std::vector<int>& values) {
+  std::string text;
+  for (int v : values) text += (text.empty() ? "" : ",") + Str(v);
+  return text;
+}
+
+Status CheckStageTimes(const SimulationInput& in, bool split_backward) {
   for (size_t s = 0; s < in.stages.size(); ++s) {
     const StageTimes& t = in.stages[s];
     if (BadTime(t.fwd_ms) || BadTime(t.bwd_ms) || BadTime(t.weight_ms)) {
@@ -21,7 +35,7 @@ Status CheckStageTimes(const SimulationInput& in) {
                              ", bwd_ms " + std::to_string(t.bwd_ms) + ", weight_ms " +
                              std::to_string(t.weight_ms) + ")");
     }
-    if (t.weight_ms != 0 && !in.schedule->split_backward) {
+    if (t.weight_ms != 0 && !split_backward) {
       return InvalidArgument("simulate: stage " + Str(s) + " has weight_ms " +
                              std::to_string(t.weight_ms) + " but " + in.schedule->ToString() +
                              " does not split backward; hint: add it to bwd_ms");
@@ -37,11 +51,26 @@ Status CheckStageTimes(const SimulationInput& in) {
   return Status::Ok();
 }
 
+// Everything but the times, which need to know whether the lanes split backward.
 Status CheckInput(const SimulationInput& in) {
   if (in.schedule == nullptr) return InvalidArgument("simulate: no schedule given");
-  if (Status status = ValidateSchedule(*in.schedule); !status.ok()) {
+  if (in.steps < 1) return InvalidArgument("simulate: steps must be >= 1, got " + Str(in.steps));
+  if (!in.replicas.empty() && static_cast<int>(in.replicas.size()) != in.schedule->pp) {
+    return InvalidArgument("simulate: " + Str(in.replicas.size()) + " replica counts for " +
+                           Str(in.schedule->pp) + " pipeline positions");
+  }
+  const Schedule& s = *in.schedule;
+  if (Replicated(in) && (s.virtual_stages < 1 || s.num_micro_batches < 1)) {
+    return InvalidArgument("simulate: virtual_stages and num_micro_batches must be >= 1, got " +
+                           Str(s.virtual_stages) + ", " + Str(s.num_micro_batches));
+  }
+  if (Status status = Replicated(in) ? Status::Ok() : ValidateSchedule(s); !status.ok()) {
     return status.WithPrefix("simulate");
   }
+  return Status::Ok();
+}
+
+Status CheckSizes(const SimulationInput& in) {
   size_t num_stages = in.schedule->NumStages();
   if (in.stages.size() != num_stages) {
     return InvalidArgument("simulate: " + Str(in.stages.size()) + " stage times for " +
@@ -52,42 +81,53 @@ Status CheckInput(const SimulationInput& in) {
                            Str(num_stages - 1) +
                            " stage boundaries; hint: give one per stage but the last");
   }
-  if (in.steps < 1) return InvalidArgument("simulate: steps must be >= 1, got " + Str(in.steps));
-  return CheckStageTimes(in);
+  return Status::Ok();
 }
 
-double DurationMs(const SimulationInput& in, const Action& a) {
-  const StageTimes& t = in.stages[a.stage];
-  switch (a.kind) {
-    case ActionKind::kForward:
-      return t.fwd_ms;
-    case ActionKind::kBackward:
-      return t.bwd_ms;
-    case ActionKind::kWeight:
-      return t.weight_ms;
+// The schedule's own lists as lanes, `steps` of them back to back (no flush).
+StatusOr<std::vector<Lane>> ListLanes(const Schedule& s, int steps) {
+  Schedule unrolled = s;
+  if (steps > 1) {
+    TRIDENT_ASSIGN_OR_RETURN(unrolled, UnrollSteps(s, steps));
+    if (Status status = ValidateSchedule(unrolled); !status.ok()) {
+      return status.WithPrefix("simulate: " + Str(steps) + " steps back to back");
+    }
   }
-  return 0;
-}
-
-// When each action ended; negative until it has run.
-using EndTimes = ActionMap<double>;
-
-// When `a`'s inputs are all there, or a negative value if a prerequisite has not run.
-double ReadyMs(const Schedule& s, const SimulationInput& in, const Action& a, EndTimes* ends) {
-  double ready_ms = 0;
-  Prerequisites pre = PrerequisitesOf(s, a);
-  for (int d = 0; d < pre.count; ++d) {
-    const Action& q = pre.actions[d];
-    double end_ms = (*ends)[q];
-    if (end_ms < 0) return -1;
-    if (q.stage != a.stage) end_ms += in.send_activation_ms[std::min(q.stage, a.stage)];
-    ready_ms = std::max(ready_ms, end_ms);
+  std::vector<Lane> lanes;
+  for (int p = 0; p < s.pp; ++p) {
+    lanes.push_back({p, 0, s.num_micro_batches, std::move(unrolled.positions[p])});
   }
-  return ready_ms;
+  return lanes;
 }
 
-int PeakLive(const Schedule& s, const std::vector<Action>& actions) {
-  ActionKind last = s.split_backward ? ActionKind::kWeight : ActionKind::kBackward;
+// The lanes of `steps` steps (several only for a schedule without flush).
+StatusOr<std::vector<Lane>> LanesOf(const SimulationInput& in, int steps) {
+  const Schedule& s = *in.schedule;
+  if (!Replicated(in)) return ListLanes(s, steps);
+  StatusOr<std::vector<Lane>> lanes =
+      ReplicaLanes(s.kind, s.pp, s.virtual_stages, s.num_micro_batches, in.replicas, steps);
+  if (!lanes.ok()) return lanes.status().WithPrefix("simulate");
+  return lanes;
+}
+
+bool SplitsBackward(const SimulationInput& in, const std::vector<Lane>& lanes) {
+  if (!Replicated(in)) return in.schedule->split_backward;
+  for (const Lane& lane : lanes) {
+    for (const Action& a : lane.actions) {
+      if (a.kind == ActionKind::kWeight) return true;
+    }
+  }
+  return false;
+}
+
+// The ids a replay of `steps` steps spans: stages and micro-batches of the schedule.
+Schedule FrameOf(const SimulationInput& in, int steps, bool split_backward) {
+  const Schedule& s = *in.schedule;
+  return {s.kind, s.pp, s.virtual_stages, s.num_micro_batches * steps, split_backward, {}};
+}
+
+int PeakLive(bool split_backward, const std::vector<Action>& actions) {
+  ActionKind last = split_backward ? ActionKind::kWeight : ActionKind::kBackward;
   int live = 0, peak = 0;
   for (const Action& a : actions) {
     if (a.kind == ActionKind::kForward) peak = std::max(peak, ++live);
@@ -96,64 +136,68 @@ int PeakLive(const Schedule& s, const std::vector<Action>& actions) {
   return peak;
 }
 
-// Per-position events of one replay, in list order.
-using Timeline = std::vector<std::vector<TimelineEvent>>;
-
-// Runs position p's next actions while their inputs are there; true if any ran.
-bool Advance(const Schedule& s, const SimulationInput& in, int p, EndTimes* ends,
-             Timeline* timeline) {
-  std::vector<TimelineEvent>& done = (*timeline)[p];
-  bool ran = false;
-  while (done.size() < s.positions[p].size()) {
-    const Action& a = s.positions[p][done.size()];
-    double ready_ms = ReadyMs(s, in, a, ends);
-    if (ready_ms < 0) break;
-    double start_ms = std::max(ready_ms, done.empty() ? 0.0 : done.back().end_ms);
-    double end_ms = start_ms + DurationMs(in, a);
-    (*ends)[a] = end_ms;
-    done.push_back({p, a, start_ms, end_ms});
-    ran = true;
-  }
-  return ran;
-}
-
-SimulationResult Summarize(const Schedule& s, Timeline timeline) {
+SimulationResult Summarize(bool split_backward, const std::vector<Lane>& lanes,
+                           const LaneTimes& times) {
   SimulationResult result;
-  for (const auto& events : timeline) {
-    for (const TimelineEvent& e : events)
-      result.makespan_ms = std::max(result.makespan_ms, e.end_ms);
+  for (const auto& lane : times) {
+    if (!lane.empty()) result.makespan_ms = std::max(result.makespan_ms, lane.back().end_ms);
   }
   double idle_ms = 0;
-  for (int p = 0; p < s.pp; ++p) {
-    PositionStats stats;
-    for (const TimelineEvent& e : timeline[p]) stats.busy_ms += e.end_ms - e.start_ms;
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    LaneStats stats{lanes[i].position, lanes[i].replica, lanes[i].micro_batches};
+    for (size_t k = 0; k < times[i].size(); ++k) {
+      const ActionInterval& t = times[i][k];
+      stats.busy_ms += t.end_ms - t.start_ms;
+      result.events.push_back({static_cast<int>(i), lanes[i].actions[k], t.start_ms, t.end_ms});
+    }
     stats.idle_ms = result.makespan_ms - stats.busy_ms;
-    stats.peak_live_activations = PeakLive(s, s.positions[p]);
+    stats.end_ms = times[i].empty() ? 0 : times[i].back().end_ms;
+    stats.peak_live_activations = PeakLive(split_backward, lanes[i].actions);
     idle_ms += stats.idle_ms;
-    result.positions.push_back(stats);
-    result.events.insert(result.events.end(), timeline[p].begin(), timeline[p].end());
+    result.lanes.push_back(stats);
   }
-  if (result.makespan_ms > 0) result.bubble_fraction = idle_ms / (s.pp * result.makespan_ms);
+  if (result.makespan_ms > 0) {
+    result.bubble_fraction = idle_ms / (static_cast<double>(lanes.size()) * result.makespan_ms);
+  }
   result.steady_step_ms = result.makespan_ms;
   return result;
 }
 
-// One replay of `s` (already validated) with `in`'s times.
-StatusOr<SimulationResult> Replay(const Schedule& s, const SimulationInput& in) {
-  EndTimes ends(s, -1.0);
-  Timeline timeline(s.pp);
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int p = 0; p < s.pp; ++p) progress = Advance(s, in, p, &ends, &timeline) || progress;
+// Every position has the same r and r divides M: replica d's lanes form a pipeline of their
+// own, of the same lists (up to micro-batch ids) and the same times as replica 0's, so only
+// replica 0's lanes are replayed and their times copied.
+bool IdenticalReplicas(const SimulationInput& in) {
+  const std::vector<int>& r = in.replicas;
+  return std::all_of(r.begin(), r.end(), [&](int x) { return x == r.front(); }) &&
+         in.schedule->num_micro_batches % r.front() == 0;
+}
+
+StatusOr<LaneTimes> TimesOf(const SimulationInput& in, const Schedule& frame,
+                            const std::vector<Lane>& lanes) {
+  if (!Replicated(in) || !IdenticalReplicas(in)) return ReplayLanes(frame, in, lanes);
+  std::vector<Lane> first;
+  for (const Lane& lane : lanes) {
+    if (lane.replica == 0) first.push_back(lane);
   }
-  for (int p = 0; p < s.pp; ++p) {
-    if (timeline[p].size() != s.positions[p].size()) {
-      return Internal("simulate: position " + Str(p) + " stalled at action " +
-                      Str(timeline[p].size()) + " of a validated schedule");
-    }
+  TRIDENT_ASSIGN_OR_RETURN(LaneTimes first_times, ReplayLanes(frame, in, first));
+  LaneTimes times;
+  for (const Lane& lane : lanes) times.push_back(first_times[lane.position]);
+  return times;
+}
+
+// One replay of `steps` steps, back to back.
+StatusOr<SimulationResult> Replay(const SimulationInput& in, int steps) {
+  TRIDENT_ASSIGN_OR_RETURN(std::vector<Lane> lanes, LanesOf(in, steps));
+  const bool split = SplitsBackward(in, lanes);
+  TRIDENT_RETURN_IF_ERROR(CheckStageTimes(in, split));
+  StatusOr<LaneTimes> times = TimesOf(in, FrameOf(in, steps, split), lanes);
+  if (!times.ok()) {  // a deadlock, which a validated schedule's lists cannot have
+    return InvalidArgument("simulate: " + in.schedule->ToString() + ", replicas " +
+                           Joined(in.replicas) + ": " + times.status().message() +
+                           "; hint: these replica counts cannot run this schedule round robin, "
+                           "try others or another schedule");
   }
-  return Summarize(s, std::move(timeline));
+  return Summarize(split, lanes, *times);
 }
 
 // `steps` copies of a one-step result, each starting when the previous one has ended.
@@ -169,46 +213,39 @@ SimulationResult TileSteps(const SimulationResult& one, int steps, int num_micro
     }
   }
   out.makespan_ms = steps * one.makespan_ms;
-  for (PositionStats& stats : out.positions) {
+  for (LaneStats& stats : out.lanes) {
     stats.busy_ms *= steps;
     stats.idle_ms = out.makespan_ms - stats.busy_ms;
+    stats.end_ms += (steps - 1) * one.makespan_ms;
   }
   out.steady_step_ms = one.makespan_ms;  // bubble_fraction is unchanged by tiling
   return out;
-}
-
-StatusOr<SimulationResult> ReplayUnrolled(const SimulationInput& in, int steps) {
-  TRIDENT_ASSIGN_OR_RETURN(Schedule unrolled, UnrollSteps(*in.schedule, steps));
-  if (Status status = ValidateSchedule(unrolled); !status.ok()) {
-    return status.WithPrefix("simulate: " + Str(steps) + " steps back to back");
-  }
-  return Replay(unrolled, in);
 }
 
 }  // namespace
 
 StatusOr<SimulationResult> Simulate(const SimulationInput& input) {
   TRIDENT_RETURN_IF_ERROR(CheckInput(input));
+  TRIDENT_RETURN_IF_ERROR(CheckSizes(input));
   const Schedule& s = *input.schedule;
-  if (input.steps == 1) return Replay(s, input);
+  if (input.steps == 1) return Replay(input, 1);
   if (s.Flushes()) {
-    TRIDENT_ASSIGN_OR_RETURN(SimulationResult one, Replay(s, input));
+    TRIDENT_ASSIGN_OR_RETURN(SimulationResult one, Replay(input, 1));
     return TileSteps(one, input.steps, s.num_micro_batches);
   }
-  TRIDENT_ASSIGN_OR_RETURN(SimulationResult all, ReplayUnrolled(input, input.steps));
-  TRIDENT_ASSIGN_OR_RETURN(SimulationResult fewer, ReplayUnrolled(input, input.steps - 1));
+  TRIDENT_ASSIGN_OR_RETURN(SimulationResult all, Replay(input, input.steps));
+  TRIDENT_ASSIGN_OR_RETURN(SimulationResult fewer, Replay(input, input.steps - 1));
   all.steady_step_ms = all.makespan_ms - fewer.makespan_ms;
   return all;
 }
 
 std::string TimelineToChromeTrace(const SimulationResult& result) {
   nlohmann::json events = nlohmann::json::array();
-  for (size_t p = 0; p < result.positions.size(); ++p) {
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", p},
-                      {"args", {{"name", "position " + Str(p)}}}});
+  for (size_t i = 0; i < result.lanes.size(); ++i) {
+    const LaneStats& lane = result.lanes[i];
+    std::string name = "position " + Str(lane.position) + " replica " + Str(lane.replica);
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", i}, {"args", {{"name", name}}}});
   }
   for (const TimelineEvent& e : result.events) {
     events.push_back(
@@ -217,7 +254,7 @@ std::string TimelineToChromeTrace(const SimulationResult& result) {
          {"ts", e.start_ms * 1000},
          {"dur", (e.end_ms - e.start_ms) * 1000},
          {"pid", 0},
-         {"tid", e.position},
+         {"tid", e.lane},
          {"args", {{"stage", e.action.stage}, {"micro_batch", e.action.micro_batch}}}});
   }
   nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};

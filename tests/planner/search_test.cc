@@ -118,7 +118,7 @@ TEST(MemoryModel, LiveActivationsMatchTheSimulator) {
         ASSERT_TRUE(sim.ok()) << sim.status().ToString();
         for (int p = 0; p < pp; ++p) {
           double factor = LiveActivationFactor(kind, p, pp, m, v);
-          EXPECT_DOUBLE_EQ(factor * v, sim->positions[p].peak_live_activations)
+          EXPECT_DOUBLE_EQ(factor * v, sim->lanes[p].peak_live_activations)
               << NameOf(ScheduleKindNames(), kind) << " pp " << pp << " m " << m << " p " << p;
         }
       }

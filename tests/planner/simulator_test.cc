@@ -38,14 +38,14 @@ std::string ErrorOf(const SimulationInput& in) {
 }
 
 // The closed forms are exact rationals of small integers; with integer times the simulator's
-// idle / (positions × makespan) is the same correctly rounded double, so equality is exact.
+// idle / (lanes × makespan) is the same correctly rounded double, so equality is exact.
 TEST(Simulator, NaiveBubbleIsPMinusOneOverP) {
   for (int p : kPipelineSizes) {
     Schedule s = Generated(ScheduleKind::kNaive, p, 1, 1);
     SimulationResult r = Simulated(Uniform(s, {1, 2, 0}));
     EXPECT_EQ(r.bubble_fraction, double(p - 1) / p) << "p " << p;
     EXPECT_EQ(r.makespan_ms, 3.0 * p);
-    EXPECT_EQ(r.positions[0].peak_live_activations, 1);
+    EXPECT_EQ(r.lanes[0].peak_live_activations, 1);
   }
 }
 
@@ -59,7 +59,7 @@ TEST(Simulator, GpipeAndOneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {
         EXPECT_EQ(r.bubble_fraction, double(p - 1) / (m + p - 1));
         EXPECT_EQ(r.makespan_ms, 3.0 * (m + p - 1));
         int peak = kind == ScheduleKind::kGpipe ? m : std::min(p, m);
-        EXPECT_EQ(r.positions[0].peak_live_activations, peak);
+        EXPECT_EQ(r.lanes[0].peak_live_activations, peak);
       }
     }
   }
@@ -80,7 +80,7 @@ TEST(Simulator, InterleavedBubbleIsPMinusOneOverVMPlusPMinusOne) {
         SimulationResult thirds = Simulated(Uniform(s, {chunk_f, chunk_b, 0}));
         EXPECT_NEAR(thirds.bubble_fraction, double(p - 1) / (v * m + p - 1), 1e-12);
         // Megatron's count: p·(1 + (p-1)/(p·v)) whole stages = v·p + p - 1 chunks.
-        EXPECT_EQ(r.positions[0].peak_live_activations, std::min(v * p + p - 1, m * v));
+        EXPECT_EQ(r.lanes[0].peak_live_activations, std::min(v * p + p - 1, m * v));
       }
     }
   }
@@ -89,7 +89,7 @@ TEST(Simulator, InterleavedBubbleIsPMinusOneOverVMPlusPMinusOne) {
 TEST(Simulator, InterleavedPeakMatchesMegatronWhenMIsLarge) {
   Schedule s = Generated(ScheduleKind::kInterleaved1F1B, 4, 2, 16);
   SimulationResult r = Simulated(Uniform(s, {1, 2, 0}));
-  double whole_stages = r.positions[0].peak_live_activations / 2.0;
+  double whole_stages = r.lanes[0].peak_live_activations / 2.0;
   EXPECT_EQ(whole_stages, 4 * (1 + 3.0 / (4 * 2)));  // 5.5
 }
 
@@ -107,8 +107,8 @@ TEST(Simulator, ZbH1BubbleMatchesTheClosedForm) {
       SCOPED_TRACE(s.ToString());
       SimulationResult r = Simulated(Uniform(s, {1, 1, 1}));
       EXPECT_EQ(r.bubble_fraction, ZbH1Bubble(p, m, 1, 1, 1));
-      EXPECT_EQ(r.positions[0].peak_live_activations, std::min(p, m));
-      for (const PositionStats& stats : r.positions) {
+      EXPECT_EQ(r.lanes[0].peak_live_activations, std::min(p, m));
+      for (const LaneStats& stats : r.lanes) {
         EXPECT_LE(stats.peak_live_activations, p);  // 1F1B's peak, on every position
       }
       if (m >= p) {
@@ -140,7 +140,7 @@ TEST(Simulator, PipeDreamSteadyStepIsMTimesFPlusB) {
       EXPECT_EQ(r.bubble_fraction, double(p - 1) / (kSteps * m + p - 1));
       EXPECT_LT(r.bubble_fraction, 0.13);
       EXPECT_EQ(r.events.size(), static_cast<size_t>(2 * p * m * kSteps));
-      EXPECT_EQ(r.positions[0].peak_live_activations, p);
+      EXPECT_EQ(r.lanes[0].peak_live_activations, p);
     }
   }
 }
@@ -181,18 +181,23 @@ TEST(Simulator, UnequalStagesWithLinksMatchAHandComputedTimeline) {
   SimulationResult r = Simulated(in);
   EXPECT_EQ(r.makespan_ms, 14);
   EXPECT_EQ(r.bubble_fraction, 3.0 / 7);
-  EXPECT_EQ(r.positions[0].busy_ms, 6);
-  EXPECT_EQ(r.positions[0].idle_ms, 8);
-  EXPECT_EQ(r.positions[1].busy_ms, 10);
-  EXPECT_EQ(r.positions[1].idle_ms, 4);
-  EXPECT_EQ(r.positions[0].peak_live_activations, 2);
-  EXPECT_EQ(r.positions[1].peak_live_activations, 1);
+  EXPECT_EQ(r.lanes[0].busy_ms, 6);
+  EXPECT_EQ(r.lanes[0].idle_ms, 8);
+  EXPECT_EQ(r.lanes[1].busy_ms, 10);
+  EXPECT_EQ(r.lanes[1].idle_ms, 4);
+  EXPECT_EQ(r.lanes[0].end_ms, 14);
+  EXPECT_EQ(r.lanes[1].end_ms, 11.5);
+  EXPECT_EQ(r.lanes[1].position, 1);
+  EXPECT_EQ(r.lanes[1].replica, 0);
+  EXPECT_EQ(r.lanes[1].micro_batches, 2);
+  EXPECT_EQ(r.lanes[0].peak_live_activations, 2);
+  EXPECT_EQ(r.lanes[1].peak_live_activations, 1);
   std::vector<std::pair<double, double>> want = {{0, 1},     {1, 2},     {7, 9},     {12, 14},
                                                  {1.5, 3.5}, {3.5, 6.5}, {6.5, 8.5}, {8.5, 11.5}};
   ASSERT_EQ(r.events.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     SCOPED_TRACE(ActionToString(r.events[i].action));
-    EXPECT_EQ(r.events[i].position, i < 4 ? 0 : 1);
+    EXPECT_EQ(r.events[i].lane, i < 4 ? 0 : 1);
     EXPECT_EQ(r.events[i].start_ms, want[i].first);
     EXPECT_EQ(r.events[i].end_ms, want[i].second);
   }
@@ -246,9 +251,10 @@ TEST(Simulator, ChromeTraceHasOneEventPerAction) {
     EXPECT_EQ(e.at("dur").get<double>(), 1000.0);  // 1 ms in microseconds
   }
   EXPECT_EQ(complete, 3 * 3 * 4);
+  EXPECT_EQ(trace.at("traceEvents").at(2).at("args").at("name"), "position 2 replica 0");
   const nlohmann::json& first = trace.at("traceEvents").at(3);  // after 3 thread names
   EXPECT_EQ(first.at("name"), ActionToString(r.events[0].action));
-  EXPECT_EQ(first.at("tid"), r.events[0].position);
+  EXPECT_EQ(first.at("tid"), r.events[0].lane);
   EXPECT_EQ(first.at("ts").get<double>(), r.events[0].start_ms * 1000);
   EXPECT_EQ(first.at("args").at("stage"), r.events[0].action.stage);
   EXPECT_EQ(first.at("args").at("micro_batch"), r.events[0].action.micro_batch);

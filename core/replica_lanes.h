@@ -1,0 +1,48 @@
+// Lanes of a replicated pipeline: what every replica of every pipeline position runs in a
+// step, with global micro-batch ids. The runtime (runtime/train/job_layout.h) gives each rank
+// its lane's list; the planner's simulator replays all lanes; the memory model counts the
+// micro-batches a lane keeps alive. One rule for all three:
+//
+// Round robin. A step has M micro-batches numbered 0..M-1. Position p has r = replicas[p]
+// replicas (1 <= r <= M). Micro-batch j runs on replica j mod r, so replica d takes
+// m_d = ceil((M - d) / r) of them: with M = 4 and r = 3, replica 0 takes {0, 3}, replica 1 {1}
+// and replica 2 {2}. Replica d runs position p's list of the schedule generated for m_d
+// micro-batches; its local micro-batch i is global micro-batch i·r + d.
+//
+// Several steps: step k's micro-batch j is k·M + j; a lane's list is its position's
+// UnrollSteps list over its m_d micro-batches a step, mapped the same way.
+//
+// Worked example: M = 4, replicas {3, 1}, 1F1B, pp 2. Position 0 replica 0 runs local
+// "0F0 0F1 0B0 0B1" = global 0F0 0F3 0B0 0B3; replica 1 runs 0F1 0B1; replica 2 runs 0F2 0B2;
+// position 1 runs 1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <vector>
+
+#include "core/schedule.h"
+
+namespace trident {
+
+struct Lane {
+  int position = 0;
+  int replica = 0;
+  int micro_batches = 0;        // m_d: of one step
+  std::vector<Action> actions;  // global stage and micro-batch ids, in run order
+};
+
+// m_d = ceil((M - d) / r): the micro-batches replica d of r takes out of M.
+inline int LaneMicroBatches(int num_micro_batches, int replicas, int replica) {
+  return (num_micro_batches - replica + replicas - 1) / replicas;
+}
+
+// The lanes, position by position, replicas in order (the order of core/rank_map.h).
+// InvalidArgument when replicas.size() != pp, a replication is below 1 or above
+// num_micro_batches, steps < 1, or the schedule cannot be generated for a lane's count (the
+// generator's message, naming the position and its count).
+StatusOr<std::vector<Lane>> ReplicaLanes(ScheduleKind kind, int pp, int virtual_stages,
+                                         int num_micro_batches, const std::vector<int>& replicas,
+                                         int steps);
+
+}  // namespace trident

@@ -1,0 +1,104 @@
+// Evaluation of replicated plans: every round-robin lane is simulated at its stage's own
+// per-micro-batch time, memory counts the busiest lane's micro-batches, and uniform
+// replication predicts what one replica's pipeline alone does.
+#include "planner/evaluate.h"
+
+#include <gtest/gtest.h>
+
+#include "planner/search.h"
+#include "planner_fixture.h"
+
+namespace trident {
+namespace {
+
+// A two-stage GPipe plan of gpt3-1.3b on one replica per stage, M micro-batches of 1.
+Plan TwoStagePlan(const PlannerFixture& f, int num_micro_batches) {
+  SearchRequest r = f.Request(2, num_micro_batches);
+  r.constraints.tp = 1;
+  r.constraints.pp = 2;
+  r.constraints.dp = 1;
+  r.constraints.micro_batch = 1;
+  r.constraints.schedules = {ScheduleKind::kGpipe};
+  r.constraints.recompute = {RecomputeMode::kFull};
+  r.constraints.zero1 = false;
+  r.constraints.uniform_replication = true;
+  StatusOr<SearchResult> result = SearchPlans(*f.costs, r);
+  EXPECT_TRUE(result.ok()) << result.status().ToString();
+  return result.ok() ? result->ranked.front().plan : Plan{};
+}
+
+Plan Replicated(Plan plan, std::vector<int> replicas) {
+  int devices = 0;
+  for (size_t p = 0; p < replicas.size(); ++p) {
+    plan.stages[p].replicas = replicas[p];
+    plan.mesh.dp = std::max(plan.mesh.dp, replicas[p]);
+    devices += replicas[p];
+  }
+  plan.devices = devices;
+  return plan;
+}
+
+Evaluation Evaluated(const PlannerFixture& f, const Plan& plan) {
+  EXPECT_TRUE(plan.Validate().ok()) << plan.Validate().ToString();
+  StatusOr<Evaluation> ev = EvaluatePlan(*f.costs, plan, {});
+  EXPECT_TRUE(ev.ok()) << ev.status().ToString();
+  return ev.ok() ? *ev : Evaluation{};
+}
+
+// Replicas {3, 1} of M = 6: position 0's three lanes take 2 micro-batches each, position 1's
+// one lane all 6, each at the unreplicated stage time.
+TEST(Evaluate, ReplicatedStagesRunEveryLaneAtTheirOwnTime) {
+  auto f = LoadPlannerFixture("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  Plan single = TwoStagePlan(*f, 6);
+  Evaluation one = Evaluated(*f, single);
+  Evaluation three_one = Evaluated(*f, Replicated(single, {3, 1}));
+  EXPECT_EQ(three_one.stage_ms, one.stage_ms);  // no stage time is scaled
+
+  const std::vector<LaneStats>& lanes = three_one.simulation.lanes;
+  ASSERT_EQ(lanes.size(), 4u);
+  const int want_micro_batches[] = {2, 2, 2, 6};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(lanes[i].micro_batches, want_micro_batches[i]);
+  const double busy_ms = std::max(2 * one.stage_ms[0], 6 * one.stage_ms[1]);
+  EXPECT_NEAR(three_one.busy_ms, busy_ms, 1e-9 * busy_ms);
+  EXPECT_LE(three_one.makespan_ms, one.makespan_ms);
+  EXPECT_GE(three_one.makespan_ms, three_one.busy_ms);
+
+  // GPipe keeps all of a lane's micro-batches alive: 2 on position 0's ranks, 6 on position 1.
+  ASSERT_EQ(three_one.memory.size(), 2u);
+  EXPECT_GT(one.memory[0].activations, 0);
+  EXPECT_EQ(3 * three_one.memory[0].activations, one.memory[0].activations);
+  EXPECT_EQ(three_one.memory[1].activations, one.memory[1].activations);
+}
+
+// Uniform replication r: each replica's lanes are a pipeline of M / r micro-batches on their
+// own, so the prediction is that of one pipeline of M / r (the boundary crosses the same link).
+TEST(Evaluate, UniformReplicationIsOnePipelineOfItsShare) {
+  auto f = LoadPlannerFixture("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  Plan single = TwoStagePlan(*f, 6);
+  Evaluation two_two = Evaluated(*f, Replicated(single, {2, 2}));
+  Plan share = single;
+  share.num_micro_batches = 3;
+  share.global_batch = 3;
+  Evaluation alone = Evaluated(*f, share);
+  EXPECT_EQ(two_two.makespan_ms, alone.makespan_ms);
+  EXPECT_EQ(two_two.busy_ms, alone.busy_ms);
+  EXPECT_EQ(two_two.simulation.lanes.size(), 4u);
+  for (const LaneStats& lane : two_two.simulation.lanes) EXPECT_EQ(lane.micro_batches, 3);
+  EXPECT_EQ(two_two.memory[0].activations, alone.memory[0].activations);
+}
+
+// PipeDream's steady step cannot beat its busiest lane, which runs one action at a time.
+TEST(Evaluate, PipeDreamStepIsAtLeastTheBusiestLane) {
+  auto f = LoadPlannerFixture("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  Plan plan = Replicated(TwoStagePlan(*f, 6), {3, 1});
+  plan.schedule = ScheduleKind::kPipeDream;
+  plan.model.tied_embeddings = false;
+  Evaluation ev = Evaluated(*f, plan);
+  EXPECT_GE(ev.makespan_ms, ev.busy_ms);
+  EXPECT_GE(ev.makespan_ms, ev.simulation.steady_step_ms);
+  EXPECT_NEAR(ev.busy_ms, std::max(2 * ev.stage_ms[0], 6 * ev.stage_ms[1]), 1e-9 * ev.busy_ms);
+  EXPECT_EQ(ev.step_ms, ev.makespan_ms + ev.exposed_sync_ms + ev.optimizer_ms);
+}
+
+}  // namespace
+}  // namespace trident
