@@ -6,7 +6,9 @@
 // 0..M-1; micro-batch j of a stage whose position has r replicas runs on replica j mod r, and
 // each rank's list is its lane of core/replica_lanes.h (the rule the planner simulates):
 // replica d runs its position's list of the plan's schedule generated for its
-// ceil((M - d) / r) micro-batches, its local micro-batch i being global micro-batch i·r + d.
+// ceil((M - d) / r) micro-batches (under 1F1B and ZB-H1 with fewer warm-up forwards where the
+// positions before cannot feed more, which keeps every layout free of deadlock), its local
+// micro-batch i being global micro-batch i·r + d.
 // Worked example: M = 4, replicas {3, 1}, 1F1B, pp 2: position 0 replica 0 runs local
 // "0F0 0F1 0B0 0B1" = global 0F0 0F3 0B0 0B3, replica 1 runs 0F1 0B1, replica 2 runs 0F2 0B2;
 // position 1 runs 1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3.

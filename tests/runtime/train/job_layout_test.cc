@@ -226,6 +226,49 @@ TEST(JobLayoutTest, SecondStepMicroBatchesFollowTheFirst) {
   EXPECT_EQ(layout->RankOf(0, 7, 0), layout->rank_map().Rank({1, 0, 0}));
 }
 
+// Every replica vector up to M for pp 2 to 4 and M up to 6, two steps: the round-robin
+// lanes of GPipe, 1F1B and ZB-H1 never deadlock and meet every pair's transfers in one order.
+TEST(JobLayoutTest, EveryRoundRobinLayoutRunsInOrder) {
+  for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbH1}) {
+    for (int pp = 2; pp <= 4; ++pp) {
+      for (int m = 1; m <= 6; ++m) {
+        std::vector<int> replicas(pp, 1);
+        for (bool more = true; more;) {
+          PlanShape shape;
+          shape.schedule = kind;
+          shape.replicas = replicas;
+          shape.num_micro_batches = m;
+          StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape), 2);
+          ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+          const std::string name = NameOf(ScheduleKindNames(), kind) + " " +
+                                   ReplicasName(replicas) + " m " + std::to_string(m);
+          EXPECT_TRUE(layout->CheckNoDeadlock().ok()) << name;
+          EXPECT_TRUE(layout->CheckInOrderTransfers().ok()) << name;
+          int p = 0;  // the next replica vector, as an odometer over 1..m
+          while (p < pp && ++replicas[p] > m) replicas[p++] = 1;
+          more = p < pp;
+        }
+      }
+    }
+  }
+}
+
+// Position 1 has more replicas than position 0 can feed: its lanes start with no warm-up
+// (core/replica_lanes.h), so replica 0 runs 1F0 1B0 before 1F3, which waits for 0B0.
+TEST(JobLayoutTest, LaneWarmUpFollowsWhatTheFormerPositionsFeed) {
+  PlanShape shape;
+  shape.replicas = {1, 3, 1};
+  shape.num_micro_batches = 4;
+  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape));
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  const RankMap& map = layout->rank_map();
+  EXPECT_EQ(ProgramText(*layout, map.Rank({0, 0, 0})), "0F0 0F1 0F2 0B0 0F3 0B1 0B2 0B3");
+  EXPECT_EQ(ProgramText(*layout, map.Rank({0, 1, 0})), "1F0 1B0 1F3 1B3");
+  EXPECT_EQ(ProgramText(*layout, map.Rank({1, 1, 0})), "1F1 1B1");
+  EXPECT_EQ(ProgramText(*layout, map.Rank({0, 2, 0})), "2F0 2B0 2F1 2B1 2F2 2B2 2F3 2B3");
+  EXPECT_TRUE(layout->CheckNoDeadlock().ok()) << layout->CheckNoDeadlock().ToString();
+}
+
 TEST(JobLayoutTest, InterleavedStagesOfAPosition) {
   PlanShape shape;
   shape.schedule = ScheduleKind::kInterleaved1F1B;

@@ -154,7 +154,8 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{"pp2_1f1b_r13_m4", RoundRobin(ScheduleKind::k1F1B, {1, 3}, 4)},
         LayoutCase{"pp3_1f1b_r211_m5", RoundRobin(ScheduleKind::k1F1B, {2, 1, 1}, 5)},
         LayoutCase{"pp3_gpipe_r211_m5", RoundRobin(ScheduleKind::kGpipe, {2, 1, 1}, 5)},
-        LayoutCase{"pp3_zb_h1_r211_m5", RoundRobin(ScheduleKind::kZbH1, {2, 1, 1}, 5)}),
+        LayoutCase{"pp3_zb_h1_r211_m5", RoundRobin(ScheduleKind::kZbH1, {2, 1, 1}, 5)},
+        LayoutCase{"pp3_1f1b_r132_m5", RoundRobin(ScheduleKind::k1F1B, {1, 3, 2}, 5)}),
     [](const ::testing::TestParamInfo<LayoutCase>& param_info) { return param_info.param.name; });
 
 // Clipping (active: the norm exceeds the limit), weight decay, a warm-up and decay schedule
