@@ -115,11 +115,12 @@ FieldCheck CheckReplicas(const Plan& p) {
     if (s.replicas != p.stages[i % p.mesh.pp].replicas) {
       return FieldError{path, "virtual stages of one pipeline position must share replicas", ""};
     }
-    if (p.num_micro_batches % s.replicas != 0) {
-      return FieldError{path,
-                        Str(s.replicas) + " replicas do not divide " + Str(p.num_micro_batches) +
-                            " micro-batches",
-                        "pick num_micro_batches as a multiple of every stage's replicas"};
+    if (s.replicas > p.num_micro_batches) {
+      return FieldError{
+          path,
+          Str(s.replicas) + " replicas but a step has " + Str(p.num_micro_batches) +
+              " micro-batches, and each replica needs at least one",
+          "use at most " + Str(p.num_micro_batches) + " replicas or raise num_micro_batches"};
     }
     max_replicas = std::max(max_replicas, s.replicas);
   }
@@ -168,6 +169,39 @@ FieldCheck CheckBatch(const Plan& p) {
   return std::nullopt;
 }
 
+// Rules of the schedules whose replicas need equal micro-batch counts (plan.h).
+FieldCheck CheckEqualLanes(const Plan& p) {
+  const bool interleaved = p.schedule == ScheduleKind::kInterleaved1F1B;
+  const std::string& name = NameOf(ScheduleKindNames(), p.schedule);
+  for (int position = 0; position < p.mesh.pp; ++position) {
+    const int r = p.stages[position].replicas;
+    const std::string path = JoinKeyPath(IndexKeyPath("stages", position), "replicas");
+    if (p.schedule == ScheduleKind::kNaive && r != p.num_micro_batches) {
+      return FieldError{"schedule",
+                        "naive model parallelism runs one micro-batch per replica, so every "
+                        "stage needs num_micro_batches (" +
+                            Str(p.num_micro_batches) + ") replicas; stage " + Str(position) +
+                            " has " + Str(r),
+                        "set every stage's replicas to num_micro_batches or use gpipe / 1f1b"};
+    }
+    if ((interleaved || p.schedule == ScheduleKind::kPipeDream) && p.num_micro_batches % r != 0) {
+      return FieldError{path,
+                        Str(r) + " replicas do not divide " + Str(p.num_micro_batches) +
+                            " micro-batches; " + name + " needs the same count on every replica",
+                        "pick num_micro_batches as a multiple of every stage's replicas, or use "
+                        "1f1b, gpipe or zb_h1 (micro-batches round robin over replicas)"};
+    }
+    if (interleaved && (p.num_micro_batches / r) % p.mesh.pp != 0) {
+      return FieldError{"num_micro_batches",
+                        "interleaved_1f1b needs the micro-batches per replica (" +
+                            Str(p.num_micro_batches / r) + " at stage " + Str(position) +
+                            ") to be a multiple of pp " + Str(p.mesh.pp),
+                        ""};
+    }
+  }
+  return std::nullopt;
+}
+
 FieldCheck CheckSchedule(const Plan& p) {
   bool interleaved = p.schedule == ScheduleKind::kInterleaved1F1B;
   if (interleaved && p.virtual_stages < 2) {
@@ -178,18 +212,7 @@ FieldCheck CheckSchedule(const Plan& p) {
     return FieldError{"virtual_stages", "only interleaved_1f1b runs virtual stages",
                       "set virtual_stages: 1 or schedule: interleaved_1f1b"};
   }
-  int per_replica = p.num_micro_batches / p.mesh.dp;
-  if (interleaved && per_replica % p.mesh.pp != 0) {
-    return FieldError{"num_micro_batches",
-                      "interleaved_1f1b needs the micro-batches per replica (" + Str(per_replica) +
-                          ") to be a multiple of pp " + Str(p.mesh.pp),
-                      ""};
-  }
-  if (p.schedule == ScheduleKind::kNaive && per_replica != 1) {
-    return FieldError{"schedule", "naive model parallelism runs one micro-batch per replica",
-                      "set num_micro_batches to mesh.dp or use gpipe / 1f1b"};
-  }
-  return std::nullopt;
+  return CheckEqualLanes(p);
 }
 
 FieldCheck CheckPrediction(const Plan& p) {

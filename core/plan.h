@@ -1,15 +1,22 @@
 // Plan: the contract between the planner, the launcher and the runtime — how one model is
 // split over a mesh of devices, how it is scheduled, and what the planner predicts.
 //
-// Batch arithmetic: `num_micro_batches` counts every micro-batch of one step across all
-// replicas, so global_batch = micro_batch_size · num_micro_batches. Micro-batch j of a stage
-// with r replicas runs on replica j mod r; with uniform replication dp, each replica's
-// pipeline sees num_micro_batches / dp micro-batches.
+// Batch arithmetic: `num_micro_batches` (M) counts every micro-batch of one step across all
+// replicas, so global_batch = micro_batch_size · num_micro_batches.
 //
 // Stages: pp · virtual_stages contiguous layer ranges in model order. With virtual stages
 // (interleaved 1F1B) pipeline position p runs stages p, p + pp, p + 2·pp, ...
 // Replication: a stage's `replicas` (PipeDream-style) may differ between positions; mesh.dp
-// is the largest of them and devices = tp · Σ over positions of their replication.
+// is the largest of them and devices = tp · Σ over positions of their replication. Micro-batch
+// j of a stage with r replicas runs on replica j mod r (round robin, core/replica_lanes.h), so
+// replica d runs ceil((M − d) / r) of them; each replica needs one, so 1 <= r <= M. gpipe,
+// 1f1b and zb_h1 take any such r. Three schedules need more of every position:
+// - pipedream: r divides M, because a position's replicas sum the gradients of every update
+//   (one blocking sum per backward), so each must run as many backwards;
+// - interleaved_1f1b: r divides M and M / r is a multiple of pp, because the schedule runs a
+//   replica's micro-batches in groups of pp, and round-robin counts (which differ by at most
+//   one) are all multiples of a pp >= 2 only when they are equal;
+// - naive: r = M (one micro-batch per replica).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "core/replica_lanes.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 namespace trident {
@@ -33,6 +35,28 @@ void MapToGlobal(int num_micro_batches, int replicas, int replica, int local_cou
   }
 }
 
+// The warm-up forwards of each position's lanes under 1f1b and zb_h1 (the header's rule).
+// `bound` is D of the positions before: a lane's key gap between B h and F h, at least
+// r·w and, while its busiest lane still alternates, below r·(w + 1).
+std::vector<int> WarmUps(int pp, int num_micro_batches, const std::vector<int>& replicas) {
+  std::vector<int> warm_ups(pp);
+  int64_t bound = int64_t{1} << 62;  // no position before position 0
+  for (int p = 0; p < pp; ++p) {
+    const int64_t r = replicas[p];
+    const int64_t last = LaneMicroBatches(num_micro_batches, replicas[p], 0) - 1;
+    const int64_t w = std::min({int64_t{pp - p - 1}, last, (bound + r - 1) / r - 1});
+    if (w < last) bound = std::min(bound, r * (w + 1));
+    warm_ups[p] = static_cast<int>(w);
+  }
+  return warm_ups;
+}
+
+// The position whose list runs lanes of position p: the one with p's warm-up.
+int ListPosition(ScheduleKind kind, int pp, int p, const std::vector<int>& warm_ups) {
+  const bool one_f_one_b = kind == ScheduleKind::k1F1B || kind == ScheduleKind::kZbH1;
+  return one_f_one_b ? pp - 1 - warm_ups[p] : p;
+}
+
 }  // namespace
 
 StatusOr<std::vector<Lane>> ReplicaLanes(ScheduleKind kind, int pp, int virtual_stages,
@@ -40,8 +64,10 @@ StatusOr<std::vector<Lane>> ReplicaLanes(ScheduleKind kind, int pp, int virtual_
                                          int steps) {
   TRIDENT_RETURN_IF_ERROR(CheckShape(pp, num_micro_batches, replicas, steps));
   std::vector<Lane> lanes;
+  const std::vector<int> warm_ups = WarmUps(pp, num_micro_batches, replicas);
   for (int p = 0; p < pp; ++p) {
     const int r = replicas[p];
+    const int list = ListPosition(kind, pp, p, warm_ups);
     for (int d = 0; d < r; ++d) {
       const int local = LaneMicroBatches(num_micro_batches, r, d);
       StatusOr<Schedule> one = GenerateSchedule(kind, pp, virtual_stages, local);
@@ -51,7 +77,8 @@ StatusOr<std::vector<Lane>> ReplicaLanes(ScheduleKind kind, int pp, int virtual_
                                " micro-batches on replica " + Str(d) +
                                "): " + schedule.status().message());
       }
-      Lane lane{p, d, local, schedule->positions[p]};
+      Lane lane{p, d, local, schedule->positions[list]};
+      for (Action& a : lane.actions) a.stage += p - list;
       MapToGlobal(num_micro_batches, r, d, local, &lane.actions);
       lanes.push_back(std::move(lane));
     }

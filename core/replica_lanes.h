@@ -12,6 +12,21 @@
 // Several steps: step k's micro-batch j is k·M + j; a lane's list is its position's
 // UnrollSteps list over its m_d micro-batches a step, mapped the same way.
 //
+// Warm-up (1f1b, zb_h1). A lane runs w forwards before its first backward: pp − p − 1, as in
+// position p's own list, unless position p has more replicas than the positions before it can feed.
+// With replicas {1, 3, 1} and M = 4, position 1's replica 0 would run 1F0 1F3 before 1B0 while
+// position 0 runs 0F3 only after 0B0: a deadlock. The rule, position by position from 0, with D = ∞
+// and c = ceil(M / r) (the busiest lane's count): w is the largest value <= min(pp − p − 1, c − 1)
+// with r·w < D; then D = min(D, r·(w + 1)) unless w = c − 1. A lane with warm-up w runs the list of
+// position pp − 1 − w, on its own stage; with {1, 3, 1}, position 1 takes w = 0 and its replica 0
+// runs 1F0 1B0 1F3 1B3. Uniform replication and the worked example below keep pp − p − 1. Why no
+// lane waits forever: a lane runs F g before B h exactly when (g − h) / r <= w, so the keys g + p·ε
+// of each F g and h + p·ε + D_p of each B h, with D_p above r·w, below r·(w + 1) unless w = c − 1,
+// and strictly decreasing over positions (the rule leaves such a choice), order every lane and put
+// every action after its prerequisites (a W waits only for its own lane's B): running the actions
+// by key finishes. PipeDream keeps pp − p − 1 (its replicas divide M and wait for each other after
+// every backward).
+//
 // Worked example: M = 4, replicas {3, 1}, 1F1B, pp 2. Position 0 replica 0 runs local
 // "0F0 0F1 0B0 0B1" = global 0F0 0F3 0B0 0B3; replica 1 runs 0F1 0B1; replica 2 runs 0F2 0B2;
 // position 1 runs 1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3.

@@ -7,7 +7,8 @@
 // (Comm::StartAllReduceSum) as soon as the interpreter reports the stage's gradients complete,
 // so they travel while the rank's later backward work runs, and Finish waits for them and
 // unpacks the sums. The sum is right because each micro-batch's loss gradient already carries
-// 1 / M (the mean over the global batch).
+// 1 / M (the mean over the global batch), whatever count of micro-batches each replica ran
+// (round robin, core/replica_lanes.h).
 //
 // Tied embeddings split over two positions: the embedding's table and the head's copy are
 // left out of the buckets and summed instead over the tie group — every replica of the

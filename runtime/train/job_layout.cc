@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/replica_lanes.h"
 
 namespace trident {
 namespace {
@@ -91,27 +92,19 @@ const std::vector<Action>& JobLayout::ProgramOf(int rank) const {
   return programs_[rank];
 }
 
+// Each rank runs its lane (core/replica_lanes.h); a schedule splits the backward exactly when
+// its lists hold W actions.
 Status JobLayout::BuildPrograms() {
-  const int pp = plan_.mesh.pp;
-  const int total = plan_.num_micro_batches;
+  TRIDENT_ASSIGN_OR_RETURN(std::vector<Lane> lanes,
+                           ReplicaLanes(plan_.schedule, plan_.mesh.pp, plan_.virtual_stages,
+                                        plan_.num_micro_batches, plan_.PositionReplicas(), steps_));
   programs_.assign(NumRanks(), {});
-  for (int p = 0; p < pp; ++p) {
-    const int r = plan_.stages[p].replicas;
-    const int local = total / r;
-    StatusOr<Schedule> one = GenerateSchedule(plan_.schedule, pp, plan_.virtual_stages, local);
-    StatusOr<Schedule> schedule = one.ok() ? UnrollSteps(*one, steps_) : one;
-    if (!schedule.ok()) {
-      return InvalidArgument("pipeline position " + Str(p) + " (" + Str(local) +
-                             " micro-batches per replica): " + schedule.status().message());
+  for (Lane& lane : lanes) {
+    for (const Action& a : lane.actions) {
+      split_backward_ = split_backward_ || a.kind == ActionKind::kWeight;
     }
-    split_backward_ = schedule->split_backward;
-    for (int d = 0; d < r; ++d) {
-      std::vector<Action> program = schedule->positions[p];
-      for (Action& a : program) {
-        int step = a.micro_batch / local;
-        a.micro_batch = step * total + (a.micro_batch % local) * r + d;
-      }
-      for (int t = 0; t < plan_.mesh.tp; ++t) programs_[rank_map_.Rank({d, p, t})] = program;
+    for (int t = 0; t < plan_.mesh.tp; ++t) {
+      programs_[rank_map_.Rank({lane.replica, lane.position, t})] = lane.actions;
     }
   }
   return Status::Ok();

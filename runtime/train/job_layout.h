@@ -3,16 +3,18 @@
 // pipeline transfer.
 //
 // Micro-batches. A step has M = plan.num_micro_batches micro-batches, numbered globally
-// 0..M-1; micro-batch j of a stage whose position has r replicas runs on replica j mod r
-// (plan.h). Replica d of position p runs position p's list of the plan's schedule generated
-// for m_p = M / r micro-batches, its local micro-batch i being global micro-batch i·r + d. With
-// uniform replication this is exactly the per-replica schedule the planner simulated; with
-// replication that differs between positions each position keeps its own schedule shape.
-// Worked example: M = 4, replicas {2, 1}, 1F1B, pp 2: position 0 replica 1 runs local
-// "0F0 0F1 0B0 0B1" = global F1 F3 B1 B3; position 1 runs F0 B0 F1 B1 F2 B2 F3 B3.
+// 0..M-1; micro-batch j of a stage whose position has r replicas runs on replica j mod r, and
+// each rank's list is its lane of core/replica_lanes.h (the rule the planner simulates):
+// replica d runs its position's list of the plan's schedule generated for its
+// ceil((M - d) / r) micro-batches (under 1F1B and ZB-H1 with fewer warm-up forwards where the
+// positions before cannot feed more, which keeps every layout free of deadlock), its local
+// micro-batch i being global micro-batch i·r + d.
+// Worked example: M = 4, replicas {3, 1}, 1F1B, pp 2: position 0 replica 0 runs local
+// "0F0 0F1 0B0 0B1" = global 0F0 0F3 0B0 0B3, replica 1 runs 0F1 0B1, replica 2 runs 0F2 0B2;
+// position 1 runs 1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3.
 //
 // Several steps (PipeDream, which never flushes): global micro-batch j of step k is k·M + j,
-// and a rank's list is its position's UnrollSteps list mapped the same way.
+// and a rank's list is its lane's UnrollSteps list mapped the same way.
 //
 // Tensor parallelism: every rank of a tp group runs the same list; a pipeline transfer goes
 // from tp rank t of one stage's replica to tp rank t of the next stage's replica (activations
@@ -39,8 +41,8 @@ namespace trident {
 class JobLayout {
  public:
   // InvalidArgument when the plan fails Validate, its model does not start with an embedding
-  // and end with an lm_head, or the schedule cannot be generated for some position's
-  // micro-batch count (the generator's message, naming the position).
+  // and end with an lm_head, or the schedule cannot be generated for some lane's micro-batch
+  // count (the generator's message, naming the position and the replica).
   static StatusOr<JobLayout> Create(const Plan& plan, int steps = 1);
 
   const Plan& plan() const { return plan_; }

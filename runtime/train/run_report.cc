@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/replica_lanes.h"
 #include "core/text_format.h"
 
 namespace trident {
@@ -102,7 +103,8 @@ RunFigures MeasureRun(const Plan& plan, const std::vector<StepSummary>& steps,
     const PlanStage& st = plan.stages[s];
     RunFigures::Position& pos = f.positions[s % pp];
     pos.stages.push_back(static_cast<int>(s));
-    pos.predicted_compute_ms += st.predicted_time_ms * plan.num_micro_batches / st.replicas;
+    pos.predicted_compute_ms +=
+        st.predicted_time_ms * LaneMicroBatches(plan.num_micro_batches, st.replicas, 0);
     pos.predicted_memory_bytes = std::max(pos.predicted_memory_bytes, st.predicted_memory_bytes);
   }
   const size_t first = steps.size() > 1 ? 1 : 0;

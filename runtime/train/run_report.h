@@ -71,8 +71,9 @@ std::string StepLine(const StepSummary& step, const std::vector<RankStepStats>& 
 // rank's figures), leaving out the first step (warm-up) when there are more. Step time is the
 // slowest rank's; busiest compute the largest sum of action times of a rank; their ratio is
 // the runtime's own overhead plus the schedule's bubble. Per pipeline position: the largest
-// compute of its ranks against the plan's Σ over its stages of predicted_time_ms × (M / r),
-// and its largest peak memory against the plan's predicted_memory_bytes.
+// compute of its ranks against the plan's Σ over its stages of predicted_time_ms × ceil(M / r)
+// (the busiest replica's micro-batches, core/replica_lanes.h), and its largest peak memory
+// against the plan's predicted_memory_bytes.
 struct RunFigures {
   int64_t first_step = 0;
   int64_t last_step = 0;

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Usage: worker_training.sh WORKER_BIN MPIRUN [MPIRUN_FLAG...]
 #
-# trident-worker under mpirun, end to end: gpt-tiny trained for 10 steps under many plans —
-# every synchronous schedule, pp 2 and 4 with uneven cuts and mixed recompute, tp 2, dp 2,
-# a stage replicated beside one that is not, interleaved with v 2, (dp 2, pp 2, tp 2) on 8
-# ranks, tied embeddings split across the first and last stage — gives the losses and the
-# final parameters of the single-process run within 1e-5 relative. Then: a checkpoint resumed
-# under another plan continues the same loss curve; PipeDream with replicas trains and resumes; a killed rank ends the job within 30 s;
-# a non-finite loss, a wrong world size and a missing checkpoint each end with exit 1 and a
-# clear message.
+# trident-worker under mpirun, end to end: gpt-tiny trained for 10 steps under many plans — every
+# synchronous schedule, pp 2 and 4 with uneven cuts and mixed recompute, tp 2, dp 2, a stage
+# replicated beside one that is not, replicas {3, 1}, {2, 1, 1} and {1, 3, 1} that do not divide
+# the micro-batches (round robin), interleaved with v 2, (dp 2, pp 2, tp 2) on 8 ranks, tied
+# embeddings split across the first and last stage — gives the losses and the final parameters of
+# the single-process run within 1e-5 relative. Then: a checkpoint resumed under another plan
+# continues the same loss curve; PipeDream with replicas trains and resumes; a killed rank ends
+# the job within 30 s; a non-finite loss, a wrong world size and a missing checkpoint each end
+# with exit 1 and a clear message.
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 # shellcheck source=plan_lib.sh
@@ -86,6 +87,31 @@ check_plan replicated 3 "stage 0 replicated twice beside stage 1 alone"
 plan mesh8 8 2 2 2 1 2 4 1f1b "$(stage 0 3 2 none)
 $(stage 3 2 2 full)"
 check_plan mesh8 8 "dp 2 x pp 2 x tp 2 on 8 ranks"
+
+# Replicas that do not divide the micro-batches take them round robin (j on replica j mod r):
+# {3, 1} with 4 micro-batches gives position 0 lanes of 2, 1 and 1; {2, 1, 1} with 5 gives
+# lanes of 3 and 2 (against a one-process run of the same 10 sequences).
+plan single5 1 1 1 1 1 2 5 1f1b "$(stage 0 5 1 none)"
+train single5 1
+expect_rc 0
+verdict "the single-process reference of 5 micro-batches trains"
+for kind in gpipe 1f1b zb_h1; do
+  plan "r31_$kind" 4 3 2 1 1 2 4 "$kind" "$(stage 0 2 3 none)
+$(stage 2 3 1 none)"
+  check_plan "r31_$kind" 4 "$kind, replicas {3, 1} over 4 micro-batches"
+  plan "r211_$kind" 4 2 3 1 1 2 5 "$kind" "$(stage 0 2 2 none)
+$(stage 2 2 1 none)
+$(stage 4 1 1 none)"
+  train "r211_$kind" 4
+  expect_rc 0 && same_as_single "r211_$kind" single5
+  verdict "$kind, replicas {2, 1, 1} over 5 micro-batches: same losses and parameters as one process"
+done
+# Position 1 has more replicas than position 0 can feed: its lanes run with less warm-up
+# (core/replica_lanes.h) rather than deadlock.
+plan r131 5 3 3 1 1 2 4 1f1b "$(stage 0 2 1 none)
+$(stage 2 2 3 none)
+$(stage 4 1 1 none)"
+check_plan r131 5 "1f1b, replicas {1, 3, 1} over 4 micro-batches"
 
 # naive model parallelism needs one micro-batch: the same 8 sequences as one micro-batch.
 plan naive 2 1 2 1 1 8 1 naive "$two"
@@ -165,4 +191,4 @@ else
 fi
 verdict "a killed rank ends the job within 30 s ($elapsed s)"
 
-summary 17
+summary 25

@@ -152,7 +152,7 @@ std::string PlanStages(const Plan& p) {
     if (!In(s.replicas, 1, kDevices) || s.replicas != p.stages[i % p.mesh.pp].replicas) {
       return "replicas";
     }
-    if (p.num_micro_batches % s.replicas != 0) return "replicas divide micro-batches";
+    if (s.replicas > p.num_micro_batches) return "a micro-batch for every replica";
     if (i < static_cast<size_t>(p.mesh.pp)) devices += int64_t{s.replicas} * p.mesh.tp;
     max_replicas = std::max(max_replicas, s.replicas);
     if (!NonNegative(s.predicted_time_ms)) return "predicted_time_ms";
@@ -164,11 +164,16 @@ std::string PlanStages(const Plan& p) {
 }
 
 std::string PlanSchedule(const Plan& p) {
-  int per_replica = p.num_micro_batches / p.mesh.dp;
-  if (p.schedule == ScheduleKind::kInterleaved1F1B && per_replica % p.mesh.pp != 0) {
-    return "interleaved micro-batches";
+  for (int pos = 0; pos < p.mesh.pp; ++pos) {
+    const int r = p.stages[pos].replicas, m = p.num_micro_batches;
+    if (p.schedule == ScheduleKind::kNaive && r != m) return "naive";
+    const bool equal_lanes =
+        p.schedule == ScheduleKind::kInterleaved1F1B || p.schedule == ScheduleKind::kPipeDream;
+    if (equal_lanes && m % r != 0) return "replicas divide micro-batches";
+    if (p.schedule == ScheduleKind::kInterleaved1F1B && (m / r) % p.mesh.pp != 0) {
+      return "interleaved micro-batches";
+    }
   }
-  if (p.schedule == ScheduleKind::kNaive && per_replica != 1) return "naive";
   const PlanPrediction& q = p.predicted;
   if (!NonNegative(q.step_time_ms) || !NonNegative(q.tokens_per_s)) return "predicted";
   if (!(Finite(q.bubble_fraction) && q.bubble_fraction >= 0 && q.bubble_fraction <= 1)) {

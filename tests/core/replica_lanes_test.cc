@@ -50,6 +50,26 @@ TEST(ReplicaLanesTest, LanesOfAPositionCoverItsWorkOnce) {
   }
 }
 
+// The header's warm-up example: position 1's three replicas would each run a forward ahead
+// (1F0 1F3 before 1B0) that position 0, with one replica and two warm-up forwards, runs only
+// after 0B0; they take warm-up 0. ZB-H1 lowers its B the same way and keeps W after it.
+TEST(ReplicaLanesTest, WarmUpIsLoweredWhereTheFormerPositionsCannotFeedIt) {
+  StatusOr<std::vector<Lane>> lanes = ReplicaLanes(ScheduleKind::k1F1B, 3, 1, 4, {1, 3, 1}, 1);
+  ASSERT_TRUE(lanes.ok()) << lanes.status().message();
+  ASSERT_EQ(lanes->size(), 5u);
+  EXPECT_EQ(Text((*lanes)[0].actions), "0F0 0F1 0F2 0B0 0F3 0B1 0B2 0B3");
+  EXPECT_EQ(Text((*lanes)[1].actions), "1F0 1B0 1F3 1B3");
+  EXPECT_EQ(Text((*lanes)[4].actions), "2F0 2B0 2F1 2B1 2F2 2B2 2F3 2B3");
+  lanes = ReplicaLanes(ScheduleKind::kZbH1, 3, 1, 4, {1, 3, 1}, 1);
+  ASSERT_TRUE(lanes.ok()) << lanes.status().message();
+  EXPECT_EQ(Text((*lanes)[1].actions), "1F0 1B0 1F3 1B3 1W0 1W3");
+  // Uniform replication keeps every position's own list.
+  lanes = ReplicaLanes(ScheduleKind::k1F1B, 3, 1, 6, {2, 2, 2}, 1);
+  ASSERT_TRUE(lanes.ok()) << lanes.status().message();
+  EXPECT_EQ(Text((*lanes)[0].actions), "0F0 0F2 0F4 0B0 0B2 0B4");
+  EXPECT_EQ(Text((*lanes)[2].actions), "1F0 1F2 1B0 1F4 1B2 1B4");
+}
+
 TEST(ReplicaLanesTest, RefusesReplicasWithoutAMicroBatch) {
   StatusOr<std::vector<Lane>> lanes = ReplicaLanes(ScheduleKind::k1F1B, 2, 1, 2, {3, 1}, 1);
   ASSERT_FALSE(lanes.ok());

@@ -1,8 +1,10 @@
 // JobLayout: for every schedule (PipeDream with its per-update replica barrier), pp 1, 2 and 4,
-// uniform replication 1 and 2 and the non-uniform {2, 1}, tp 1 and 2, one and two steps: the layout
-// is built, cannot deadlock, and the ranks' lists hold every (kind, stage, global micro-batch)
-// exactly once, on the rank RankOf names; tp ranks run their tp-0 rank's list; and which
-// layouts post every pair's transfers in one order on both sides (what NCCL needs).
+// uniform replication 1 and 2 and the non-uniform {2, 1}, and for GPipe, 1F1B and ZB-H1 also
+// replicas that do not divide the micro-batches (round robin: {3, 1}, {1, 3}, {2, 1, 1} over 4
+// and 5), tp 1 and 2, one and two steps: the layout is built, cannot deadlock, and the ranks'
+// lists hold every (kind, stage, global micro-batch) exactly once, on the rank RankOf names;
+// tp ranks run their tp-0 rank's list; and which layouts post every pair's transfers in one
+// order on both sides (what NCCL needs).
 #include "runtime/train/job_layout.h"
 
 #include <gmock/gmock.h>
@@ -35,6 +37,37 @@ std::string ReplicasName(const std::vector<int>& replicas) {
   return name;
 }
 
+LayoutCase MakeCase(ScheduleKind kind, const std::vector<int>& replicas, int m, int tp, int steps) {
+  const int pp = static_cast<int>(replicas.size());
+  LayoutCase c;
+  c.shape.schedule = kind;
+  c.shape.tp = tp;
+  c.shape.replicas = replicas;
+  c.shape.virtual_stages = kind == ScheduleKind::kInterleaved1F1B ? 2 : 1;
+  c.shape.num_micro_batches = m;
+  // Enough layers for pp · v stages (5 layers hold up to 5 stages).
+  c.blocks = std::max(2, pp * c.shape.virtual_stages - 3);
+  c.steps = steps;
+  c.name = NameOf(ScheduleKindNames(), kind) + "_pp" + std::to_string(pp) + "_" +
+           ReplicasName(replicas) + "_m" + std::to_string(m) + "_tp" + std::to_string(tp) +
+           "_steps" + std::to_string(steps);
+  return c;
+}
+
+// Replicas that do not divide the micro-batches, under the schedules that take them.
+void AddRoundRobinCases(std::vector<LayoutCase>* cases) {
+  const std::vector<std::vector<int>> replications = {{3, 1}, {1, 3}, {2, 1, 1}, {3, 2}};
+  for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbH1}) {
+    for (const std::vector<int>& replicas : replications) {
+      for (int m : {4, 5}) {
+        for (int tp : {1, 2}) {
+          for (int steps : {1, 2}) cases->push_back(MakeCase(kind, replicas, m, tp, steps));
+        }
+      }
+    }
+  }
+}
+
 std::vector<LayoutCase> AllLayoutCases() {
   const std::vector<std::vector<int>> replications = {{1},    {2},          {1, 1},      {2, 2},
                                                       {2, 1}, {1, 1, 1, 1}, {2, 2, 2, 2}};
@@ -43,30 +76,17 @@ std::vector<LayoutCase> AllLayoutCases() {
        {ScheduleKind::kNaive, ScheduleKind::kGpipe, ScheduleKind::k1F1B,
         ScheduleKind::kInterleaved1F1B, ScheduleKind::kZbH1, ScheduleKind::kPipeDream}) {
     for (const std::vector<int>& replicas : replications) {
-      const int pp = static_cast<int>(replicas.size());
       const int dp = replicas.front();
       const bool uniform =
           std::all_of(replicas.begin(), replicas.end(), [dp](int r) { return r == dp; });
       if (kind == ScheduleKind::kNaive && !uniform) continue;  // see NaiveNeedsOneMicroBatch...
+      const int m = kind == ScheduleKind::kNaive ? dp : 4 * dp;
       for (int tp : {1, 2}) {
-        for (int steps : {1, 2}) {
-          LayoutCase c;
-          c.shape.schedule = kind;
-          c.shape.tp = tp;
-          c.shape.replicas = replicas;
-          c.shape.virtual_stages = kind == ScheduleKind::kInterleaved1F1B ? 2 : 1;
-          c.shape.num_micro_batches = kind == ScheduleKind::kNaive ? dp : 4 * dp;
-          // Enough layers for pp · v stages (5 layers hold up to 5 stages).
-          c.blocks = std::max(2, pp * c.shape.virtual_stages - 3);
-          c.steps = steps;
-          c.name = NameOf(ScheduleKindNames(), kind) + "_pp" + std::to_string(pp) + "_" +
-                   ReplicasName(replicas) + "_tp" + std::to_string(tp) + "_steps" +
-                   std::to_string(steps);
-          cases.push_back(c);
-        }
+        for (int steps : {1, 2}) cases.push_back(MakeCase(kind, replicas, m, tp, steps));
       }
     }
   }
+  AddRoundRobinCases(&cases);
   return cases;
 }
 
@@ -154,8 +174,7 @@ std::string ProgramText(const JobLayout& layout, int rank) {
   return text;
 }
 
-// The header's worked example: M = 4, replicas {2, 1}, 1F1B, pp 2.
-TEST(JobLayoutTest, WorkedExampleOfNonUniformReplication) {
+TEST(JobLayoutTest, NonUniformReplication) {
   PlanShape shape;
   shape.replicas = {2, 1};
   shape.num_micro_batches = 4;
@@ -172,6 +191,28 @@ TEST(JobLayoutTest, WorkedExampleOfNonUniformReplication) {
   EXPECT_EQ(layout->StagesOf(map.Rank({0, 1, 0})), std::vector<int>{1});
 }
 
+// The header's worked example: M = 4, replicas {3, 1}, 1F1B, pp 2: position 0's lanes take
+// 2, 1 and 1 micro-batches round robin.
+TEST(JobLayoutTest, WorkedExampleOfRoundRobinLanes) {
+  PlanShape shape;
+  shape.replicas = {3, 1};
+  shape.num_micro_batches = 4;
+  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape));
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  ASSERT_EQ(layout->NumRanks(), 4);
+  const RankMap& map = layout->rank_map();
+  EXPECT_EQ(ProgramText(*layout, map.Rank({0, 0, 0})), "0F0 0F3 0B0 0B3");
+  EXPECT_EQ(ProgramText(*layout, map.Rank({1, 0, 0})), "0F1 0B1");
+  EXPECT_EQ(ProgramText(*layout, map.Rank({2, 0, 0})), "0F2 0B2");
+  EXPECT_EQ(ProgramText(*layout, map.Rank({0, 1, 0})), "1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3");
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(layout->RankOf(0, j, 0), map.Rank({j % 3, 0, 0})) << "micro-batch " << j;
+    EXPECT_EQ(layout->RankOf(1, j, 0), map.Rank({0, 1, 0})) << "micro-batch " << j;
+  }
+  EXPECT_TRUE(layout->CheckNoDeadlock().ok());
+  EXPECT_TRUE(layout->CheckInOrderTransfers().ok());
+}
+
 // Two steps: step k's micro-batch j is k·M + j, and it runs on the replica of j.
 TEST(JobLayoutTest, SecondStepMicroBatchesFollowTheFirst) {
   PlanShape shape;
@@ -183,6 +224,49 @@ TEST(JobLayoutTest, SecondStepMicroBatchesFollowTheFirst) {
   EXPECT_EQ(ProgramText(*layout, layout->rank_map().Rank({1, 0, 0})),
             "0F1 0F3 0B1 0B3 0F5 0F7 0B5 0B7");
   EXPECT_EQ(layout->RankOf(0, 7, 0), layout->rank_map().Rank({1, 0, 0}));
+}
+
+// Every replica vector up to M for pp 2 to 4 and M up to 6, two steps: the round-robin
+// lanes of GPipe, 1F1B and ZB-H1 never deadlock and meet every pair's transfers in one order.
+TEST(JobLayoutTest, EveryRoundRobinLayoutRunsInOrder) {
+  for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbH1}) {
+    for (int pp = 2; pp <= 4; ++pp) {
+      for (int m = 1; m <= 6; ++m) {
+        std::vector<int> replicas(pp, 1);
+        for (bool more = true; more;) {
+          PlanShape shape;
+          shape.schedule = kind;
+          shape.replicas = replicas;
+          shape.num_micro_batches = m;
+          StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape), 2);
+          ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+          const std::string name = NameOf(ScheduleKindNames(), kind) + " " +
+                                   ReplicasName(replicas) + " m " + std::to_string(m);
+          EXPECT_TRUE(layout->CheckNoDeadlock().ok()) << name;
+          EXPECT_TRUE(layout->CheckInOrderTransfers().ok()) << name;
+          int p = 0;  // the next replica vector, as an odometer over 1..m
+          while (p < pp && ++replicas[p] > m) replicas[p++] = 1;
+          more = p < pp;
+        }
+      }
+    }
+  }
+}
+
+// Position 1 has more replicas than position 0 can feed: its lanes start with no warm-up
+// (core/replica_lanes.h), so replica 0 runs 1F0 1B0 before 1F3, which waits for 0B0.
+TEST(JobLayoutTest, LaneWarmUpFollowsWhatTheFormerPositionsFeed) {
+  PlanShape shape;
+  shape.replicas = {1, 3, 1};
+  shape.num_micro_batches = 4;
+  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape));
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  const RankMap& map = layout->rank_map();
+  EXPECT_EQ(ProgramText(*layout, map.Rank({0, 0, 0})), "0F0 0F1 0F2 0B0 0F3 0B1 0B2 0B3");
+  EXPECT_EQ(ProgramText(*layout, map.Rank({0, 1, 0})), "1F0 1B0 1F3 1B3");
+  EXPECT_EQ(ProgramText(*layout, map.Rank({1, 1, 0})), "1F1 1B1");
+  EXPECT_EQ(ProgramText(*layout, map.Rank({0, 2, 0})), "2F0 2B0 2F1 2B1 2F2 2B2 2F3 2B3");
+  EXPECT_TRUE(layout->CheckNoDeadlock().ok()) << layout->CheckNoDeadlock().ToString();
 }
 
 TEST(JobLayoutTest, InterleavedStagesOfAPosition) {
@@ -218,19 +302,18 @@ TEST(JobLayoutTest, ModelWithoutLmHeadIsInvalid) {
   EXPECT_THAT(layout.status().message(), HasSubstr("lm_head"));
 }
 
-// The plan's check sees micro-batches per replica of the widest position (M / dp = 1), but the
-// position with one replica would run M = 2 micro-batches, which naive cannot.
+// The position with one replica would run M = 2 micro-batches, which naive cannot: the plan's
+// check refuses it before any list is built.
 TEST(JobLayoutTest, NaiveNeedsOneMicroBatchOnEveryPosition) {
   PlanShape shape;
   shape.schedule = ScheduleKind::kNaive;
   shape.replicas = {2, 1};
   shape.num_micro_batches = 2;
-  Plan plan = MakePlan(TinyGpt(), shape);
-  ASSERT_TRUE(plan.Validate().ok()) << plan.Validate().ToString();
-  StatusOr<JobLayout> layout = JobLayout::Create(plan);
+  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape));
   ASSERT_FALSE(layout.ok());
   EXPECT_EQ(layout.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(layout.status().message(), HasSubstr("pipeline position 1"));
+  EXPECT_THAT(layout.status().message(), HasSubstr("one micro-batch per replica"));
+  EXPECT_THAT(layout.status().message(), HasSubstr("stage 1 has 1"));
 }
 
 TEST(JobLayoutTest, InvalidPlanAndStepsAreRejected) {

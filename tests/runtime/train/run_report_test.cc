@@ -165,6 +165,26 @@ TEST(RunSummaryTest, MediansLeaveOutTheFirstStep) {
   EXPECT_EQ(figures.positions[1].predicted_memory_bytes, 2 * mib);
 }
 
+// Replicas {3, 1} over 4 micro-batches: position 0's busiest replica runs ceil(4 / 3) = 2 of
+// them, position 1 all 4; a position's measured compute is its busiest rank's.
+TEST(RunSummaryTest, PredictedComputeCountsTheBusiestReplicasMicroBatches) {
+  PlanShape shape;
+  shape.replicas = {3, 1};
+  shape.num_micro_batches = 4;
+  Plan plan = MakePlan(TinyGpt(), shape);
+  plan.stages[0].predicted_time_ms = 10;
+  plan.stages[1].predicted_time_ms = 5;
+  const std::vector<std::vector<RankStepStats>> ranks = {
+      {Figures(100, 30, 0.2, 1), Figures(100, 16, 0.2, 1), Figures(100, 15, 0.2, 1),
+       Figures(100, 21, 0.2, 1)}};
+  const RunFigures figures = MeasureRun(plan, {{1, 1, 5.5, 1e-3, 1.0, 1000}}, ranks);
+  ASSERT_EQ(figures.positions.size(), 2u);
+  EXPECT_DOUBLE_EQ(figures.positions[0].predicted_compute_ms, 20);
+  EXPECT_DOUBLE_EQ(figures.positions[0].compute_ms, 30);
+  EXPECT_DOUBLE_EQ(figures.positions[1].predicted_compute_ms, 20);
+  EXPECT_DOUBLE_EQ(figures.positions[1].compute_ms, 21);
+}
+
 TEST(RunSummaryTest, HandWrittenPlansShowNoPrediction) {
   Plan plan = TwoStagePlan();
   plan.predicted = {};

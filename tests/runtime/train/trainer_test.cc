@@ -54,16 +54,20 @@ void ExpectConsistentRanks(const TrainRun& run, const Plan& plan, const TrainOpt
   }
 }
 
-// The one-rank run every layout is compared with.
-const TrainRun& Reference(bool tied) {
-  static const TrainRun* const kRuns[2] = {
-      new TrainRun(TrainInProcess(MakePlan(TinyGpt(2, false), PlanShape{}), QuietOptions(kSteps))),
-      new TrainRun(TrainInProcess(MakePlan(TinyGpt(2, true), PlanShape{}), QuietOptions(kSteps)))};
-  return *kRuns[tied ? 1 : 0];
+// The one-rank run every layout of `num_micro_batches` micro-batches is compared with.
+const TrainRun& Reference(bool tied, int num_micro_batches = 4) {
+  static std::map<std::pair<bool, int>, TrainRun>* const kRuns =
+      new std::map<std::pair<bool, int>, TrainRun>();
+  auto it = kRuns->find({tied, num_micro_batches});
+  if (it != kRuns->end()) return it->second;
+  PlanShape shape;
+  shape.num_micro_batches = num_micro_batches;
+  TrainRun run = TrainInProcess(MakePlan(TinyGpt(2, tied), shape), QuietOptions(kSteps));
+  return kRuns->emplace(std::make_pair(tied, num_micro_batches), std::move(run)).first->second;
 }
 
-void ExpectSameAsReference(const TrainRun& run, bool tied) {
-  const TrainRun& ref = Reference(tied);
+void ExpectSameAsReference(const TrainRun& run, bool tied, int num_micro_batches = 4) {
+  const TrainRun& ref = Reference(tied, num_micro_batches);
   ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
   ASSERT_EQ(run.ranks.front().steps.size(), ref.ranks.front().steps.size());
   for (size_t k = 0; k < ref.ranks.front().steps.size(); ++k) {
@@ -95,14 +99,20 @@ struct LayoutCase {
 };
 void PrintTo(const LayoutCase& c, std::ostream* os) { *os << c.name; }
 
-PlanShape Shape(ScheduleKind kind, int tp, std::vector<int> replicas, int virtual_stages = 1) {
+PlanShape Shape(ScheduleKind kind, int tp, std::vector<int> replicas, int virtual_stages = 1,
+                int num_micro_batches = 4) {
   PlanShape s;
   s.schedule = kind;
   s.tp = tp;
   s.replicas = std::move(replicas);
   s.virtual_stages = virtual_stages;
-  s.num_micro_batches = 4;
+  s.num_micro_batches = num_micro_batches;
   return s;
+}
+
+// Replicas that do not divide the micro-batches (round robin).
+PlanShape RoundRobin(ScheduleKind kind, std::vector<int> replicas, int num_micro_batches) {
+  return Shape(kind, 1, std::move(replicas), 1, num_micro_batches);
 }
 
 class TrainerLayoutTest : public ::testing::TestWithParam<LayoutCase> {};
@@ -114,7 +124,7 @@ TEST_P(TrainerLayoutTest, SameLossesAsOneRank) {
   TrainRun run = TrainInProcess(plan, options);
   ASSERT_TRUE(run.status.ok()) << run.status.ToString();
   ExpectConsistentRanks(run, plan, options);
-  ExpectSameAsReference(run, /*tied=*/true);
+  ExpectSameAsReference(run, /*tied=*/true, plan.num_micro_batches);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -137,7 +147,15 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{"pp2_zb_h1_r21", Shape(ScheduleKind::kZbH1, 1, {2, 1})},
         LayoutCase{"pp2_gpipe_r21_tp2", Shape(ScheduleKind::kGpipe, 2, {2, 1})},
         LayoutCase{"naive_dp4", Shape(ScheduleKind::kNaive, 1, {4})},
-        LayoutCase{"pp2_r12", Shape(ScheduleKind::k1F1B, 1, {1, 2})}),
+        LayoutCase{"pp2_r12", Shape(ScheduleKind::k1F1B, 1, {1, 2})},
+        LayoutCase{"pp2_1f1b_r31_m4", RoundRobin(ScheduleKind::k1F1B, {3, 1}, 4)},
+        LayoutCase{"pp2_gpipe_r31_m4", RoundRobin(ScheduleKind::kGpipe, {3, 1}, 4)},
+        LayoutCase{"pp2_zb_h1_r31_m4", RoundRobin(ScheduleKind::kZbH1, {3, 1}, 4)},
+        LayoutCase{"pp2_1f1b_r13_m4", RoundRobin(ScheduleKind::k1F1B, {1, 3}, 4)},
+        LayoutCase{"pp3_1f1b_r211_m5", RoundRobin(ScheduleKind::k1F1B, {2, 1, 1}, 5)},
+        LayoutCase{"pp3_gpipe_r211_m5", RoundRobin(ScheduleKind::kGpipe, {2, 1, 1}, 5)},
+        LayoutCase{"pp3_zb_h1_r211_m5", RoundRobin(ScheduleKind::kZbH1, {2, 1, 1}, 5)},
+        LayoutCase{"pp3_1f1b_r132_m5", RoundRobin(ScheduleKind::k1F1B, {1, 3, 2}, 5)}),
     [](const ::testing::TestParamInfo<LayoutCase>& param_info) { return param_info.param.name; });
 
 // Clipping (active: the norm exceeds the limit), weight decay, a warm-up and decay schedule
