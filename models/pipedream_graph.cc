@@ -79,6 +79,10 @@ StatusOr<PipeDreamNode> ParseNode(std::string_view line, const std::string& wher
                            ": expected a node line 'ID -- DESCRIPTION -- COSTS' or an edge line "
                            "'<TAB>FROM -- TO'");
   }
+  if (fields.size() == 4 && fields[3].substr(0, 9) != "stage_id=") {
+    return InvalidArgument(where + ": the 4th field may only be stage_id=K, got '" +
+                           std::string(fields[3]) + "'");
+  }
   PipeDreamNode node;
   node.id = std::string(fields[0]);
   node.description = std::string(fields[1]);

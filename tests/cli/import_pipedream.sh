@@ -42,8 +42,9 @@ for entry in "${models[@]}"; do
     plan=$out/plan-$schedule.yaml
     run "$bin" plan --model "$out/model.yaml" "${costs[@]}" --devices 4 --global-batch "$global" \
       "${flags[@]}" -o "$plan"
-    expect_rc 0 && expect_in out "predicted step time" && [[ -s $plan ]]
-    verdict "$name: plan on 4 A100s ($schedule)"
+    expect_rc 0 && expect_in out "predicted step time" && expect_in out "samples/s" &&
+      ! grep -q "% of peak" "$WORK/out" && [[ -s $plan ]]
+    verdict "$name: plan on 4 A100s ($schedule), in samples/s, no fraction of peak (no FLOPs)"
 
     run "$bin" simulate "$plan" "${costs[@]}" --json
     expect_rc 0 &&
@@ -66,6 +67,14 @@ run "$bin" simulate "$out/plan-default.yaml" --cluster "$a100"
 expect_rc 1 && expect_in err "has generic layers" && expect_in err "--profile"
 verdict "simulate without the profile: no analytic costs for generic layers"
 
+run "$bin" profile "$out/model.yaml" --analytic --cluster "$a100" -o "$WORK/p.yaml"
+expect_rc 1 && expect_in err "it has no analytic costs" && [[ ! -e $WORK/p.yaml ]]
+verdict "profile --analytic refuses a generic model"
+
+run "$bin" profile "$out/model.yaml" --device cpu -o "$WORK/p.yaml"
+expect_rc 1 && expect_in err "cannot run it to measure it" && [[ ! -e $WORK/p.yaml ]]
+verdict "profile --device cpu refuses a generic model"
+
 run "$bin" launch "$out/plan-pipedream.yaml" --dry-run
 expect_rc 1 && expect_in err "plan-pipedream.yaml: model vgg16 has generic layers" &&
   expect_in err "workers cannot execute it"
@@ -74,6 +83,15 @@ verdict "launch refuses a plan of generic layers before any rank starts"
 run "$bin" launch "$out/plan-pipedream.yaml" --slurm -o "$WORK/job.sbatch"
 expect_rc 1 && expect_in err "workers cannot execute it" && [[ ! -e $WORK/job.sbatch ]]
 verdict "launch --slurm refuses it and writes no script"
+
+# The worker refuses on its own too, before it makes any communicator (so no mpirun is needed
+# here). Built only with MPI.
+worker=$(dirname "$bin")/trident-worker
+if [[ -x $worker ]]; then
+  run "$worker" "$out/plan-pipedream.yaml" --steps 1
+  expect_rc 1 && expect_in err "workers cannot execute it"
+  verdict "trident-worker refuses a plan of generic layers before connecting"
+fi
 
 run "$bin" run "$out/model.yaml" --cluster "$a100" --out "$WORK/run"
 expect_rc 1 && expect_in err "trident run cannot measure or train it"

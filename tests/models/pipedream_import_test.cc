@@ -99,6 +99,9 @@ TEST(PipeDreamGraphTest, ErrorsNameTheFileAndLine) {
       {good + "node2 -- ReLU -- backward_compute_time=1, forward_compute_time=1, "
               "activation_size=1, parameter_size=0\n",
        "g.txt:2: expected forward_compute_time= as field 1"},
+      {good + "node2 -- ReLU -- forward_compute_time=1, backward_compute_time=1, "
+              "activation_size=1, parameter_size=0 -- stage=1\n",
+       "g.txt:2: the 4th field may only be stage_id=K"},
       {good + good, "g.txt:2: node node1 is already defined on line 1"},
       {good + Edge("node1", "node9"), "g.txt:2: edge names node node9"},
       {good + "\tnode1 node2\n", "g.txt:2: expected an edge line"},
