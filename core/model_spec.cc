@@ -241,9 +241,8 @@ Status ReadLayers(YamlMap& map, ModelSpec* spec) {
   });
 }
 
-// The keys of a model that has shapes (every model but a generic one).
+// The keys of a model that has shapes (every model but a generic one), after max_seq_len.
 Status ReadShapeFields(YamlMap& map, ModelSpec* spec) {
-  TRIDENT_RETURN_IF_ERROR(map.Get("vocab_size", &spec->vocab_size));
   TRIDENT_RETURN_IF_ERROR(map.Get("hidden", &spec->hidden));
   TRIDENT_RETURN_IF_ERROR(map.Get("heads", &spec->heads));
   spec->kv_heads = spec->heads;
@@ -281,13 +280,18 @@ void WriteScalarFields(const ModelSpec& spec, YamlWriter& out) {
 
 }  // namespace
 
-// Layers first: a generic model has no shape keys (Finish() then rejects any it gives).
+// The layers are read first, to know whether shape keys belong (a generic model has none, and
+// Finish() then rejects any it gives); their error is reported after the other keys', in the
+// files' key order.
 Status ReadModelFields(YamlMap& map, ModelSpec* spec) {
   TRIDENT_RETURN_IF_ERROR(map.Get("name", &spec->name));
-  TRIDENT_RETURN_IF_ERROR(ReadLayers(map, spec));
+  const Status layers = ReadLayers(map, spec);
+  const bool generic = spec->IsGeneric();  // of the groups read, when a later one is bad
+  if (!generic) TRIDENT_RETURN_IF_ERROR(map.Get("vocab_size", &spec->vocab_size));
   TRIDENT_RETURN_IF_ERROR(map.Get("max_seq_len", &spec->max_seq_len));
-  if (!spec->IsGeneric()) TRIDENT_RETURN_IF_ERROR(ReadShapeFields(map, spec));
-  return map.GetOptionalEnum("dtype", DTypeNames(), &spec->dtype);
+  if (!generic) TRIDENT_RETURN_IF_ERROR(ReadShapeFields(map, spec));
+  TRIDENT_RETURN_IF_ERROR(map.GetOptionalEnum("dtype", DTypeNames(), &spec->dtype));
+  return layers;
 }
 
 void WriteModelFields(const ModelSpec& spec, YamlWriter& out) {
