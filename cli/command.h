@@ -11,6 +11,7 @@
 namespace trident {
 
 void AddModelCommand(CLI::App& app, int* exit_code);
+void AddImportCommand(CLI::App& app, int* exit_code);
 void AddPlanCommand(CLI::App& app, int* exit_code);
 // `command_line`: main's argv, whose arguments after `profile` trident-profile is given.
 void AddProfileCommand(CLI::App& app, const std::vector<std::string>& command_line, int* exit_code);

@@ -96,6 +96,7 @@ std::string JobName(const std::string& plan_path) {
 int RunSlurm(const LaunchFlags& f, const std::string& worker) {
   StatusOr<Plan> plan = LoadPlan(f.plan);
   if (!plan.ok()) return PrintError(plan.status());
+  if (Status s = CheckExecutable(*plan, f.plan); !s.ok()) return PrintError(s);
   StatusOr<int> threads = WorkerThreads(f.worker_args);
   if (!threads.ok()) return PrintError(threads.status());
   if (f.submit && !FindProgram("sbatch")) {

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   trident::AddModelCommand(app, &exit_code);
   trident::AddValidateCommand(app, &exit_code);
+  trident::AddImportCommand(app, &exit_code);
   trident::AddProfileCommand(app, std::vector<std::string>(argv, argv + argc), &exit_code);
   trident::AddPlanCommand(app, &exit_code);
   trident::AddSimulateCommand(app, &exit_code);

@@ -105,9 +105,30 @@ Status ResolveShape(const ModelOptions& options, const ModelSpec& model, LayerSh
   return Status::Ok();
 }
 
+// A generic model has no shapes to cost: say where its costs are instead.
+void PrintGeneric(const ModelSpec& model, bool json) {
+  const std::string where =
+      "its costs are in the profile it was imported with (trident import); plan, simulate and "
+      "explain it with --profile that file";
+  if (json) {
+    std::cout << JsonText({{"model", model.name},
+                           {"generic", true},
+                           {"num_layers", model.NumLayers()},
+                           {"seq_len", model.max_seq_len},
+                           {"note", "no analytic costs: " + where}});
+    return;
+  }
+  std::cout << model.ToString() << "\n"
+            << "no analytic costs (generic layers have no shapes): " << where << "\n";
+}
+
 int RunModel(const ModelOptions& options) {
   StatusOr<ModelSpec> model = LoadModelSpec(options.file);
   if (!model.ok()) return PrintError(model.status());
+  if (model->IsGeneric()) {
+    PrintGeneric(*model, options.json);
+    return 0;
+  }
   LayerShape shape;
   if (Status status = ResolveShape(options, *model, &shape); !status.ok())
     return PrintError(status);

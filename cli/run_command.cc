@@ -78,6 +78,10 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   o.worker_args = f.worker_args;
   TRIDENT_ASSIGN_OR_RETURN(o.model_text, ReadFile(f.model));
   TRIDENT_ASSIGN_OR_RETURN(ModelSpec model, ParseModelSpec(o.model_text, f.model));
+  TRIDENT_RETURN_IF_ERROR(
+      CheckNotGeneric(model, "trident run cannot measure or train it",
+                      "plan it with trident plan --profile and the profile imported with it")
+          .WithPrefix(f.model));
   StatusOr<std::string> cluster_text = ReadFile(f.cluster);
   if (!cluster_text.ok()) {
     return NotFound("--cluster " + f.cluster +

@@ -143,6 +143,10 @@ void Train(WorkerFlags& flags) {
   if (Status status = Finish(&flags); !status.ok()) Fail(status, nullptr, speaker);
   StatusOr<Plan> plan = LoadPlan(flags.plan);
   if (!plan.ok()) Fail(plan.status(), nullptr, speaker);
+  // Before any communicator exists, so every rank refuses alone and none waits for a peer.
+  Status executable = CheckNotGeneric(plan->model, "the workers cannot execute it",
+                                      "plan, simulate and explain it instead");
+  if (!executable.ok()) Fail(executable.WithPrefix(flags.plan), nullptr, speaker);
   RankResources rank = Connect(flags, speaker);
   Comm* comm = rank.world.get();
   speaker = RankSpeaker(*plan, *comm, speaker);

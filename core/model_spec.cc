@@ -13,7 +13,8 @@ const NameTable<LayerKind>& LayerKindNames() {
   static const NameTable<LayerKind> kNames = {
       {"embedding", LayerKind::kEmbedding},    {"gpt_block", LayerKind::kGptBlock},
       {"llama_block", LayerKind::kLlamaBlock}, {"final_norm", LayerKind::kFinalNorm},
-      {"lm_head", LayerKind::kLmHead},         {"mlp_block", LayerKind::kMlpBlock}};
+      {"lm_head", LayerKind::kLmHead},         {"mlp_block", LayerKind::kMlpBlock},
+      {"generic", LayerKind::kGeneric}};
   return kNames;
 }
 
@@ -39,6 +40,13 @@ std::vector<LayerKind> ModelSpec::ExpandLayers() const {
   std::vector<LayerKind> kinds;
   for (const LayerGroup& group : layers) kinds.insert(kinds.end(), group.repeat, group.kind);
   return kinds;
+}
+
+bool ModelSpec::IsGeneric() const {
+  for (const LayerGroup& group : layers) {
+    if (group.kind == LayerKind::kGeneric) return true;
+  }
+  return false;
 }
 
 LayerKind ModelSpec::LayerAt(int index) const {
@@ -141,6 +149,34 @@ FieldCheck CheckLayerGroup(const ModelSpec& m, size_t i) {
   return std::nullopt;
 }
 
+// A generic model has no shapes: only its sequence length, and generic layers throughout.
+FieldCheck CheckGenericModel(const ModelSpec& m) {
+  if (FieldCheck error = CheckSize("max_seq_len", m.max_seq_len, limits::kMaxSeqLen)) return error;
+  const std::pair<const char*, int64_t> shapes[] = {{"vocab_size", m.vocab_size},
+                                                    {"hidden", m.hidden},
+                                                    {"heads", m.heads},
+                                                    {"kv_heads", m.kv_heads},
+                                                    {"ffn_hidden", m.ffn_hidden}};
+  for (const auto& [key, value] : shapes) {
+    if (value != 0) {
+      return FieldError{key,
+                        "a model of generic layers has no shapes, got " + std::to_string(value),
+                        "remove the key, or replace the generic layers by real ones"};
+    }
+  }
+  if (m.tied_embeddings) {
+    return FieldError{"tied_embeddings", "a model of generic layers ties nothing", ""};
+  }
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    if (m.layers[i].kind != LayerKind::kGeneric) {
+      return FieldError{JoinKeyPath(IndexKeyPath("layers", i), "kind"),
+                        "a model with generic layers may hold only generic layers",
+                        "import the whole model (trident import), or describe it all by kinds"};
+    }
+  }
+  return std::nullopt;
+}
+
 FieldCheck CheckLayers(const ModelSpec& m) {
   if (m.layers.empty()) {
     return FieldError{"layers", "a model needs at least one layer",
@@ -170,33 +206,31 @@ FieldCheck CheckLayers(const ModelSpec& m) {
 
 FieldCheck ModelSpec::Check() const {
   if (name.empty()) return FieldError{"name", "must not be empty", "name the model"};
-  if (FieldCheck error = CheckShapes(*this)) return error;
+  if (FieldCheck error = IsGeneric() ? CheckGenericModel(*this) : CheckShapes(*this)) return error;
   return CheckLayers(*this);
 }
 
 std::string ModelSpec::ToString() const {
+  if (IsGeneric()) {
+    return name + ": " + std::to_string(NumLayers()) +
+           " generic layers (costs from a profile only), seq " + std::to_string(max_seq_len);
+  }
   return name + ": " + std::to_string(NumLayers()) + " layers, hidden " + std::to_string(hidden) +
          ", heads " + std::to_string(heads) + "/" + std::to_string(kv_heads) + ", ffn " +
          std::to_string(ffn_hidden) + ", vocab " + std::to_string(vocab_size) + ", seq " +
          std::to_string(max_seq_len) + (tied_embeddings ? ", tied" : "");
 }
 
-Status ReadModelFields(YamlMap& map, ModelSpec* spec) {
-  TRIDENT_RETURN_IF_ERROR(map.Get("name", &spec->name));
-  TRIDENT_RETURN_IF_ERROR(map.Get("vocab_size", &spec->vocab_size));
-  TRIDENT_RETURN_IF_ERROR(map.Get("max_seq_len", &spec->max_seq_len));
-  TRIDENT_RETURN_IF_ERROR(map.Get("hidden", &spec->hidden));
-  TRIDENT_RETURN_IF_ERROR(map.Get("heads", &spec->heads));
-  spec->kv_heads = spec->heads;
-  TRIDENT_RETURN_IF_ERROR(map.GetOptional("kv_heads", &spec->kv_heads));
-  TRIDENT_RETURN_IF_ERROR(map.Get("ffn_hidden", &spec->ffn_hidden));
-  TRIDENT_RETURN_IF_ERROR(map.GetEnum("norm", NormKindNames(), &spec->norm));
-  TRIDENT_RETURN_IF_ERROR(map.GetEnum("positions", PositionKindNames(), &spec->positions));
-  TRIDENT_RETURN_IF_ERROR(map.Get("tied_embeddings", &spec->tied_embeddings));
-  TRIDENT_RETURN_IF_ERROR(map.GetOptional("dropout", &spec->dropout));
-  TRIDENT_RETURN_IF_ERROR(map.GetOptional("norm_eps", &spec->norm_eps));
-  TRIDENT_RETURN_IF_ERROR(map.GetOptional("rope_theta", &spec->rope_theta));
-  TRIDENT_RETURN_IF_ERROR(map.GetOptionalEnum("dtype", DTypeNames(), &spec->dtype));
+Status CheckNotGeneric(const ModelSpec& model, std::string_view what, std::string_view hint) {
+  if (!model.IsGeneric()) return Status::Ok();
+  return FailedPrecondition("model " + model.name +
+                            " has generic layers (imported costs, no implementation), so " +
+                            std::string(what) + "; " + std::string(hint));
+}
+
+namespace {
+
+Status ReadLayers(YamlMap& map, ModelSpec* spec) {
   spec->layers.clear();
   return map.ForEachMap("layers", [spec](YamlMap& item, int) -> Status {
     LayerGroup group;
@@ -207,9 +241,29 @@ Status ReadModelFields(YamlMap& map, ModelSpec* spec) {
   });
 }
 
-void WriteModelFields(const ModelSpec& spec, YamlWriter& out) {
-  out.Field("name", spec.name)
-      .Field("vocab_size", spec.vocab_size)
+// The keys of a model that has shapes (every model but a generic one), after max_seq_len.
+Status ReadShapeFields(YamlMap& map, ModelSpec* spec) {
+  TRIDENT_RETURN_IF_ERROR(map.Get("hidden", &spec->hidden));
+  TRIDENT_RETURN_IF_ERROR(map.Get("heads", &spec->heads));
+  spec->kv_heads = spec->heads;
+  TRIDENT_RETURN_IF_ERROR(map.GetOptional("kv_heads", &spec->kv_heads));
+  TRIDENT_RETURN_IF_ERROR(map.Get("ffn_hidden", &spec->ffn_hidden));
+  TRIDENT_RETURN_IF_ERROR(map.GetEnum("norm", NormKindNames(), &spec->norm));
+  TRIDENT_RETURN_IF_ERROR(map.GetEnum("positions", PositionKindNames(), &spec->positions));
+  TRIDENT_RETURN_IF_ERROR(map.Get("tied_embeddings", &spec->tied_embeddings));
+  TRIDENT_RETURN_IF_ERROR(map.GetOptional("dropout", &spec->dropout));
+  TRIDENT_RETURN_IF_ERROR(map.GetOptional("norm_eps", &spec->norm_eps));
+  return map.GetOptional("rope_theta", &spec->rope_theta);
+}
+
+// Every key but the layers, in the files' order.
+void WriteScalarFields(const ModelSpec& spec, YamlWriter& out) {
+  out.Field("name", spec.name);
+  if (spec.IsGeneric()) {
+    out.Field("max_seq_len", spec.max_seq_len).Field("dtype", DTypeName(spec.dtype));
+    return;
+  }
+  out.Field("vocab_size", spec.vocab_size)
       .Field("max_seq_len", spec.max_seq_len)
       .Field("hidden", spec.hidden)
       .Field("heads", spec.heads)
@@ -222,6 +276,26 @@ void WriteModelFields(const ModelSpec& spec, YamlWriter& out) {
       .Field("norm_eps", spec.norm_eps)
       .Field("rope_theta", spec.rope_theta)
       .Field("dtype", DTypeName(spec.dtype));
+}
+
+}  // namespace
+
+// The layers are read first, to know whether shape keys belong (a generic model has none, and
+// Finish() then rejects any it gives); their error is reported after the other keys', in the
+// files' key order.
+Status ReadModelFields(YamlMap& map, ModelSpec* spec) {
+  TRIDENT_RETURN_IF_ERROR(map.Get("name", &spec->name));
+  const Status layers = ReadLayers(map, spec);
+  const bool generic = spec->IsGeneric();  // of the groups read, when a later one is bad
+  if (!generic) TRIDENT_RETURN_IF_ERROR(map.Get("vocab_size", &spec->vocab_size));
+  TRIDENT_RETURN_IF_ERROR(map.Get("max_seq_len", &spec->max_seq_len));
+  if (!generic) TRIDENT_RETURN_IF_ERROR(ReadShapeFields(map, spec));
+  TRIDENT_RETURN_IF_ERROR(map.GetOptionalEnum("dtype", DTypeNames(), &spec->dtype));
+  return layers;
+}
+
+void WriteModelFields(const ModelSpec& spec, YamlWriter& out) {
+  WriteScalarFields(spec, out);
   out.Key("layers").BeginList();
   for (const LayerGroup& group : spec.layers) {
     out.BeginMap(/*flow=*/true).Field("kind", NameOf(LayerKindNames(), group.kind));

@@ -11,6 +11,8 @@
 //     - {kind: gpt_block, repeat: 12}
 //     - {kind: final_norm}
 //     - {kind: lm_head}
+// A generic model (every layer `generic`, imported from another tool's profile) gives only
+// name, max_seq_len, dtype and layers: its costs come from its profile alone.
 // Layers are numbered 0..NumLayers()-1 after expanding `repeat`; stage cuts, profiles and
 // checkpoints all use these indices.
 #pragma once
@@ -37,6 +39,10 @@ enum class LayerKind {
   kFinalNorm,   // LayerNorm or RMSNorm, per the model's `norm`
   kLmHead,      // projection to the vocabulary and mean cross-entropy loss
   kMlpBlock,    // x + fc2(gelu(fc1(x))), for small tests
+  // A layer known only by its profiled costs (`trident import`): no shapes, no analytic
+  // costs, and no implementation, so it can be planned and simulated but never run. A model
+  // with a generic layer has only generic layers and no shape keys (hidden, heads, ...).
+  kGeneric,
 };
 const NameTable<LayerKind>& LayerKindNames();
 
@@ -79,6 +85,8 @@ struct ModelSpec {
   // The kind of layer `index`. REQUIRES: 0 <= index < NumLayers().
   LayerKind LayerAt(int index) const;
   std::vector<LayerKind> ExpandLayers() const;
+  // Whether any layer is generic (then every layer is, once Check() passes).
+  bool IsGeneric() const;
   int64_t HeadDim() const { return heads > 0 ? hidden / heads : 0; }
 
   // Why tensor-parallel degree `tp` cannot shard this model ("tp 5 does not divide 12
@@ -89,6 +97,11 @@ struct ModelSpec {
   Status Validate() const { return ToStatus(Check()); }
   std::string ToString() const;  // one line: "gpt2-small: 15 layers, hidden 768, ..."
 };
+
+// Ok unless `model` has generic layers; then FailedPrecondition: "model resnet50 has generic
+// layers (imported costs, no implementation), so `what`; `hint`". `what` names the refused use,
+// e.g. "it has no analytic costs".
+Status CheckNotGeneric(const ModelSpec& model, std::string_view what, std::string_view hint);
 
 // Reads the model fields of `map` (the file's top level, or a plan's `model:` section).
 Status ReadModelFields(YamlMap& map, ModelSpec* spec);

@@ -11,7 +11,8 @@ namespace trident {
 
 const NameTable<ProfileSource>& ProfileSourceNames() {
   static const NameTable<ProfileSource> kNames = {{"measured", ProfileSource::kMeasured},
-                                                  {"analytic", ProfileSource::kAnalytic}};
+                                                  {"analytic", ProfileSource::kAnalytic},
+                                                  {"imported", ProfileSource::kImported}};
   return kNames;
 }
 

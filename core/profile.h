@@ -20,7 +20,8 @@
 
 namespace trident {
 
-enum class ProfileSource { kMeasured, kAnalytic };
+// kImported: costs measured by another tool and converted (`trident import`).
+enum class ProfileSource { kMeasured, kAnalytic, kImported };
 const NameTable<ProfileSource>& ProfileSourceNames();
 
 // Costs of one layer for one micro-batch size and tp degree, as one rank of the tp group

@@ -88,6 +88,7 @@ LayerCost AnalyticLayerCost(const ModelSpec& model, LayerKind kind, const LayerS
   TRIDENT_CHECK(shape.tp >= 1 && shape.micro_batch >= 1 && shape.seq_len >= 1)
       << "tp " << shape.tp << ", micro-batch " << shape.micro_batch << ", seq_len "
       << shape.seq_len;
+  if (kind == LayerKind::kGeneric) return {};
   const LayerCostInputs in = MakeLayerCostInputs(model, kind, shape);
   switch (kind) {
     case LayerKind::kEmbedding:
@@ -101,6 +102,8 @@ LayerCost AnalyticLayerCost(const ModelSpec& model, LayerKind kind, const LayerS
       return LmHeadCost(in);
     case LayerKind::kMlpBlock:
       return BlockCost(in, 1);
+    case LayerKind::kGeneric:
+      return {};
   }
   TRIDENT_CHECK(false) << "unknown layer kind " << static_cast<int>(kind);
   return {};

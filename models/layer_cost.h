@@ -20,6 +20,9 @@
 //  - With tp = 1 there is no tp group: the all-reduce counts and payloads are 0.
 //  - Tied embeddings: the embedding owns and counts the shared matrix; the LM head of a tied
 //    model reports 0 params and total_params (its FLOPs are unchanged).
+//  - A generic layer (core/model_spec.h) has no shapes: every figure is 0. Its costs exist only
+//    in its profile, so analytic profiles refuse it (profiler/analytic_profile.h) and the
+//    model FLOPs behind "% of peak" leave it out.
 //  - Recompute changes the blocks only (GPT, Llama, MLP); the embedding, final norm and LM
 //    head cost the same under every mode.
 //

@@ -110,6 +110,8 @@ std::vector<ParamShape> LayerParamShapes(const ModelSpec& model, LayerKind kind,
       return FinalNormParams(model, split);
     case LayerKind::kLmHead:
       return LmHeadParams(model, split);
+    case LayerKind::kGeneric:
+      return {};
   }
   return {};
 }

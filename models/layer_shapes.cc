@@ -98,6 +98,8 @@ std::vector<StashTensor> LayerShapes::ForwardStash(const TokenBlock& tb) const {
     case LayerKind::kFinalNorm:
     case LayerKind::kLmHead:
       return VocabLayerStash(*this, tb);
+    case LayerKind::kGeneric:
+      return {};
   }
   return {};
 }
@@ -112,6 +114,7 @@ std::vector<GemmShape> LayerShapes::ForwardGemms(const TokenBlock& tb) const {
       return {LinearGemm(tb, hidden, vocab_shard.Rows())};
     case LayerKind::kEmbedding:
     case LayerKind::kFinalNorm:
+    case LayerKind::kGeneric:
       return {};
   }
   return {};

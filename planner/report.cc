@@ -76,7 +76,9 @@ std::string PlanSummary(const Plan& plan, const Evaluation& ev, const ReportCont
   double tokens_per_s = static_cast<double>(plan.global_batch * plan.seq_len) / (ev.step_ms * 1e-3);
   text += "predicted step time   " + FormatMs(ev.step_ms) + " (global batch " +
           std::to_string(plan.global_batch) + " × seq " + std::to_string(plan.seq_len) + ")\n";
-  text += "throughput            " + FormatFixed(tokens_per_s, 0) + " tokens/s\n";
+  // A generic (imported) model's sequence is one sample of length 1.
+  text += "throughput            " + FormatFixed(tokens_per_s, 0) +
+          (plan.model.IsGeneric() ? " samples/s\n" : " tokens/s\n");
   if (context.model_flops_per_step > 0 && context.peak_flops_per_device > 0) {
     double per_device = context.model_flops_per_step / (ev.step_ms * 1e-3) / plan.devices;
     text += "achieved per device   " + FlopRate(per_device) + " (" +

@@ -131,6 +131,9 @@ StatusOr<std::vector<int>> ResolveTps(const ModelSpec& model, const ClusterSpec&
 
 StatusOr<Profile> AnalyticProfile(const ModelSpec& model, const ClusterSpec& cluster,
                                   const AnalyticProfileOptions& options) {
+  TRIDENT_RETURN_IF_ERROR(CheckNotGeneric(
+      model, "it has no analytic costs",
+      "give its profile with --profile (trident import writes it beside the model)"));
   TRIDENT_ASSIGN_OR_RETURN(DeviceRates rates, Rates(cluster, options.dtype));
   TRIDENT_ASSIGN_OR_RETURN(std::vector<int> tps, ResolveTps(model, cluster, options.tps));
   Profile p;

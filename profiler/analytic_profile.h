@@ -48,7 +48,8 @@ struct AnalyticProfileOptions {
   DType dtype = DType::kBf16;
 };
 
-// Fails when the cluster's device has no peak for `dtype`, or a tp does not shard the model.
+// Fails when the cluster's device has no peak for `dtype`, when a tp does not shard the model,
+// or when the model has generic layers (their costs come only from a profile).
 StatusOr<Profile> AnalyticProfile(const ModelSpec& model, const ClusterSpec& cluster,
                                   const AnalyticProfileOptions& options);
 

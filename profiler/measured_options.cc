@@ -33,6 +33,8 @@ Status CheckTp(const ModelSpec& model, int tp, int world_size) {
 
 Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions& options,
                             int world_size) {
+  TRIDENT_RETURN_IF_ERROR(CheckNotGeneric(model, "this machine cannot run it to measure it",
+                                          "plan it with the profile it was imported with"));
   if (options.micro_batches.empty() || options.tps.empty()) {
     return InvalidArgument("--micro-batch and --tp need at least one value each");
   }

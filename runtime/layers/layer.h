@@ -123,7 +123,8 @@ class Layer {
 // The layer of `kind` for `model` on the rank that `context` describes.
 // REQUIRES: model.Validate() ok; context.tp_size divides heads, kv_heads and ffn_hidden
 // (ModelSpec::TensorParallelProblem is empty); context.compute set; tp_comm set when
-// tp_size > 1; model.dropout == 0 (dropout is not implemented yet). Unsupported
+// tp_size > 1; model.dropout == 0 (dropout is not implemented yet); kind is not generic
+// (generic layers have no implementation). Unsupported
 // combinations abort with what is missing (see README.md).
 std::unique_ptr<Layer> MakeLayer(const ModelSpec& model, LayerKind kind,
                                  const LayerContext& context);

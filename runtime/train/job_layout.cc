@@ -18,6 +18,9 @@ std::string RankName(const RankMap& map, int rank) {
 }
 
 Status CheckModelEnds(const ModelSpec& model) {
+  TRIDENT_RETURN_IF_ERROR(
+      CheckNotGeneric(model, "the runtime cannot execute it",
+                      "plan, simulate and explain it; train a model of Trident's layer kinds"));
   std::vector<LayerKind> kinds = model.ExpandLayers();
   if (kinds.empty() || kinds.front() != LayerKind::kEmbedding ||
       kinds.back() != LayerKind::kLmHead) {

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Usage: import_pipedream.sh TRIDENT_BIN SOURCE_DIR
+#
+# trident import pipedream on the 14 PipeDream profiles of tests/data/pipedream: each imports
+# to the expected number of generic layers, validates, and is planned (default schedules and
+# PipeDream's) on 4 A100s, simulated and explained. Bad input fails with file and line and
+# writes nothing; what cannot run a generic model (analytic costs, launch, run) refuses it.
+# shellcheck source=testlib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+
+bin=$1
+data=$2/tests/data/pipedream
+a100=$2/configs/clusters/dgx-a100-80gb.yaml
+
+# model, PipeDream's minibatch (tests/data/pipedream/README.md), layers after the import
+# (nodes less the Input nodes and the __getitem__ sinks).
+models=(
+  "alexnet 256 22" "densenet121 64 428" "gnmt 64 37" "gnmt_large 64 77"
+  "inception_v3 128 325" "nasnetalarge 16 1250" "nasnetamobile 128 920" "resnet101 64 346"
+  "resnet18 256 70" "resnet50 128 176" "resnext101 64 346" "resnext50 128 176"
+  "squeezenet1_0 256 67" "vgg16 128 40"
+)
+
+for entry in "${models[@]}"; do
+  read -r name batch layers <<<"$entry"
+  out=$WORK/$name
+  run "$bin" import pipedream "$data/$name/graph.txt" -o "$out" --micro-batch "$batch"
+  expect_rc 0 && expect_in out "as $name: $layers generic layers" &&
+    [[ -s $out/model.yaml && -s $out/profile.yaml ]] &&
+    [[ $(wc -l <"$out/layers.tsv") -eq $layers ]]
+  verdict "import $name: $layers generic layers, model, profile and layer table"
+
+  run "$bin" validate "$out/model.yaml" "$out/profile.yaml"
+  expect_rc 0 && expect_in out "ok: model" && expect_in out "ok: profile"
+  verdict "$name: the written model and profile validate"
+
+  costs=(--profile "$out/profile.yaml" --cluster "$a100")
+  global=$((8 * batch))
+  for schedule in default pipedream; do
+    flags=()
+    [[ $schedule == pipedream ]] && flags=(--schedule pipedream --fix pp=4)
+    plan=$out/plan-$schedule.yaml
+    run "$bin" plan --model "$out/model.yaml" "${costs[@]}" --devices 4 --global-batch "$global" \
+      "${flags[@]}" -o "$plan"
+    expect_rc 0 && expect_in out "predicted step time" && expect_in out "samples/s" &&
+      ! grep -q "% of peak" "$WORK/out" && [[ -s $plan ]]
+    verdict "$name: plan on 4 A100s ($schedule), in samples/s, no fraction of peak (no FLOPs)"
+
+    run "$bin" simulate "$plan" "${costs[@]}" --json
+    expect_rc 0 &&
+      expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" \
+        "$(sed -n 's/^  step_time_ms: //p' "$plan")"
+    verdict "$name: simulate reproduces the plan's step time ($schedule)"
+
+    run "$bin" explain "$plan" "${costs[@]}"
+    expect_rc 0 && expect_in out "bottleneck: stage"
+    verdict "$name: explain ($schedule)"
+  done
+done
+
+out=$WORK/vgg16
+run "$bin" model "$out/model.yaml"
+expect_rc 0 && expect_in out "vgg16: 40 generic layers" && expect_in out "no analytic costs"
+verdict "model on a generic model says where its costs are"
+
+run "$bin" simulate "$out/plan-default.yaml" --cluster "$a100"
+expect_rc 1 && expect_in err "has generic layers" && expect_in err "--profile"
+verdict "simulate without the profile: no analytic costs for generic layers"
+
+run "$bin" profile "$out/model.yaml" --analytic --cluster "$a100" -o "$WORK/p.yaml"
+expect_rc 1 && expect_in err "it has no analytic costs" && [[ ! -e $WORK/p.yaml ]]
+verdict "profile --analytic refuses a generic model"
+
+run "$bin" profile "$out/model.yaml" --device cpu -o "$WORK/p.yaml"
+expect_rc 1 && expect_in err "cannot run it to measure it" && [[ ! -e $WORK/p.yaml ]]
+verdict "profile --device cpu refuses a generic model"
+
+run "$bin" launch "$out/plan-pipedream.yaml" --dry-run
+expect_rc 1 && expect_in err "plan-pipedream.yaml: model vgg16 has generic layers" &&
+  expect_in err "workers cannot execute it"
+verdict "launch refuses a plan of generic layers before any rank starts"
+
+run "$bin" launch "$out/plan-pipedream.yaml" --slurm -o "$WORK/job.sbatch"
+expect_rc 1 && expect_in err "workers cannot execute it" && [[ ! -e $WORK/job.sbatch ]]
+verdict "launch --slurm refuses it and writes no script"
+
+# The worker refuses on its own too, before it makes any communicator (so no mpirun is needed
+# here). Built only with MPI.
+worker=$(dirname "$bin")/trident-worker
+if [[ -x $worker ]]; then
+  run "$worker" "$out/plan-pipedream.yaml" --steps 1
+  expect_rc 1 && expect_in err "workers cannot execute it"
+  verdict "trident-worker refuses a plan of generic layers before connecting"
+fi
+
+run "$bin" run "$out/model.yaml" --cluster "$a100" --out "$WORK/run"
+expect_rc 1 && expect_in err "trident run cannot measure or train it"
+verdict "run refuses a generic model"
+
+# Bad input: exit 1, the file (and line) named, nothing written.
+bad=$WORK/bad
+mkdir -p "$bad"
+run "$bin" import pipedream "$bad/missing.txt" -o "$bad/out" --micro-batch 8
+expect_rc 1 && expect_in err "missing.txt" && [[ ! -e $bad/out ]]
+verdict "import of a missing file: exit 1 naming it, nothing written"
+
+head -3 "$data/vgg16/graph.txt" >"$bad/short.txt"
+echo "node99 -- ReLU -- forward_compute_time=1.0" >>"$bad/short.txt"
+run "$bin" import pipedream "$bad/short.txt" -o "$bad/out" --micro-batch 8
+expect_rc 1 && expect_in err "short.txt:4: expected forward_compute_time=" && [[ ! -e $bad/out ]]
+verdict "import of a malformed line: exit 1 naming file and line, nothing written"
+
+cp "$data/alexnet/graph.txt" "$bad/cycle.txt"
+last=$(grep -P '^\t' "$bad/cycle.txt" | tail -1 | sed 's/^\t//')
+printf '\n\t%s -- %s\n' "${last#* -- }" "${last%% -- *}" >>"$bad/cycle.txt"
+run "$bin" import pipedream "$bad/cycle.txt" -o "$bad/out" --micro-batch 8
+expect_rc 1 && expect_match err "cycle.txt:[0-9]+: node node[0-9]+ lies on a cycle" &&
+  [[ ! -e $bad/out ]]
+verdict "import of a graph with a cycle: exit 1 naming a node on it, nothing written"
+
+grep -v -- '-- Input' "$data/resnet18/graph.txt" | grep -v -P '^\tnode1 -- ' >"$bad/noinput.txt"
+run "$bin" import pipedream "$bad/noinput.txt" -o "$bad/out" --micro-batch 8
+expect_rc 1 && expect_in err "noinput.txt: no Input node" && [[ ! -e $bad/out ]]
+verdict "import of a graph with no Input node: exit 1, nothing written"
+
+run "$bin" import pipedream "$data/vgg16/graph.txt" -o "$bad/out"
+expect_rc 2 && [[ ! -e $bad/out ]]
+verdict "import without --micro-batch: usage error"
+
+summary 100
