@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace trident {
@@ -65,13 +66,18 @@ StatusOr<std::vector<Lane>> ReplicaLanes(ScheduleKind kind, int pp, int virtual_
   TRIDENT_RETURN_IF_ERROR(CheckShape(pp, num_micro_batches, replicas, steps));
   std::vector<Lane> lanes;
   const std::vector<int> warm_ups = WarmUps(pp, num_micro_batches, replicas);
+  std::map<int, StatusOr<Schedule>> by_count;  // a lane count takes at most two values a position
   for (int p = 0; p < pp; ++p) {
     const int r = replicas[p];
     const int list = ListPosition(kind, pp, p, warm_ups);
     for (int d = 0; d < r; ++d) {
       const int local = LaneMicroBatches(num_micro_batches, r, d);
-      StatusOr<Schedule> one = GenerateSchedule(kind, pp, virtual_stages, local);
-      StatusOr<Schedule> schedule = one.ok() ? UnrollSteps(*one, steps) : one;
+      auto it = by_count.find(local);
+      if (it == by_count.end()) {
+        StatusOr<Schedule> one = GenerateSchedule(kind, pp, virtual_stages, local);
+        it = by_count.emplace(local, one.ok() ? UnrollSteps(*one, steps) : one).first;
+      }
+      const StatusOr<Schedule>& schedule = it->second;
       if (!schedule.ok()) {
         return InvalidArgument("pipeline position " + Str(p) + " (" + Str(local) +
                                " micro-batches on replica " + Str(d) +

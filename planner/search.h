@@ -27,10 +27,6 @@ struct SearchConstraints {
   std::optional<bool> zero1;             // unset: both
   int64_t max_memory_bytes = 0;          // 0: the device's memory
   std::vector<int> cuts;                 // first layer of each stage; only evaluated
-  // --replicas: each stage's replication, fixed as --cuts fixes the cuts (one per stage, at
-  // least 1, summing to at most the tp groups); empty: searched.
-  std::vector<int> replicas;
-  bool uniform_replication = false;  // only plans whose stages all have one replication
   int max_virtual_stages = 4;
   bool replicate_stages = true;  // also search per-stage replication where units <= 64
 };
