@@ -27,7 +27,7 @@ Plan BestPlan(const PlannerFixture& f, int devices, int pp) {
   SearchRequest request = f.Request(devices, 32);
   request.constraints.tp = 1;
   request.constraints.pp = pp;
-  request.constraints.uniform_replication = true;
+  request.constraints.dp = devices / pp;  // every device, so that the pods are crossed
   StatusOr<SearchResult> result = SearchPlans(*f.costs, request);
   EXPECT_TRUE(result.ok()) << result.status().ToString();
   return result.ok() ? result->ranked.front().plan : Plan{};
