@@ -159,16 +159,14 @@ TEST(ReplicatedSimulation, StepsTileOrStream) {
 
 // 1F1B, pp 3, M 6, replicas {1, 3, 1}: position 0 warms up with 0F0 0F1 0F2 and then needs
 // 1B0 before 0F3, while position 1's replica 0 (micro-batches 0 and 3) runs 1F0 1F3 1B0.
-TEST(ReplicatedSimulation, LanesThatWaitOnEachOtherAreAnError) {
+// Replicas {1, 3, 1} of 6 micro-batches: position 1's lanes would wait for forwards position 0
+// runs only after their backwards, so the lanes warm up less (core/replica_lanes.h) and run.
+TEST(ReplicatedSimulation, LanesWarmUpNoMoreThanThePositionsBeforeThemFeed) {
   Schedule s = Header(ScheduleKind::k1F1B, 3, 1, 6);
   StatusOr<SimulationResult> r = Simulate(Input(s, {1, 2, 0}, {1, 3, 1}));
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.status().message(),
-            "simulate: 1f1b: pp 3, virtual_stages 1, 6 micro-batches, replicas 1,3,1: position 0 "
-            "replica 0, action 3 (0B0) waits for 1B0 (position 1 replica 0, action 2), which never "
-            "runs (deadlock); hint: these replica counts cannot run this schedule round robin, try "
-            "others or another schedule");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->lanes.size(), 5u);
+  EXPECT_GE(r->makespan_ms, 6 * 3.0);  // the unreplicated positions run every micro-batch
 }
 
 TEST(ReplicatedSimulation, BadReplicasAreExplained) {
