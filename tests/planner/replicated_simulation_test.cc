@@ -9,6 +9,7 @@
 #include "core/replica_lanes.h"
 #include "planner/lane_replay.h"
 #include "planner/simulator.h"
+#include "simulation_inputs.h"
 
 namespace trident {
 namespace {
@@ -23,19 +24,7 @@ Schedule Header(ScheduleKind kind, int pp, int v, int m) {
 
 SimulationInput Input(const Schedule& s, StageTimes times, std::vector<int> replicas,
                       int steps = 1) {
-  SimulationInput in;
-  in.schedule = &s;
-  in.stages.assign(s.NumStages(), times);
-  in.send_activation_ms.assign(s.NumStages() - 1, 0.0);
-  in.replicas = std::move(replicas);
-  in.steps = steps;
-  return in;
-}
-
-SimulationResult Simulated(const SimulationInput& in) {
-  StatusOr<SimulationResult> r = Simulate(in);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : SimulationResult{};
+  return Uniform(s, times, steps, std::move(replicas));
 }
 
 // 1F1B, pp 2, M 4, replicas {3, 1}, F = B = 1, free links.

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "simulation_inputs.h"
+
 namespace trident {
 namespace {
 
@@ -14,22 +16,6 @@ Schedule Generated(ScheduleKind kind, int pp, int v, int m) {
   StatusOr<Schedule> s = GenerateSchedule(kind, pp, v, m);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? *s : Schedule{};
-}
-
-// Equal stages and free links.
-SimulationInput Uniform(const Schedule& s, StageTimes times, int steps = 1) {
-  SimulationInput in;
-  in.schedule = &s;
-  in.stages.assign(s.NumStages(), times);
-  in.send_activation_ms.assign(s.NumStages() - 1, 0.0);
-  in.steps = steps;
-  return in;
-}
-
-SimulationResult Simulated(const SimulationInput& in) {
-  StatusOr<SimulationResult> r = Simulate(in);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : SimulationResult{};
 }
 
 std::string ErrorOf(const SimulationInput& in) {
