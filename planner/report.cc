@@ -1,5 +1,6 @@
 #include "planner/report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/text_format.h"
@@ -37,6 +38,19 @@ std::string StageTable(const Plan& plan, const Evaluation& ev) {
   return text;
 }
 
+// Round robin (core/replica_lanes.h) gives a stage on r replicas floor(M / r) or ceil(M / r)
+// micro-batches per replica: "96", or the range over the stages, "18-19".
+std::string MicroBatchesPerReplica(const Plan& plan) {
+  const int m = plan.num_micro_batches;
+  int fewest = m, most = 0;
+  for (const PlanStage& st : plan.stages) {
+    fewest = std::min(fewest, m / st.replicas);
+    most = std::max(most, (m + st.replicas - 1) / st.replicas);
+  }
+  if (fewest == most) return std::to_string(most);
+  return std::to_string(fewest) + "-" + std::to_string(most);
+}
+
 }  // namespace
 
 std::string ConfigLine(const Plan& plan) {
@@ -45,7 +59,7 @@ std::string ConfigLine(const Plan& plan) {
                      NameOf(ScheduleKindNames(), plan.schedule);
   if (plan.virtual_stages > 1) text += " (v " + std::to_string(plan.virtual_stages) + ")";
   text += ", micro-batch " + std::to_string(plan.micro_batch_size) + " × " +
-          std::to_string(plan.num_micro_batches / plan.mesh.dp) + " per replica, recompute ";
+          MicroBatchesPerReplica(plan) + " per replica, recompute ";
   bool mixed = false;
   for (const PlanStage& st : plan.stages) mixed |= st.recompute != plan.stages.front().recompute;
   text += mixed ? "per stage" : NameOf(RecomputeModeNames(), plan.stages.front().recompute);
