@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/replica_lanes.h"
 #include "core/text_format.h"
 #include "core/version.h"
 #include "planner/partition.h"
@@ -54,9 +55,12 @@ class DpCosts : public PartitionCosts {
                  int num_stages) const override {
     const int pp = num_stages / config_.v;
     if (Memory(first, last, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
-    double compute = costs_.Times(first, last).Total();
-    double sync = SyncMs(first, last, replicas, first_unit);
-    return compute / replicas + sync / config_.micro_batches;
+    // Per micro-batch of the step: the busiest lane's ceil(M / r) micro-batches of compute
+    // (round robin), and the gradient all-reduce.
+    const double m = config_.micro_batches;
+    const double compute = costs_.Times(first, last).Total() *
+                           LaneMicroBatches(config_.micro_batches, replicas, 0) / m;
+    return compute + SyncMs(first, last, replicas, first_unit) / m;
   }
 
   double BoundaryMs(int last_of_left, int boundary_unit) const override {
@@ -83,7 +87,7 @@ class DpCosts : public PartitionCosts {
     MemoryContext context{config_.schedule,
                           pp,
                           config_.v,
-                          config_.micro_batches / replicas,
+                          LaneMicroBatches(config_.micro_batches, replicas, 0),
                           replicas,
                           config_.zero1,
                           model_.ReservedBytes()};
@@ -114,38 +118,52 @@ struct Scored {
 };
 
 // Closed-form step time from per-position times (see DESIGN.md §5), used to pick which
-// candidates to simulate. T = F + B + W of the slowest position, m = per-replica count.
+// candidates to simulate. A position's busiest lane runs ceil(M / r) micro-batches of its
+// chunks' T = F + B + W (round robin, core/replica_lanes.h); the busiest position sets the
+// pace, and the pipeline's fill and drain add one pass through the other stages.
 double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
                   const std::vector<PlanStage>& stages) {
   std::vector<double> position_ms(c.pp, 0);
+  std::vector<int> lane(c.pp, 0);
   double sum_ms = 0, boundary_ms = 0, f_b_minus_w = 0;
   for (size_t s = 0; s < stages.size(); ++s) {
     const PlanStage& st = stages[s];
     int last = st.first_layer + st.num_layers - 1;
     RangeTimes t = costs.Times(st.first_layer, last);
-    double scale = static_cast<double>(c.dp) / st.replicas;
-    position_ms[s % c.pp] += t.Total() * scale;
-    sum_ms += t.Total() * scale;
-    f_b_minus_w = std::max(f_b_minus_w, (t.fwd_ms + t.bwd_input_ms - t.bwd_weight_ms) * scale);
+    position_ms[s % c.pp] += t.Total();
+    lane[s % c.pp] = LaneMicroBatches(c.micro_batches, st.replicas, 0);
+    sum_ms += t.Total();
+    f_b_minus_w = std::max(f_b_minus_w, t.fwd_ms + t.bwd_input_ms - t.bwd_weight_ms);
     int next_unit = static_cast<int>((s + 1) % c.pp) * c.dp;
     if (s + 1 < stages.size()) boundary_ms += 2 * dp_costs.BoundaryMs(last, next_unit);
   }
-  double slowest = *std::max_element(position_ms.begin(), position_ms.end());
-  const double m = c.PerReplica();
+  int busiest = 0;
+  for (int p = 1; p < c.pp; ++p) {
+    if (lane[p] * position_ms[p] > lane[busiest] * position_ms[busiest]) busiest = p;
+  }
+  const double slowest = position_ms[busiest];
+  const double pace = lane[busiest] * slowest;
   switch (c.schedule) {
     case ScheduleKind::kNaive:
       return sum_ms + boundary_ms;
     case ScheduleKind::kPipeDream:
-      return m * slowest;
+      return pace;
     case ScheduleKind::kInterleaved1F1B:
-      return m * slowest + (c.pp - 1) * slowest / c.v + boundary_ms;
+      return pace + (c.pp - 1) * slowest / c.v + boundary_ms;
     case ScheduleKind::kZbH1:
-      return m * slowest + (c.pp - 1) * f_b_minus_w + boundary_ms;
+      return pace + (c.pp - 1) * f_b_minus_w + boundary_ms;
     case ScheduleKind::kGpipe:
     case ScheduleKind::k1F1B:
-      return (m - 1) * slowest + sum_ms / c.v + boundary_ms;
+      return pace - slowest + sum_ms / c.v + boundary_ms;
   }
   return kInf;
+}
+
+bool Uniform(const std::vector<PlanStage>& stages) {
+  for (const PlanStage& st : stages) {
+    if (st.replicas != stages.front().replicas) return false;
+  }
+  return true;
 }
 
 std::vector<PlanStage> StagesOf(const Partition& partition, RecomputeMode recompute) {
@@ -201,6 +219,8 @@ class Searcher {
   void ForReplicated(int tp, int units);
   void TryConfig(const Config& c, const StageCosts& sc);
   void TryReplicated(int tp, int pp, int mb, RecomputeMode recompute, const StageCosts& sc);
+  void ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
+                       std::vector<PlanStage> stages);
   void TrackLeastMemory(const Config& c);
   bool StaticMemoryExceeds(const Config& c, const StageCosts& sc) const;
   bool CannotRank(const Config& c, const StageCosts& sc) const;
@@ -397,29 +417,44 @@ void Searcher::TryReplicated(int tp, int pp, int mb, RecomputeMode recompute,
                              const StageCosts& sc) {
   const int units = request_.devices / tp;
   const int micro_batches = static_cast<int>(request_.global_batch / mb);
-  std::vector<int> allowed;
-  for (int r = 1; r <= units; ++r) {
-    if (micro_batches % r == 0) allowed.push_back(r);
+  std::vector<int> dividing, any;
+  for (int r = 1; r <= std::min(units, micro_batches); ++r) {
+    any.push_back(r);
+    if (micro_batches % r == 0) dividing.push_back(r);
   }
   const std::vector<ScheduleKind> schedules = Schedules();
-  for (ScheduleKind schedule : {ScheduleKind::k1F1B, ScheduleKind::kGpipe}) {
+  for (ScheduleKind schedule :
+       {ScheduleKind::k1F1B, ScheduleKind::kGpipe, ScheduleKind::kZbH1, ScheduleKind::kPipeDream}) {
     if (std::find(schedules.begin(), schedules.end(), schedule) == schedules.end()) continue;
     Config c{tp, pp, 1, mb, 1, schedule, recompute, false, micro_batches};
     DpCosts dp_costs(costs_, sc, c, memory_limit_);
-    Partition partition = PartitionReplicated(dp_costs, pp, units, allowed);
-    if (!partition.feasible()) continue;
-    std::vector<PlanStage> stages = StagesOf(partition, recompute);
-    int max_r = 0;
-    bool uniform = true;
-    for (const PlanStage& st : stages) {
-      max_r = std::max(max_r, st.replicas);
-      uniform &= st.replicas == stages.front().replicas;
+    // Counts dividing M balance every replica's lanes; round robin (core/replica_lanes.h) also
+    // takes the others, which the DP's busiest-lane costs judge only roughly, so both are
+    // scored. PipeDream's replicas sum every update's gradients: its counts divide M.
+    Partition previous;
+    for (const std::vector<int>* allowed : {&dividing, &any}) {
+      if (allowed == &any && schedule == ScheduleKind::kPipeDream) break;
+      Partition partition = PartitionReplicated(dp_costs, pp, units, *allowed);
+      if (!partition.feasible() || partition.stages == previous.stages) continue;
+      previous = partition;
+      ScoreReplicated(c, dp_costs, sc, StagesOf(partition, recompute));
     }
-    if (uniform || micro_batches % max_r != 0) continue;  // uniform ones are found above
-    c.dp = max_r;
-    ++result_.configurations;
-    Score(c, dp_costs, sc, std::move(stages));
   }
+}
+
+// A per-stage replication the DP chose, unless ForMesh has it: uniform on every unit with a
+// count dividing M.
+void Searcher::ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
+                               std::vector<PlanStage> stages) {
+  int max_r = 0, units = 0;
+  for (const PlanStage& st : stages) {
+    max_r = std::max(max_r, st.replicas);
+    units += st.replicas;
+  }
+  if (Uniform(stages) && units * c.tp == request_.devices && c.micro_batches % max_r == 0) return;
+  c.dp = max_r;
+  ++result_.configurations;
+  Score(c, dp_costs, sc, std::move(stages));
 }
 
 // For the "nothing fits" message: the least memory this configuration would need, taking the
@@ -484,12 +519,20 @@ StatusOr<SearchResult> Searcher::Rank() {
   });
   EvaluateOptions options;
   options.memory_limit_bytes = memory_limit_;
-  const size_t budget = 4 * static_cast<size_t>(request_.rerank);
-  for (size_t i = 0; i < pool_.size() && i < budget; ++i) {
-    if (static_cast<int>(result_.ranked.size()) >= request_.rerank) break;
+  // Uniform and per-stage replication each get `rerank` simulations (of at most 4 · rerank
+  // tries), so the more numerous per-stage candidates never crowd out a uniform plan.
+  const int budget = 4 * request_.rerank;
+  int tried[2] = {0, 0}, simulated[2] = {0, 0};
+  for (size_t i = 0; i < pool_.size(); ++i) {
+    const int group = Uniform(pool_[i].stages) ? 0 : 1;
+    if (tried[group] >= budget || simulated[group] >= request_.rerank) continue;
+    ++tried[group];
     Plan plan = MakePlan(pool_[i]);
     if (plan.Check()) continue;
     StatusOr<Evaluation> evaluation = EvaluatePlan(costs_, plan, options);
+    // Replica counts whose lanes deadlock (PipeDream's round robin has no lowered warm-up,
+    // core/replica_lanes.h) cannot run: not a plan.
+    if (!evaluation.ok() && evaluation.status().code() == StatusCode::kInvalidArgument) continue;
     if (!evaluation.ok()) return evaluation.status();
     if (!evaluation->Fits()) {
       if (result_.least_memory_bytes == 0 ||
@@ -501,6 +544,7 @@ StatusOr<SearchResult> Searcher::Rank() {
     }
     RecordPredictions(*evaluation, &plan);
     result_.ranked.push_back({std::move(plan), std::move(*evaluation)});
+    ++simulated[group];
   }
   std::sort(
       result_.ranked.begin(), result_.ranked.end(),

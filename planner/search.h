@@ -28,7 +28,7 @@ struct SearchConstraints {
   int64_t max_memory_bytes = 0;          // 0: the device's memory
   std::vector<int> cuts;                 // first layer of each stage; only evaluated
   int max_virtual_stages = 4;
-  bool replicate_stages = true;  // also search per-stage replication where units <= 64
+  bool replicate_stages = true;  // also search per-stage replication where units <= 16
 };
 
 struct SearchRequest {
@@ -40,7 +40,7 @@ struct SearchRequest {
   DType dtype = DType::kBf16;
   SearchConstraints constraints;
   int runners_up = 5;
-  int rerank = 24;  // candidates simulated exactly
+  int rerank = 24;  // candidates simulated exactly, of uniform and of per-stage replication each
 };
 
 struct Candidate {

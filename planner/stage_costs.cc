@@ -1,6 +1,7 @@
 #include "planner/stage_costs.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace trident {
 
@@ -15,6 +16,7 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
   c.grad_.assign(n + 1, 0);
   c.optimizer_.assign(n + 1, 0);
   c.stash_.assign(n + 1, 0);
+  c.workspace_.assign(1, {});
   for (int i = 0; i < n; ++i) {
     const ProfileEntry* e = model.Layer(i, micro_batch, tp);
     if (e == nullptr) {
@@ -29,8 +31,16 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
     c.grad_[i + 1] = c.grad_[i] + e->grad_bytes;
     c.optimizer_[i + 1] = c.optimizer_[i] + e->optimizer_bytes;
     c.stash_[i + 1] = c.stash_[i] + e->StashedBytes(recompute);
-    c.workspace_.push_back(e->WorkspaceBytes(recompute));
+    c.workspace_[0].push_back(e->WorkspaceBytes(recompute));
     c.output_bytes_.push_back(e->output_bytes);
+  }
+  for (size_t width = 2; width <= static_cast<size_t>(n); width *= 2) {
+    const std::vector<int64_t>& half = c.workspace_.back();
+    std::vector<int64_t> level;
+    for (size_t i = 0; i + width <= static_cast<size_t>(n); ++i) {
+      level.push_back(std::max(half[i], half[i + width / 2]));
+    }
+    c.workspace_.push_back(std::move(level));
   }
   return c;
 }
@@ -46,7 +56,8 @@ PositionFootprint StageCosts::Footprint(int first, int last) const {
   f.grad_bytes = grad_[last + 1] - grad_[first];
   f.optimizer_bytes = optimizer_[last + 1] - optimizer_[first];
   f.stash_bytes = stash_[last + 1] - stash_[first];
-  f.workspace_bytes = *std::max_element(workspace_.begin() + first, workspace_.begin() + last + 1);
+  const int k = std::bit_width(static_cast<unsigned>(last - first + 1)) - 1;
+  f.workspace_bytes = std::max(workspace_[k][first], workspace_[k][last + 1 - (1 << k)]);
   return f;
 }
 

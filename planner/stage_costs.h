@@ -37,7 +37,9 @@ class StageCosts {
   // Prefix sums: x_[i] = Σ of layers [0, i).
   std::vector<double> fwd_, bwd_input_, bwd_weight_;
   std::vector<int64_t> param_, grad_, optimizer_, stash_;
-  std::vector<int64_t> workspace_, output_bytes_;  // per layer
+  std::vector<int64_t> output_bytes_;  // per layer
+  // workspace_[k][i]: the largest workspace of layers [i, i + 2^k), for O(1) range maxima.
+  std::vector<std::vector<int64_t>> workspace_;
 };
 
 }  // namespace trident
