@@ -18,6 +18,11 @@ const NameTable<ScheduleKind>& ScheduleKindNames() {
   return kNames;
 }
 
+bool UniformReplication(const std::vector<PlanStage>& stages) {
+  return std::all_of(stages.begin(), stages.end(),
+                     [&](const PlanStage& st) { return st.replicas == stages.front().replicas; });
+}
+
 std::vector<int> Plan::PositionReplicas() const {
   std::vector<int> replicas;
   for (int p = 0; p < mesh.pp; ++p) replicas.push_back(stages[p].replicas);

@@ -98,6 +98,9 @@ struct Plan {
   std::string ToString() const;
 };
 
+// Whether every stage has the same replica count (uniform replication).
+bool UniformReplication(const std::vector<PlanStage>& stages);
+
 StatusOr<Plan> ParsePlan(std::string_view text, const std::string& file);
 StatusOr<Plan> LoadPlan(const std::string& path);
 std::string PlanToYaml(const Plan& plan);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/replica_lanes.h"
 #include "core/text_format.h"
 
 namespace trident {
@@ -44,8 +45,8 @@ std::string MicroBatchesPerReplica(const Plan& plan) {
   const int m = plan.num_micro_batches;
   int fewest = m, most = 0;
   for (const PlanStage& st : plan.stages) {
-    fewest = std::min(fewest, m / st.replicas);
-    most = std::max(most, (m + st.replicas - 1) / st.replicas);
+    fewest = std::min(fewest, LaneMicroBatches(m, st.replicas, st.replicas - 1));
+    most = std::max(most, LaneMicroBatches(m, st.replicas, 0));
   }
   if (fewest == most) return std::to_string(most);
   return std::to_string(fewest) + "-" + std::to_string(most);
@@ -63,9 +64,7 @@ std::string ConfigLine(const Plan& plan) {
   bool mixed = false;
   for (const PlanStage& st : plan.stages) mixed |= st.recompute != plan.stages.front().recompute;
   text += mixed ? "per stage" : NameOf(RecomputeModeNames(), plan.stages.front().recompute);
-  bool uniform = true;
-  for (const PlanStage& st : plan.stages) uniform &= st.replicas == plan.mesh.dp;
-  if (!uniform) text += ", per-stage replication";
+  if (!UniformReplication(plan.stages)) text += ", per-stage replication";
   return plan.zero1 ? text + ", zero1" : text;
 }
 

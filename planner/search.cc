@@ -159,13 +159,6 @@ double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& co
   return kInf;
 }
 
-bool Uniform(const std::vector<PlanStage>& stages) {
-  for (const PlanStage& st : stages) {
-    if (st.replicas != stages.front().replicas) return false;
-  }
-  return true;
-}
-
 std::vector<PlanStage> StagesOf(const Partition& partition, RecomputeMode recompute) {
   std::vector<PlanStage> stages;
   for (const Stage& s : partition.stages) {
@@ -451,7 +444,9 @@ void Searcher::ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCos
     max_r = std::max(max_r, st.replicas);
     units += st.replicas;
   }
-  if (Uniform(stages) && units * c.tp == request_.devices && c.micro_batches % max_r == 0) return;
+  if (UniformReplication(stages) && units * c.tp == request_.devices &&
+      c.micro_batches % max_r == 0)
+    return;
   c.dp = max_r;
   ++result_.configurations;
   Score(c, dp_costs, sc, std::move(stages));
@@ -524,7 +519,7 @@ StatusOr<SearchResult> Searcher::Rank() {
   const int budget = 4 * request_.rerank;
   int tried[2] = {0, 0}, simulated[2] = {0, 0};
   for (size_t i = 0; i < pool_.size(); ++i) {
-    const int group = Uniform(pool_[i].stages) ? 0 : 1;
+    const int group = UniformReplication(pool_[i].stages) ? 0 : 1;
     if (tried[group] >= budget || simulated[group] >= request_.rerank) continue;
     ++tried[group];
     Plan plan = MakePlan(pool_[i]);

@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tests/runtime/train/train_test_util.h"
@@ -166,6 +167,14 @@ INSTANTIATE_TEST_SUITE_P(Schedules, JobLayoutCoverageTest, ::testing::ValuesIn(A
                            return param_info.param.name;
                          });
 
+// The 1F1B layout of gpt-tiny with these replicas and micro-batches over `steps` steps.
+StatusOr<JobLayout> ReplicatedLayout(std::vector<int> replicas, int micro_batches, int steps = 1) {
+  PlanShape shape;
+  shape.replicas = std::move(replicas);
+  shape.num_micro_batches = micro_batches;
+  return JobLayout::Create(MakePlan(TinyGpt(), shape), steps);
+}
+
 std::string ProgramText(const JobLayout& layout, int rank) {
   std::string text;
   for (const Action& a : layout.ProgramOf(rank)) {
@@ -175,10 +184,7 @@ std::string ProgramText(const JobLayout& layout, int rank) {
 }
 
 TEST(JobLayoutTest, NonUniformReplication) {
-  PlanShape shape;
-  shape.replicas = {2, 1};
-  shape.num_micro_batches = 4;
-  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape));
+  StatusOr<JobLayout> layout = ReplicatedLayout({2, 1}, 4);
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   ASSERT_EQ(layout->NumRanks(), 3);
   const RankMap& map = layout->rank_map();
@@ -194,10 +200,7 @@ TEST(JobLayoutTest, NonUniformReplication) {
 // The header's worked example: M = 4, replicas {3, 1}, 1F1B, pp 2: position 0's lanes take
 // 2, 1 and 1 micro-batches round robin.
 TEST(JobLayoutTest, WorkedExampleOfRoundRobinLanes) {
-  PlanShape shape;
-  shape.replicas = {3, 1};
-  shape.num_micro_batches = 4;
-  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape));
+  StatusOr<JobLayout> layout = ReplicatedLayout({3, 1}, 4);
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   ASSERT_EQ(layout->NumRanks(), 4);
   const RankMap& map = layout->rank_map();
@@ -215,10 +218,7 @@ TEST(JobLayoutTest, WorkedExampleOfRoundRobinLanes) {
 
 // Two steps: step k's micro-batch j is k·M + j, and it runs on the replica of j.
 TEST(JobLayoutTest, SecondStepMicroBatchesFollowTheFirst) {
-  PlanShape shape;
-  shape.replicas = {2, 1};
-  shape.num_micro_batches = 4;
-  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape), 2);
+  StatusOr<JobLayout> layout = ReplicatedLayout({2, 1}, 4, 2);
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   EXPECT_EQ(layout->TotalMicroBatches(), 8);
   EXPECT_EQ(ProgramText(*layout, layout->rank_map().Rank({1, 0, 0})),
@@ -256,10 +256,7 @@ TEST(JobLayoutTest, EveryRoundRobinLayoutRunsInOrder) {
 // Position 1 has more replicas than position 0 can feed: its lanes start with no warm-up
 // (core/replica_lanes.h), so replica 0 runs 1F0 1B0 before 1F3, which waits for 0B0.
 TEST(JobLayoutTest, LaneWarmUpFollowsWhatTheFormerPositionsFeed) {
-  PlanShape shape;
-  shape.replicas = {1, 3, 1};
-  shape.num_micro_batches = 4;
-  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape));
+  StatusOr<JobLayout> layout = ReplicatedLayout({1, 3, 1}, 4);
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   const RankMap& map = layout->rank_map();
   EXPECT_EQ(ProgramText(*layout, map.Rank({0, 0, 0})), "0F0 0F1 0F2 0B0 0F3 0B1 0B2 0B3");
