@@ -30,7 +30,8 @@ StatusOr<std::unique_ptr<CostInputs>> LoadCostInputs(const CostOptions& options,
     TRIDENT_ASSIGN_OR_RETURN(inputs->profile, AnalyticProfile(model, inputs->cluster, analytic));
   } else {
     TRIDENT_ASSIGN_OR_RETURN(inputs->profile, LoadProfile(options.profile));
-    TRIDENT_RETURN_IF_ERROR(CheckProfileMatches(inputs->profile, options.profile, model, seq_len));
+    TRIDENT_RETURN_IF_ERROR(
+        CheckProfileMatches(inputs->profile, options.profile, model, seq_len, dtype));
   }
   inputs->costs = std::make_unique<ProfileCostModel>(inputs->profile, inputs->cluster);
   return inputs;

@@ -1,5 +1,6 @@
 // trident launch PLAN [--hostfile H | --hosts a:8,b:8] [--dry-run] [-- worker options]:
-// places the plan's ranks on hosts, prints the exact mpirun command and runs it under
+// has trident-worker --check the plan (a plan the runtime would not carry out as written
+// starts nothing), places its ranks on hosts, prints the exact mpirun command and runs it under
 // supervision (signals passed on, wall-clock limit). With --slurm it writes (and with
 // --submit submits) an sbatch script instead. Exit: the job's status; 124 when the time
 // limit was hit; 1 when nothing could start; 2 on usage errors.
@@ -8,6 +9,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+
+#include <unistd.h>
 
 #include "cli/command.h"
 #include "cli/format.h"
@@ -59,6 +62,20 @@ int ReportJob(const SuperviseOptions& supervise, const JobResult& job) {
   return job.exit_code;
 }
 
+// Ok when `worker` carries out every field of the plan as written (trident-worker --check PLAN
+// with the job's worker options, whose --device picks the backend), so a plan it would refuse
+// never reaches mpirun or sbatch. A worker that is not there yet (see Worker) checks it when
+// its ranks start.
+Status CheckPlanWithWorker(const LaunchFlags& f, const std::string& worker) {
+  if (access(worker.c_str(), X_OK) != 0) return Status::Ok();
+  std::vector<std::string> argv = {worker, "--check", f.plan};
+  argv.insert(argv.end(), f.worker_args.begin(), f.worker_args.end());
+  TRIDENT_ASSIGN_OR_RETURN(JobResult check, RunSupervised(argv, SuperviseOptions{}));
+  if (check.exit_code == 0) return Status::Ok();
+  return FailedPrecondition(f.plan + ": refused by " + ShellQuote({worker, "--check"}) +
+                            " (above); nothing was started");
+}
+
 int RunMpirun(const LaunchFlags& f, const std::string& worker) {
   StatusOr<std::vector<HostSlots>> hosts = HostsFromFlags(f);
   if (!hosts.ok()) return PrintError(hosts.status());
@@ -75,6 +92,7 @@ int RunMpirun(const LaunchFlags& f, const std::string& worker) {
   request.worker_args = f.worker_args;
   StatusOr<LaunchSetup> setup = PrepareLaunch(request, DetectLocalMachine());
   if (!setup.ok()) return PrintError(setup.status());
+  if (Status s = CheckPlanWithWorker(f, worker); !s.ok()) return PrintError(s);
   PrintSetup(f, *setup);
   if (f.dry_run) return 0;
   SuperviseOptions supervise;
@@ -96,9 +114,9 @@ std::string JobName(const std::string& plan_path) {
 int RunSlurm(const LaunchFlags& f, const std::string& worker) {
   StatusOr<Plan> plan = LoadPlan(f.plan);
   if (!plan.ok()) return PrintError(plan.status());
-  if (Status s = CheckExecutable(*plan, f.plan); !s.ok()) return PrintError(s);
   StatusOr<int> threads = WorkerThreads(f.worker_args);
   if (!threads.ok()) return PrintError(threads.status());
+  if (Status s = CheckPlanWithWorker(f, worker); !s.ok()) return PrintError(s);
   if (f.submit && !FindProgram("sbatch")) {
     return PrintError(NotFound(
         "--submit: sbatch is not on PATH, so this machine has no Slurm client; run without "
@@ -161,7 +179,9 @@ StatusOr<std::string> Worker(const LaunchFlags& f) {
   if (worker.ok() || !(f.dry_run || (f.slurm && !f.submit))) return worker;
   TRIDENT_ASSIGN_OR_RETURN(std::string self, SelfPath());
   std::string path = (std::filesystem::path(self).parent_path() / "trident-worker").string();
-  std::cerr << "note: " << path << " is not there yet; the job's hosts need it at that path\n";
+  std::cerr << "note: " << path
+            << " is not there yet; the job's hosts need it at that path, and its ranks check the "
+               "plan when they start\n";
   return path;
 }
 
@@ -192,7 +212,9 @@ void AddLaunchCommand(CLI::App& app, int* exit_code) {
       "Without --hostfile or --hosts every rank runs on this machine. Ranks are placed in\n"
       "rank order, a whole plan node (devices_per_node ranks) per host, so a tp group never\n"
       "spans hosts. trident-worker is the one beside this trident, at the same path on every\n"
-      "host. Exit status: the job's; 124 when --time-limit was hit; 1 when it could not start.");
+      "host; 'trident-worker --check PLAN' (with the worker options) runs first, and a plan it\n"
+      "refuses starts nothing. Exit status: the job's; 124 when --time-limit was hit; 1 when it "
+      "could not start.");
   cmd->callback([f, exit_code] { *exit_code = RunLaunch(*f); });
 }
 

@@ -24,7 +24,9 @@ struct PlanOptions {
   std::vector<std::string> fix;
   std::vector<std::string> schedules;
   std::vector<std::string> recompute;
-  std::string zero1 = "auto";
+  // off: the runtime does not shard optimizer state yet, and refuses a zero1 plan
+  // (runtime/train/plan_contract.h); auto and on plan it for comparison or another runtime.
+  std::string zero1 = "off";
   double max_memory_gib = 0;
   std::vector<int> cuts;
   int runners_up = 5;
@@ -138,7 +140,9 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--recompute", o->recompute, "Recompute modes to consider [default: all]")
       ->delimiter(',')
       ->check(CLI::IsMember(NamesOf(RecomputeModeNames())));
-  cmd->add_option("--zero1", o->zero1, "Shard optimizer state over replicas: auto, on, off")
+  cmd->add_option("--zero1", o->zero1,
+                  "Shard optimizer state over replicas: off, on, or auto (both); trident launch "
+                  "refuses zero1 plans until the runtime shards")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--max-memory", o->max_memory_gib,

@@ -2,11 +2,15 @@
 //
 //   mpirun -np 4 trident-worker plan.yaml --steps 100 --out run/
 //   mpirun -np 8 trident-worker plan.yaml --device cuda     # one GPU per rank, NCCL
+//   trident-worker --check plan.yaml --device cuda          # no MPI: would the ranks run it?
 //
-// Reads the plan (self-contained: the model is embedded), checks the job against it, trains
-// with runtime/train's Trainer and writes OUT/metrics.jsonl (and OUT/trace.json for
+// Reads the plan (self-contained: the model is embedded) and refuses it, on every rank alone
+// and before any communicator exists, unless the backend carries out every field as written
+// (runtime/train/plan_contract.h); then checks the job against it, trains with
+// runtime/train's Trainer and writes OUT/metrics.jsonl (and OUT/trace.json for
 // --trace-steps). Any failure on any rank prints "[host rank R (dp, pp, tp)] error: ..." and
-// ends the whole job (Comm::AbortJob). Exit codes: 0 ok, 1 failure, 2 usage.
+// ends the whole job (Comm::AbortJob). --check runs the plan check alone and prints its
+// verdict. Exit codes: 0 ok, 1 failure (or a refused plan), 2 usage.
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -31,6 +35,7 @@ struct WorkerFlags {
   double timeout_s = 300;
   int threads = 1;
   std::string device = "cpu";
+  bool check = false;
   TrainOptions train;
 };
 
@@ -80,6 +85,9 @@ void AddFlags(CLI::App& app, WorkerFlags* f) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app.add_flag("--quiet", t.quiet, "No per-step line on stdout");
+  app.add_flag("--check", f->check,
+               "Only check that this --device's runtime carries out every field of the plan as "
+               "written (no MPI, nothing written); exit 1 naming each field it would not");
 }
 
 // Fills what the flags give indirectly; creates OUT.
@@ -121,11 +129,10 @@ RankResources Connect(WorkerFlags& flags, const LogContext& speaker) {
   out.compute = std::move(*compute);
   // One timeout for every wait: a blocking collective (the step's loss reduction) waits no
   // longer than a transfer does.
-  const bool gpu = flags.device == "cuda";
-  flags.train.in_order_transfers = gpu;  // NCCL matches a pair's transfers by order, not tag
-  StatusOr<std::unique_ptr<Comm>> world = MakeWorldComm(
-      gpu ? "nccl" : "mpi", CommOptions{.collective_timeout = flags.train.comm_timeout,
-                                        .device_stream = out.compute->device_stream()});
+  StatusOr<std::unique_ptr<Comm>> world =
+      MakeWorldComm(flags.device == "cuda" ? "nccl" : "mpi",
+                    CommOptions{.collective_timeout = flags.train.comm_timeout,
+                                .device_stream = out.compute->device_stream()});
   if (!world.ok()) Fail(world.status(), nullptr, speaker);
   out.world = std::move(*world);
   return out;
@@ -138,27 +145,33 @@ LogContext RankSpeaker(const Plan& plan, const Comm& world, LogContext speaker) 
   return speaker.ForRank(world.Rank(), plan.MakeRankMap());
 }
 
+// The plan, if this backend carries out every field as written; else the job ends. Before any
+// communicator exists, so every rank refuses alone and none waits for a peer.
+Plan CheckedPlan(const WorkerFlags& flags, const LogContext& speaker) {
+  StatusOr<Plan> plan = LoadPlan(flags.plan);
+  if (!plan.ok()) Fail(plan.status(), nullptr, speaker);
+  if (Status status = PlanContractStatus(*plan, flags.plan, flags.train.backend); !status.ok()) {
+    Fail(status, nullptr, speaker);
+  }
+  return *std::move(plan);
+}
+
+void Check(const WorkerFlags& flags) {
+  CheckedPlan(flags, LogContext::FromEnvironment());
+  std::cout << flags.plan << ": the " << flags.device
+            << " runtime carries out every field of this plan as written\n";
+}
+
 void Train(WorkerFlags& flags) {
   LogContext speaker = LogContext::FromEnvironment();
   if (Status status = Finish(&flags); !status.ok()) Fail(status, nullptr, speaker);
-  StatusOr<Plan> plan = LoadPlan(flags.plan);
-  if (!plan.ok()) Fail(plan.status(), nullptr, speaker);
-  // Before any communicator exists, so every rank refuses alone and none waits for a peer.
-  Status executable = CheckNotGeneric(plan->model, "the workers cannot execute it",
-                                      "plan, simulate and explain it instead");
-  if (!executable.ok()) Fail(executable.WithPrefix(flags.plan), nullptr, speaker);
+  const Plan plan = CheckedPlan(flags, speaker);
   RankResources rank = Connect(flags, speaker);
   Comm* comm = rank.world.get();
-  speaker = RankSpeaker(*plan, *comm, speaker);
+  speaker = RankSpeaker(plan, *comm, speaker);
   ScopedCheckContext check_context(speaker);
-  if (plan->zero1 && comm->Rank() == 0) {
-    Logger(speaker).Warning(flags.plan +
-                            ": zero1 is not implemented by the runtime yet; every replica keeps "
-                            "the whole optimizer state (same numbers, more memory than the plan "
-                            "predicts)");
-  }
   StatusOr<std::unique_ptr<Trainer>> trainer =
-      Trainer::Create(*plan, flags.train, comm, rank.compute.get());
+      Trainer::Create(plan, flags.train, comm, rank.compute.get());
   if (!trainer.ok()) Fail(trainer.status(), comm, speaker);
   if (Status status = (*trainer)->Run(); !status.ok()) Fail(status, comm, speaker);
 }
@@ -177,6 +190,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  trident::Train(flags);
+  flags.train.backend = trident::BackendForDevice(flags.device);
+  if (flags.check) {
+    trident::Check(flags);
+  } else {
+    trident::Train(flags);
+  }
   return 0;
 }

@@ -37,12 +37,6 @@ void NoteLocalNodes(const LaunchRequest& request, LaunchSetup* setup) {
 
 }  // namespace
 
-Status CheckExecutable(const Plan& plan, const std::string& plan_path) {
-  return CheckNotGeneric(plan.model, "the workers cannot execute it",
-                         "trident plan, simulate and explain work on it, trident launch does not")
-      .WithPrefix(plan_path);
-}
-
 std::string AbsolutePlanPath(const std::string& path) {
   std::error_code ec;
   std::filesystem::path absolute = std::filesystem::absolute(path, ec);
@@ -76,7 +70,6 @@ int LocalRanks(const Placement& placement, const LocalMachine& machine) {
 StatusOr<LaunchSetup> PrepareLaunch(const LaunchRequest& request, const LocalMachine& machine) {
   LaunchSetup setup;
   TRIDENT_ASSIGN_OR_RETURN(setup.plan, LoadPlan(request.plan_path));
-  TRIDENT_RETURN_IF_ERROR(CheckExecutable(setup.plan, request.plan_path));
   if (request.hosts.empty()) {
     if (request.np_check) {
       return InvalidArgument("--np-check compares the plan with --hostfile or --hosts; give one");

@@ -33,13 +33,9 @@ struct LaunchSetup {
   std::vector<std::string> warnings;  // to print before the command
 };
 
-// Ok unless the workers could not execute `plan`: FailedPrecondition, naming `plan_path`, for a
-// model of generic layers (core/model_spec.h), so no rank ever starts on one.
-Status CheckExecutable(const Plan& plan, const std::string& plan_path);
-
-// Loads and checks the plan (CheckExecutable included), places its ranks and builds the
-// command. Fails (nothing has started) on a bad plan, hosts that cannot hold it, or bad worker
-// options.
+// Loads and checks the plan (Plan::Check; whether the runtime carries it out is the worker's
+// check, trident-worker --check), places its ranks and builds the command. Fails (nothing has
+// started) on a bad plan, hosts that cannot hold it, or bad worker options.
 StatusOr<LaunchSetup> PrepareLaunch(const LaunchRequest& request, const LocalMachine& machine);
 
 // `path` made absolute, as every rank (and an sbatch script) opens the plan: ranks on other

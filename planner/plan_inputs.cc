@@ -7,7 +7,7 @@
 namespace trident {
 
 Status CheckProfileMatches(const Profile& profile, const std::string& profile_path,
-                           const ModelSpec& model, int64_t seq_len) {
+                           const ModelSpec& model, int64_t seq_len, DType dtype) {
   if (profile.model != model.name || profile.num_layers != model.NumLayers()) {
     return InvalidArgument(profile_path + ": profiles " + profile.model + " (" +
                            std::to_string(profile.num_layers) + " layers), not " + model.name +
@@ -19,6 +19,11 @@ Status CheckProfileMatches(const Profile& profile, const std::string& profile_pa
                            std::to_string(profile.seq_len) + " but the plan uses " +
                            std::to_string(seq_len) + "; use a profile taken at --seq " +
                            std::to_string(seq_len) + ", or leave out --profile");
+  }
+  if (profile.dtype != dtype) {
+    return InvalidArgument(profile_path + ": profiled in " + DTypeName(profile.dtype) +
+                           " but the plan trains in " + DTypeName(dtype) + "; plan with --dtype " +
+                           DTypeName(profile.dtype) + ", or leave out --profile");
   }
   return Status::Ok();
 }

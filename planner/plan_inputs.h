@@ -16,9 +16,9 @@
 namespace trident {
 
 // InvalidArgument, naming `profile_path`, unless `profile` profiles `model` (its name and
-// layer count) at `seq_len`.
+// layer count) at `seq_len` in `dtype`.
 Status CheckProfileMatches(const Profile& profile, const std::string& profile_path,
-                           const ModelSpec& model, int64_t seq_len);
+                           const ModelSpec& model, int64_t seq_len, DType dtype);
 
 // InvalidArgument when `seq_len` exceeds the model's max_seq_len.
 Status CheckSequenceLength(const ModelSpec& model, int64_t seq_len);

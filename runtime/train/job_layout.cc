@@ -17,20 +17,6 @@ std::string RankName(const RankMap& map, int rank) {
          ")";
 }
 
-Status CheckModelEnds(const ModelSpec& model) {
-  TRIDENT_RETURN_IF_ERROR(
-      CheckNotGeneric(model, "the runtime cannot execute it",
-                      "plan, simulate and explain it; train a model of Trident's layer kinds"));
-  std::vector<LayerKind> kinds = model.ExpandLayers();
-  if (kinds.empty() || kinds.front() != LayerKind::kEmbedding ||
-      kinds.back() != LayerKind::kLmHead) {
-    return InvalidArgument("model " + model.name +
-                           ": the runtime trains language models whose first layer is an "
-                           "embedding and whose last is an lm_head");
-  }
-  return Status::Ok();
-}
-
 // Done flags of every (kind, stage, micro-batch) of a layout, for the dry run.
 class DoneSet {
  public:
@@ -68,9 +54,23 @@ std::optional<Action> MissingPrerequisite(const Action& a, int last_stage, const
 
 }  // namespace
 
+Status CheckTrainableModel(const ModelSpec& model) {
+  TRIDENT_RETURN_IF_ERROR(
+      CheckNotGeneric(model, "the runtime cannot execute it",
+                      "plan, simulate and explain it; train a model of Trident's layer kinds"));
+  std::vector<LayerKind> kinds = model.ExpandLayers();
+  if (kinds.empty() || kinds.front() != LayerKind::kEmbedding ||
+      kinds.back() != LayerKind::kLmHead) {
+    return InvalidArgument("model " + model.name +
+                           ": the runtime trains language models whose first layer is an "
+                           "embedding and whose last is an lm_head");
+  }
+  return Status::Ok();
+}
+
 StatusOr<JobLayout> JobLayout::Create(const Plan& plan, int steps) {
   TRIDENT_RETURN_IF_ERROR(plan.Validate());
-  TRIDENT_RETURN_IF_ERROR(CheckModelEnds(plan.model));
+  TRIDENT_RETURN_IF_ERROR(CheckTrainableModel(plan.model));
   if (steps < 1) return InvalidArgument("steps must be >= 1, got " + Str(steps));
   JobLayout layout(plan, plan.MakeRankMap(), steps);
   TRIDENT_RETURN_IF_ERROR(layout.BuildPrograms());

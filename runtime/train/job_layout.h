@@ -94,4 +94,8 @@ class JobLayout {
   std::vector<std::vector<Action>> programs_;  // by rank
 };
 
+// Ok when the runtime can build `model`: no generic layers (FailedPrecondition), an embedding
+// first and an lm_head last (InvalidArgument).
+Status CheckTrainableModel(const ModelSpec& model);
+
 }  // namespace trident

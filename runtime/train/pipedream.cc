@@ -237,7 +237,7 @@ Status Trainer::State::RunPipeDream(const StepCallback& on_step) {
     TRIDENT_ASSIGN_OR_RETURN(JobLayout steps,
                              JobLayout::Create(plan, static_cast<int>(last - first + 1)));
     TRIDENT_RETURN_IF_ERROR(steps.CheckNoDeadlock());
-    if (options.in_order_transfers) TRIDENT_RETURN_IF_ERROR(steps.CheckInOrderTransfers());
+    TRIDENT_RETURN_IF_ERROR(ToStatus(CheckLayoutOnBackend(steps, options.backend)));
     Segment segment(this, std::move(steps), first, &stash, &updates, on_step);
     TRIDENT_RETURN_IF_ERROR(segment.Run());
     first = last + 1;

@@ -97,8 +97,6 @@ Status Trainer::State::Build() {
   }
   rank = world->Rank();
   coords = layout->rank_map().Coords(rank);
-  TRIDENT_RETURN_IF_ERROR(layout->CheckNoDeadlock());
-  if (options.in_order_transfers) TRIDENT_RETURN_IF_ERROR(CheckInOrderLayout());
   TRIDENT_ASSIGN_OR_RETURN(data, OpenData(options, plan));
   TRIDENT_RETURN_IF_ERROR(SplitComms());
   model = std::make_unique<StageModel>(*layout, rank, compute, tp_comm.get(), options.seed);
@@ -112,23 +110,10 @@ Status Trainer::State::Build() {
   return InitializeWeights();
 }
 
-// NCCL (in-order matching, one stream per communicator): the layout's pairs must post their
-// transfers in one order, and interleaved 1F1B is refused: its ranks exchange in both
-// directions within one group of transfers, whose shared completion can wait on itself.
-Status Trainer::State::CheckInOrderLayout() const {
-  if (plan.virtual_stages > 1) {
-    return InvalidArgument(
-        "interleaved 1F1B (virtual_stages " + Str(plan.virtual_stages) +
-        ") does not run on the NCCL backend yet; hint: plan with another schedule "
-        "(trident plan --schedule 1f1b,zb_h1,gpipe) or train with --device cpu");
-  }
-  return layout->CheckInOrderTransfers();
-}
-
 InterpreterOptions Trainer::State::MakeInterpreterOptions() const {
   InterpreterOptions io;
   io.p2p_timeout = options.comm_timeout;
-  io.in_order_transfers = options.in_order_transfers;
+  io.in_order_transfers = options.backend.in_order_transfers;
   // The mean over a step's global batch; PipeDream updates per micro-batch group, each on the
   // mean loss of its own micro-batches.
   io.dloss = plan.schedule == ScheduleKind::kPipeDream
@@ -334,6 +319,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const Plan& plan, const Train
                                                    Comm* world, Compute* compute) {
   TRIDENT_RETURN_IF_ERROR(options.Validate());
   TRIDENT_RETURN_IF_ERROR(CheckPipeDream(plan, options));
+  TRIDENT_RETURN_IF_ERROR(PlanContractStatus(plan, "the plan", options.backend));
   auto state = std::make_unique<State>();
   state->plan = plan;
   state->options = options;

@@ -27,6 +27,7 @@
 #include "runtime/compute/compute.h"
 #include "runtime/data/dataset.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/train/plan_contract.h"
 #include "runtime/train/run_report.h"
 
 namespace trident {
@@ -46,9 +47,10 @@ struct TrainOptions {
   int64_t save_every = 0;            // also every k steps (0: only at the end)
   std::string load_path;             // resume from this checkpoint ("" start afresh)
   bool quiet = false;  // no per-step line on stdout (the end-of-run summary still prints)
-  // The world matches a pair's transfers by order, not by tag (NCCL): refuse a layout whose
-  // ranks would post them in different orders (JobLayout::CheckInOrderTransfers).
-  bool in_order_transfers = false;
+  // The backend the ranks run on: Create refuses a plan it would not carry out as written
+  // (plan_contract.h), e.g. on NCCL, which matches a pair's transfers by order, a layout whose
+  // ranks would post them in different orders.
+  RuntimeBackend backend;
 
   // InvalidArgument naming the worker flag.
   Status Validate() const;

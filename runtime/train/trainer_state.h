@@ -55,7 +55,6 @@ struct Trainer::State {
             optimizer.get(),
             options.comm_timeout};
   }
-  Status CheckInOrderLayout() const;
   InterpreterOptions MakeInterpreterOptions() const;
 
   // One step of a flushing schedule.

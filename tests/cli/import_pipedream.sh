@@ -87,22 +87,28 @@ run "$bin" profile "$out/model.yaml" --device cpu -o "$WORK/p.yaml"
 expect_rc 1 && expect_in err "cannot run it to measure it" && [[ ! -e $WORK/p.yaml ]]
 verdict "profile --device cpu refuses a generic model"
 
-run "$bin" launch "$out/plan-pipedream.yaml" --dry-run
-expect_rc 1 && expect_in err "plan-pipedream.yaml: model vgg16 has generic layers" &&
-  expect_in err "workers cannot execute it"
-verdict "launch refuses a plan of generic layers before any rank starts"
-
-run "$bin" launch "$out/plan-pipedream.yaml" --slurm -o "$WORK/job.sbatch"
-expect_rc 1 && expect_in err "workers cannot execute it" && [[ ! -e $WORK/job.sbatch ]]
-verdict "launch --slurm refuses it and writes no script"
-
-# The worker refuses on its own too, before it makes any communicator (so no mpirun is needed
-# here). Built only with MPI.
+# trident-worker --check refuses it (launch runs the check before mpirun or sbatch), and so
+# does every rank before it makes any communicator (so no mpirun is needed here). The worker
+# is built only with MPI; without it, launch can only say that the ranks will check the plan.
 worker=$(dirname "$bin")/trident-worker
 if [[ -x $worker ]]; then
+  run "$bin" launch "$out/plan-pipedream.yaml" --dry-run
+  expect_rc 1 && expect_in err "plan-pipedream.yaml: the cpu runtime cannot run this plan" &&
+    expect_in err "model.layers[].kind: model vgg16 has generic layers" &&
+    expect_in err "runtime cannot execute it" && expect_in err "nothing was started"
+  verdict "launch refuses a plan of generic layers before any rank starts"
+
+  run "$bin" launch "$out/plan-pipedream.yaml" --slurm -o "$WORK/job.sbatch"
+  expect_rc 1 && expect_in err "runtime cannot execute it" && [[ ! -e $WORK/job.sbatch ]]
+  verdict "launch --slurm refuses it and writes no script"
+
   run "$worker" "$out/plan-pipedream.yaml" --steps 1
-  expect_rc 1 && expect_in err "workers cannot execute it"
+  expect_rc 1 && expect_in err "runtime cannot execute it"
   verdict "trident-worker refuses a plan of generic layers before connecting"
+else
+  run "$bin" launch "$out/plan-pipedream.yaml" --dry-run
+  expect_rc 0 && expect_in err "its ranks check the plan when they start"
+  verdict "launch without a worker says that the ranks check the plan"
 fi
 
 run "$bin" run "$out/model.yaml" --cluster "$a100" --out "$WORK/run"

@@ -4,8 +4,9 @@
 # `trident launch`, end to end with the real mpirun and the trident-worker beside TRIDENT_BIN:
 # --dry-run of 2-node plans shows each host's ranks in rank-map order with every tp group on
 # one host; too few slots, a bad hostfile, a plan for another world size, hosts smaller than
-# the plan's nodes and a missing trident-worker each exit 1 with the message before anything
-# starts; a pp 2 gpt-tiny plan launched on this machine trains to the single-process losses;
+# the plan's nodes, a missing trident-worker and a plan the runtime would not carry out as
+# written (trident-worker --check: bf16, zero1, interleaved on cuda) each exit 1 with the
+# message before anything starts; a pp 2 gpt-tiny plan launched on this machine trains to the single-process losses;
 # a worker failure comes back as the exit status; a --time-limit that is hit exits 124 and a
 # forwarded SIGTERM ends the job, neither leaving a rank behind; --slurm writes an sbatch
 # script that a stand-in srun runs with the right placement.
@@ -108,6 +109,30 @@ verdict "a plan for another world size than the hosts (--np-check) is refused"
 run "$trident" launch "$WORK/mesh8.yaml" --hosts a:2,b:2,c:2,d:2 -- --out "$WORK/never"
 refused "the plan was made for nodes of 4 devices (devices_per_node: 4), so ranks 0-3 must share a host, but host 'a' has 2 slots"
 verdict "hosts smaller than the plan's nodes are refused with both fixes"
+
+# The plan contract: launch runs trident-worker --check PLAN (with the worker options) first,
+# and a plan whose fields the runtime would not carry out as written starts nothing.
+sed 's/^dtype: fp32$/dtype: bf16/; s/^schedule: 1f1b$/schedule: 1f1b\nzero1: true/' \
+  "$WORK/pp2.yaml" >"$WORK/bf16-zero1.yaml"
+run "$trident" launch "$WORK/bf16-zero1.yaml" -- --out "$WORK/never"
+refused "$WORK/bf16-zero1.yaml: the cpu runtime cannot run this plan as written:" &&
+  expect_in err "  dtype: bf16 training is not implemented by the runtime" &&
+  expect_in err "  zero1: optimizer-state sharding (ZeRO-1) is not implemented" &&
+  expect_in err "hint: plan again with --zero1 off" && expect_in err "nothing was started"
+verdict "a bf16 zero1 plan is refused, naming both fields and their fixes, before mpirun"
+
+tiny_plan interleaved 2 2 1 2 1 2 2 4 interleaved_1f1b "$(launch_stage 0 2 1)
+$(launch_stage 2 1 1)
+$(launch_stage 3 1 1)
+$(launch_stage 4 1 1)"
+run "$trident" launch "$WORK/interleaved.yaml" --dry-run -- --device cuda
+refused "virtual_stages: interleaved 1F1B (virtual_stages 2) does not run on the NCCL backend"
+verdict "an interleaved plan is refused for --device cuda before mpirun"
+
+run "$(dirname "$trident")/trident-worker" --check "$WORK/interleaved.yaml" --steps 3
+expect_rc 0 &&
+  expect_in out "interleaved.yaml: the cpu runtime carries out every field of this plan as written"
+verdict "trident-worker --check accepts the interleaved plan on the cpu runtime"
 
 mkdir -p "$WORK/bin" && cp "$trident" "$WORK/bin/trident"
 run "$WORK/bin/trident" launch "$WORK/pp2.yaml" -- --out "$WORK/never"
@@ -237,4 +262,4 @@ run "$trident" launch "$WORK/pp2.yaml" --submit
 expect_rc 2
 verdict "--submit without --slurm is a usage error"
 
-summary 18
+summary 21

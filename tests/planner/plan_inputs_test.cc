@@ -8,24 +8,27 @@
 namespace trident {
 namespace {
 
-TEST(PlanInputs, ProfileMustProfileTheModelAtTheSequenceLength) {
+TEST(PlanInputs, ProfileMustProfileTheModelAtTheSequenceLengthAndDtype) {
   auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 64, DType::kFp32);
-  EXPECT_TRUE(CheckProfileMatches(f->profile, "p.yaml", f->model, 64).ok());
+  EXPECT_TRUE(CheckProfileMatches(f->profile, "p.yaml", f->model, 64, DType::kFp32).ok());
 
   ModelSpec other = *LoadModelSpec(TRIDENT_SOURCE_DIR "/configs/models/gpt2-small.yaml");
-  EXPECT_EQ(CheckProfileMatches(f->profile, "p.yaml", other, 64).message(),
+  EXPECT_EQ(CheckProfileMatches(f->profile, "p.yaml", other, 64, DType::kFp32).message(),
             "p.yaml: profiles gpt-tiny (5 layers), not gpt2-small; use a profile of this model, "
             "or leave out --profile to plan analytically");
   Profile fewer = f->profile;
   fewer.num_layers = 4;
-  EXPECT_EQ(CheckProfileMatches(fewer, "p.yaml", f->model, 64).message(),
+  EXPECT_EQ(CheckProfileMatches(fewer, "p.yaml", f->model, 64, DType::kFp32).message(),
             "p.yaml: profiles gpt-tiny (4 layers), not gpt-tiny; use a profile of this model, "
             "or leave out --profile to plan analytically");
-  Status seq = CheckProfileMatches(f->profile, "p.yaml", f->model, 32);
+  Status seq = CheckProfileMatches(f->profile, "p.yaml", f->model, 32, DType::kFp32);
   EXPECT_EQ(seq.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(seq.message(),
             "p.yaml: profiled at seq_len 64 but the plan uses 32; use a profile taken at "
             "--seq 32, or leave out --profile");
+  EXPECT_EQ(CheckProfileMatches(f->profile, "p.yaml", f->model, 64, DType::kBf16).message(),
+            "p.yaml: profiled in fp32 but the plan trains in bf16; plan with --dtype fp32, or "
+            "leave out --profile");
 }
 
 TEST(PlanInputs, SequenceLengthAtMostTheModels) {

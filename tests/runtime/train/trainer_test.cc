@@ -294,14 +294,14 @@ TEST(TrainerTest, WorldOfTheWrongSizeIsRejected) {
 // trains to the same losses.
 TEST(TrainerTest, InOrderTransfersRefuseInterleavedAndKeepTheLosses) {
   TrainOptions options = QuietOptions(2);
-  options.in_order_transfers = true;
+  options.backend = BackendForDevice("cuda");
   PlanShape interleaved = Shape(ScheduleKind::kInterleaved1F1B, 1, {1, 1}, 2);
   TrainRun refused = TrainInProcess(MakePlan(TinyGpt(2), interleaved), options);
   EXPECT_EQ(refused.status.code(), StatusCode::kInvalidArgument) << refused.status.ToString();
   EXPECT_THAT(refused.status.message(), HasSubstr("does not run on the NCCL backend yet"));
   const Plan pp4 = MakePlan(TinyGpt(2), Shape(ScheduleKind::k1F1B, 1, {1, 1, 1, 1}));
   TrainRun in_order = TrainInProcess(pp4, options);
-  options.in_order_transfers = false;
+  options.backend = BackendForDevice("cpu");
   TrainRun by_tag = TrainInProcess(pp4, options);
   ASSERT_TRUE(in_order.status.ok()) << in_order.status.ToString();
   ASSERT_TRUE(by_tag.status.ok()) << by_tag.status.ToString();

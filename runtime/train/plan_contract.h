@@ -1,0 +1,62 @@
+// The plan as a contract: what the runtime does with every field the plan writer emits, and
+// the check that refuses, before any rank starts, a plan with a field it would not carry out
+// as written (`trident-worker --check PLAN`, which `trident launch` and `trident run` run
+// before mpirun; every rank and Trainer::Create run it too).
+//
+// Each field is in one of three roles:
+// - executed: the runtime carries out every value Plan::Check accepts;
+// - restricted: carried out for some values, and the check refuses the others, naming the
+//   field, what the runtime does instead and the fix (e.g. `zero1: true`, `dtype: bf16`,
+//   interleaved virtual stages on the NCCL backend);
+// - informational: read by no rank (predictions, provenance, the cluster's name); the run
+//   report sets the predictions beside what it measured.
+// tests/runtime/train/plan_contract_test.cc walks the fields PlanToYaml writes, so a new field
+// fails it until it is listed here, and shows a refusal for every restricted one.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/field_error.h"
+#include "core/plan.h"
+#include "core/status.h"
+
+namespace trident {
+
+class JobLayout;
+
+enum class FieldRole { kExecuted, kRestricted, kInformational };
+
+struct PlanFieldUse {
+  std::string_view path;  // as PlanToYaml nests it: "model.hidden", "stages[].replicas"
+  FieldRole role;
+  std::string_view use;  // what the runtime does with it, or whom it informs
+};
+
+// Every field PlanToYaml can write, in the file's order.
+const std::vector<PlanFieldUse>& PlanFieldUses();
+
+// The runtime a plan is checked against: the worker's --device.
+struct RuntimeBackend {
+  std::string device = "cpu";       // cpu: Eigen and MPI; cuda: CUDA and NCCL
+  bool in_order_transfers = false;  // a pair's transfers match by order, not by tag (NCCL)
+};
+RuntimeBackend BackendForDevice(std::string_view device);
+
+// Every field of `plan` that `backend` would not carry out as written, each with its key path,
+// the reason and the fix; empty when the plan runs as written. A plan that fails Plan::Check
+// gives that one error.
+std::vector<FieldError> CheckPlanContract(const Plan& plan, const RuntimeBackend& backend);
+
+// The check's verdict as one status: InvalidArgument "PLAN_PATH: the cpu runtime cannot run
+// this plan as written:" and one indented line per field, or Ok.
+Status PlanContractStatus(const Plan& plan, const std::string& plan_path,
+                          const RuntimeBackend& backend);
+
+// The part of the check that needs the job's layout: a backend that matches transfers by
+// order refuses interleaved stages (its ranks exchange in both directions within one group of
+// transfers) and any layout whose pairs post their transfers in different orders.
+FieldCheck CheckLayoutOnBackend(const JobLayout& layout, const RuntimeBackend& backend);
+
+}  // namespace trident
