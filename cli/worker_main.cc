@@ -22,6 +22,7 @@
 #include "core/plan.h"
 #include "runtime/comm/comm_factory.h"
 #include "runtime/compute/compute_factory.h"
+#include "runtime/train/train_checkpoint.h"
 #include "runtime/train/trainer.h"
 
 namespace trident {
@@ -87,7 +88,8 @@ void AddFlags(CLI::App& app, WorkerFlags* f) {
   app.add_flag("--quiet", t.quiet, "No per-step line on stdout");
   app.add_flag("--check", f->check,
                "Only check that this --device's runtime carries out every field of the plan as "
-               "written (no MPI, nothing written); exit 1 naming each field it would not");
+               "written, and that --load's checkpoint resumes it (no MPI, nothing written); "
+               "exit 1 naming each field it would not");
 }
 
 // Fills what the flags give indirectly; creates OUT.
@@ -145,13 +147,19 @@ LogContext RankSpeaker(const Plan& plan, const Comm& world, LogContext speaker) 
   return speaker.ForRank(world.Rank(), plan.MakeRankMap());
 }
 
-// The plan, if this backend carries out every field as written; else the job ends. Before any
-// communicator exists, so every rank refuses alone and none waits for a peer.
+// The plan, if this backend carries out every field as written and the --load checkpoint
+// (its header) resumes it; else the job ends. Before any communicator exists, so every rank
+// refuses alone and none waits for a peer.
 Plan CheckedPlan(const WorkerFlags& flags, const LogContext& speaker) {
   StatusOr<Plan> plan = LoadPlan(flags.plan);
   if (!plan.ok()) Fail(plan.status(), nullptr, speaker);
   if (Status status = PlanContractStatus(*plan, flags.plan, flags.train.backend); !status.ok()) {
     Fail(status, nullptr, speaker);
+  }
+  const std::string& load = flags.train.load_path;
+  if (!load.empty()) {
+    Status resumable = CheckResumable(load, *plan, *ValueOf(OptimizerKindNames(), flags.optimizer));
+    if (!resumable.ok()) Fail(resumable, nullptr, speaker);
   }
   return *std::move(plan);
 }

@@ -118,6 +118,17 @@ CheckpointReader::CheckpointReader(std::string path, std::string bytes, Safetens
       index_(std::move(index)),
       metadata_(std::move(metadata)) {}
 
+StatusOr<CheckpointMetadata> ReadCheckpointMetadata(const std::string& path) {
+  StatusOr<MetadataMap> map = ReadSafetensorsMetadata(path);
+  if (!map.ok()) {
+    if (map.status().code() != StatusCode::kNotFound) return map.status();
+    return NotFound(path + ": no such checkpoint; hint: check the checkpoint path");
+  }
+  StatusOr<CheckpointMetadata> metadata = MetadataFromMap(*map);
+  if (!metadata.ok()) return metadata.status().WithPrefix(path);
+  return metadata;
+}
+
 StatusOr<CheckpointReader> CheckpointReader::Open(const std::string& path) {
   StatusOr<std::string> bytes = ReadFile(path);
   if (!bytes.ok()) {

@@ -61,6 +61,10 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint);
 
 // A checkpoint file opened for reading. The file is read whole on Open.
 // Thread-safety: immutable after Open; const methods may be called from any thread.
+// The metadata of the checkpoint at `path`, from its header alone (safetensors.h), for checks
+// before a job starts. Errors as CheckpointReader::Open's, for the header.
+StatusOr<CheckpointMetadata> ReadCheckpointMetadata(const std::string& path);
+
 class CheckpointReader {
  public:
   // NotFound / IoError for the file; InvalidArgument naming the file (and the tensor) when

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -65,14 +67,15 @@ Status BuildHeader(const TensorMap& tensors, const MetadataMap& metadata, Json* 
   return Status::Ok();
 }
 
-StatusOr<uint64_t> HeaderLength(std::string_view bytes) {
+// The header length at the start of `bytes`, a file of `file_bytes` bytes.
+StatusOr<uint64_t> HeaderLength(std::string_view bytes, uint64_t file_bytes) {
   if (bytes.size() < kLengthBytes) {
     return InvalidArgument("truncated: " + std::to_string(bytes.size()) +
                            " bytes, fewer than the 8-byte header length a safetensors file " +
                            "starts with");
   }
   const uint64_t length = DecodeLength(bytes);
-  const uint64_t after = bytes.size() - kLengthBytes;
+  const uint64_t after = file_bytes - kLengthBytes;
   if (length > after) {
     return InvalidArgument("header length " + std::to_string(length) +
                            " runs past the end of the file (" + std::to_string(after) +
@@ -221,14 +224,44 @@ Status CheckCoverage(const SafetensorsIndex& index, uint64_t data_bytes) {
   return Status::Ok();
 }
 
-StatusOr<SafetensorsIndex> ParseIndex(std::string_view bytes) {
-  TRIDENT_ASSIGN_OR_RETURN(uint64_t length, HeaderLength(bytes));
-  Json header;
-  TRIDENT_RETURN_IF_ERROR(ParseJson(bytes.substr(kLengthBytes, length), &header));
-  if (!header.is_object()) {
-    return InvalidArgument(std::string("the JSON header is a ") + header.type_name() +
+// The JSON object of the header that follows the length in `bytes`.
+Status ParseHeader(std::string_view bytes, uint64_t length, Json* header) {
+  TRIDENT_RETURN_IF_ERROR(ParseJson(bytes.substr(kLengthBytes, length), header));
+  if (!header->is_object()) {
+    return InvalidArgument(std::string("the JSON header is a ") + header->type_name() +
                            ", not an object");
   }
+  return Status::Ok();
+}
+
+StatusOr<MetadataMap> MetadataOf(const Json& header) {
+  auto it = header.find(kSafetensorsMetadataKey);
+  return it == header.end() ? MetadataMap{} : ParseMetadata(*it);
+}
+
+// The header of the file at `path`: its first 8 bytes and the header they announce.
+StatusOr<std::string> ReadHeaderBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    if (errno == ENOENT) return NotFound(path + ": no such file");
+    return IoError(path + ": cannot open: " + std::strerror(errno));
+  }
+  const auto file_bytes = static_cast<uint64_t>(in.tellg());
+  std::string bytes(std::min<uint64_t>(file_bytes, kLengthBytes), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  StatusOr<uint64_t> length = HeaderLength(bytes, file_bytes);
+  if (!length.ok()) return length.status().WithPrefix(path);
+  bytes.resize(kLengthBytes + *length);
+  in.read(bytes.data() + kLengthBytes, static_cast<std::streamsize>(*length));
+  if (!in) return IoError(path + ": read failed");
+  return bytes;
+}
+
+StatusOr<SafetensorsIndex> ParseIndex(std::string_view bytes) {
+  TRIDENT_ASSIGN_OR_RETURN(uint64_t length, HeaderLength(bytes, bytes.size()));
+  Json header;
+  TRIDENT_RETURN_IF_ERROR(ParseHeader(bytes, length, &header));
   SafetensorsIndex index;
   index.data_start = kLengthBytes + length;
   const uint64_t data_bytes = bytes.size() - index.data_start;
@@ -267,6 +300,16 @@ StatusOr<std::string> SerializeSafetensors(const TensorMap& tensors, const Metad
                  tensor.values.size() * kF32Bytes);
   }
   return bytes;
+}
+
+StatusOr<MetadataMap> ReadSafetensorsMetadata(const std::string& path) {
+  TRIDENT_ASSIGN_OR_RETURN(std::string bytes, ReadHeaderBytes(path));
+  Json header;
+  Status parsed = ParseHeader(bytes, bytes.size() - kLengthBytes, &header);
+  if (!parsed.ok()) return parsed.WithPrefix(path);
+  StatusOr<MetadataMap> metadata = MetadataOf(header);
+  if (!metadata.ok()) return metadata.status().WithPrefix(path);
+  return metadata;
 }
 
 StatusOr<SafetensorsIndex> ParseSafetensorsIndex(std::string_view bytes, const std::string& file) {

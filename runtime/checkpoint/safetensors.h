@@ -59,6 +59,12 @@ StatusOr<std::string> SerializeSafetensors(const TensorMap& tensors, const Metad
 // prefixed with `file` and naming the tensor concerned.
 StatusOr<SafetensorsIndex> ParseSafetensorsIndex(std::string_view bytes, const std::string& file);
 
+// The `__metadata__` of the file at `path`, reading only its header (so a check before a job
+// starts costs no more than the header, whatever the tensors weigh); the tensors are checked
+// when the file is read whole. NotFound / IoError for the file; InvalidArgument, prefixed with
+// `path`, for a header that is truncated, too long or not a JSON object with string metadata.
+StatusOr<MetadataMap> ReadSafetensorsMetadata(const std::string& path);
+
 // The values of `slice` of `entry`.
 // REQUIRES: `index` = ParseSafetensorsIndex(bytes) holds `entry`; CheckSlice(entry.shape,
 // slice) ok.

@@ -112,18 +112,17 @@ Status CopyIn(Compute& compute, const StatusOr<HostTensor>& host, Tensor& dst) {
   return Status::Ok();
 }
 
-Status CheckCompatible(const CheckpointReader& reader, const TrainState& s) {
-  const std::string& model = s.layout->plan().model.name;
-  if (reader.metadata().model != model) {
-    return InvalidArgument(reader.path() + ": written for model " + reader.metadata().model +
+Status CheckCompatible(const CheckpointMetadata& metadata, const std::string& path,
+                       const std::string& model, OptimizerKind optimizer) {
+  if (metadata.model != model) {
+    return InvalidArgument(path + ": written for model " + metadata.model +
                            ", but the plan trains " + model);
   }
-  auto it = reader.metadata().extra.find(kOptimizerKey);
-  const std::string& mine = NameOf(OptimizerKindNames(), s.optimizer->options().kind);
-  if (it != reader.metadata().extra.end() && it->second != mine) {
-    return InvalidArgument(reader.path() + ": written by optimizer " + it->second +
-                           ", but this run uses " + mine + "; hint: pass --optimizer " +
-                           it->second);
+  auto it = metadata.extra.find(kOptimizerKey);
+  const std::string& mine = NameOf(OptimizerKindNames(), optimizer);
+  if (it != metadata.extra.end() && it->second != mine) {
+    return InvalidArgument(path + ": written by optimizer " + it->second + ", but this run uses " +
+                           mine + "; hint: pass --optimizer " + it->second);
   }
   return Status::Ok();
 }
@@ -152,9 +151,15 @@ Status SaveTrainCheckpoint(const TrainState& s, int64_t step, const std::string&
   return WriteCheckpoint(path, ckpt);
 }
 
+Status CheckResumable(const std::string& path, const Plan& plan, OptimizerKind optimizer) {
+  TRIDENT_ASSIGN_OR_RETURN(CheckpointMetadata metadata, ReadCheckpointMetadata(path));
+  return CheckCompatible(metadata, path, plan.model.name, optimizer);
+}
+
 StatusOr<int64_t> LoadTrainCheckpoint(const TrainState& s, const std::string& path) {
   TRIDENT_ASSIGN_OR_RETURN(CheckpointReader reader, CheckpointReader::Open(path));
-  TRIDENT_RETURN_IF_ERROR(CheckCompatible(reader, s));
+  TRIDENT_RETURN_IF_ERROR(CheckCompatible(reader.metadata(), path, s.layout->plan().model.name,
+                                          s.optimizer->options().kind));
   std::vector<ModelParameter>& params = s.model->parameters();
   for (size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = params[i].param;

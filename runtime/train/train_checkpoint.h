@@ -39,6 +39,11 @@ struct TrainState {
 // Writes the state after `step` optimizer steps to `path` (rank 0 writes; the others send).
 Status SaveTrainCheckpoint(const TrainState& state, int64_t step, const std::string& path);
 
+// Ok when the checkpoint at `path` (its header alone) was written for `plan`'s model by
+// `optimizer`: what the worker checks of --load before any rank connects. NotFound for a
+// missing file; InvalidArgument naming both models or optimizers otherwise.
+Status CheckResumable(const std::string& path, const Plan& plan, OptimizerKind optimizer);
+
 // Reads parameters and optimizer state from `path`; returns the step it was written at.
 // InvalidArgument when the file's model or optimizer differs from this run's (naming both).
 StatusOr<int64_t> LoadTrainCheckpoint(const TrainState& state, const std::string& path);

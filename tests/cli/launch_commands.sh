@@ -5,8 +5,8 @@
 # --dry-run of 2-node plans shows each host's ranks in rank-map order with every tp group on
 # one host; too few slots, a bad hostfile, a plan for another world size, hosts smaller than
 # the plan's nodes, a missing trident-worker and a plan the runtime would not carry out as
-# written (trident-worker --check: bf16, zero1, interleaved on cuda) each exit 1 with the
-# message before anything starts; a pp 2 gpt-tiny plan launched on this machine trains to the single-process losses;
+# written (trident-worker --check: bf16, zero1, interleaved on cuda) or a --load checkpoint of
+# another model each exit 1 with the message before anything starts; a pp 2 gpt-tiny plan launched on this machine trains to the single-process losses;
 # a worker failure comes back as the exit status; a --time-limit that is hit exits 124 and a
 # forwarded SIGTERM ends the job, neither leaving a rank behind; --slurm writes an sbatch
 # script that a stand-in srun runs with the right placement.
@@ -159,6 +159,14 @@ train pp2
 expect_rc 0 && same_losses single pp2
 verdict "a pp 2 plan launched on this machine gives the single-process losses and parameters"
 
+# --load of another model's checkpoint: refused from its header before mpirun.
+sed 's/^  name: gpt-tiny$/  name: gpt-other/' "$WORK/pp2.yaml" >"$WORK/other.yaml"
+run "$trident" launch "$WORK/other.yaml" -- --load "$WORK/single/ckpt/step-$LAUNCH_STEPS.safetensors" \
+  --out "$WORK/never"
+refused "step-$LAUNCH_STEPS.safetensors: written for model gpt-tiny, but the plan trains gpt-other" &&
+  expect_in err "nothing was started"
+verdict "a checkpoint of another model is refused before mpirun"
+
 run timeout 120 "$trident" launch "$WORK/pp2.yaml" -- --data synthetic --out "$WORK/nan" \
   --lr 1e30 --optimizer sgd
 expect_rc 1 && expect_in err "the loss is not finite" &&
@@ -262,4 +270,4 @@ run "$trident" launch "$WORK/pp2.yaml" --submit
 expect_rc 2
 verdict "--submit without --slurm is a usage error"
 
-summary 21
+summary 22

@@ -197,6 +197,30 @@ TEST(CheckpointTest, FileProblemsNameTheFile) {
   EXPECT_EQ(no_folder.code(), StatusCode::kIoError);
 }
 
+// The header alone: the metadata a whole read gives; a file cut inside its header or missing
+// is named (a cut in the tensors shows only when the file is read whole).
+TEST(CheckpointTest, MetadataFromTheHeaderAlone) {
+  fs::path dir = TestDir("header");
+  const std::string path = (dir / "c.safetensors").string();
+  ASSERT_TRUE(WriteCheckpoint(path, TinyCheckpoint(7)).ok());
+  StatusOr<CheckpointMetadata> header = ReadCheckpointMetadata(path);
+  ASSERT_TRUE(header.ok()) << header.status().ToString();
+  EXPECT_EQ(*header, CheckpointReader::Open(path)->metadata());
+
+  std::string bytes = SerializeCheckpoint(TinyCheckpoint(1)).value();
+  ASSERT_TRUE(WriteFileAtomic((dir / "cut").string(), bytes.substr(0, 20)).ok());
+  StatusOr<CheckpointMetadata> cut = ReadCheckpointMetadata((dir / "cut").string());
+  ASSERT_FALSE(cut.ok());
+  EXPECT_THAT(cut.status().message(), HasSubstr("cut: header length"));
+  EXPECT_THAT(cut.status().message(), HasSubstr("runs past the end of the file"));
+  ASSERT_TRUE(WriteFileAtomic((dir / "tiny").string(), "abc").ok());
+  EXPECT_THAT(ReadCheckpointMetadata((dir / "tiny").string()).status().message(),
+              HasSubstr("tiny: truncated: 3 bytes"));
+  StatusOr<CheckpointMetadata> missing = ReadCheckpointMetadata((dir / "none").string());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("none: no such checkpoint"));
+}
+
 TEST(CheckpointTest, MetadataIsChecked) {
   fs::path dir = TestDir("metadata");
   struct Case {
@@ -217,6 +241,9 @@ TEST(CheckpointTest, MetadataIsChecked) {
     ASSERT_FALSE(reader.ok()) << c.message;
     EXPECT_THAT(reader.status().message(), HasSubstr("m.safetensors: "));
     EXPECT_THAT(reader.status().message(), HasSubstr(c.message));
+    StatusOr<CheckpointMetadata> header = ReadCheckpointMetadata(path);
+    ASSERT_FALSE(header.ok()) << c.message;
+    EXPECT_EQ(header.status().message(), reader.status().message());
   }
   Checkpoint reserved;
   reserved.metadata.extra["step"] = "5";

@@ -1,7 +1,7 @@
 // Checkpoints of a running job through the Trainer over in-process ranks: a pp 2 run saves at
 // steps 2 and 4; resuming from step 2 under another plan (tp 2, one rank, dp 2) gives the
 // losses of steps 3 and 4 of the uninterrupted run; a checkpoint of another optimizer or model
-// is refused with the fix.
+// is refused with the fix, by a load and by the header-only check made before ranks connect.
 #include "runtime/train/train_checkpoint.h"
 
 #include <gmock/gmock.h>
@@ -141,6 +141,21 @@ TEST_F(TrainCheckpointTest, WrongModelIsRefused) {
   EXPECT_EQ(run.status.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(run.status.message(), HasSubstr("gpt-tiny"));
   EXPECT_THAT(run.status.message(), HasSubstr("gpt-other"));
+}
+
+// What the worker checks of --load before any rank connects, from the file's header: the same
+// refusals as a load, and the plan's own checkpoint passes.
+TEST_F(TrainCheckpointTest, ResumableFromTheHeaderAlone) {
+  const Plan plan = MakePlan(TinyGpt(), Shape(1, {1}));
+  EXPECT_TRUE(CheckResumable(Saved(2), plan, OptimizerKind::kAdamW).ok());
+  ModelSpec other = TinyGpt();
+  other.name = "gpt-other";
+  Status model = CheckResumable(Saved(2), MakePlan(other, Shape(1, {1})), OptimizerKind::kAdamW);
+  EXPECT_EQ(model.message(),
+            Saved(2) + ": written for model gpt-tiny, but the plan trains gpt-other");
+  Status optimizer = CheckResumable(Saved(2), plan, OptimizerKind::kSgd);
+  EXPECT_THAT(optimizer.message(), HasSubstr("hint: pass --optimizer adamw"));
+  EXPECT_EQ(CheckResumable(Saved(3), plan, OptimizerKind::kAdamW).code(), StatusCode::kNotFound);
 }
 
 TEST_F(TrainCheckpointTest, NothingLeftToTrainIsRefused) {
