@@ -1,6 +1,7 @@
 #include "runtime/compute/compute.h"
 
 #include "core/check.h"
+#include "runtime/compute/compute_widen.h"
 #include "runtime/compute/op_check.h"
 
 namespace trident {
@@ -64,7 +65,8 @@ void Compute::Cast(const Tensor& src, Tensor& dst) {
 
 void Compute::Fill(float value, Tensor& dst) {
   OpCheck(this, "Fill").Floats({{"dst", dst}});
-  DoFill(value, dst);
+  Widened w(this);
+  DoFill(value, w.Out(dst));
 }
 
 void Compute::Gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b,
@@ -102,7 +104,8 @@ void Compute::GemmStridedBatched(const BatchedGemm& gemm, const Tensor& a, const
       .NoOverlap({"c", c}, gemm.c, gemm.batch)
       .Disjoint({"c", c}, {"a", a})
       .Disjoint({"c", c}, {"b", b});
-  DoGemmStridedBatched(gemm, a, b, c);
+  Widened w(this);
+  DoGemmStridedBatched(gemm, w.In(a), w.In(b), w.Out(c));
 }
 
 void Compute::Add(const Tensor& a, const Tensor& b, Tensor& out) {
@@ -111,7 +114,8 @@ void Compute::Add(const Tensor& a, const Tensor& b, Tensor& out) {
       .SameNumel({{"a", a}, {"b", b}, {"out", out}})
       .SameOrDisjoint({"out", out}, {"a", a})
       .SameOrDisjoint({"out", out}, {"b", b});
-  DoAdd(a, b, out);
+  Widened w(this);
+  DoAdd(w.In(a), w.In(b), w.Out(out));
 }
 
 void Compute::Mul(const Tensor& a, const Tensor& b, Tensor& out) {
@@ -120,7 +124,8 @@ void Compute::Mul(const Tensor& a, const Tensor& b, Tensor& out) {
       .SameNumel({{"a", a}, {"b", b}, {"out", out}})
       .SameOrDisjoint({"out", out}, {"a", a})
       .SameOrDisjoint({"out", out}, {"b", b});
-  DoMul(a, b, out);
+  Widened w(this);
+  DoMul(w.In(a), w.In(b), w.Out(out));
 }
 
 void Compute::Axpy(float alpha, const Tensor& x, Tensor& y) {
@@ -128,12 +133,14 @@ void Compute::Axpy(float alpha, const Tensor& x, Tensor& y) {
       .Floats({{"x", x}, {"y", y}})
       .SameNumel({{"x", x}, {"y", y}})
       .Disjoint({"y", y}, {"x", x});
-  DoAxpy(alpha, x, y);
+  Widened w(this);
+  DoAxpy(alpha, w.In(x), w.Out(y));
 }
 
 void Compute::Scale(float alpha, Tensor& x) {
   OpCheck(this, "Scale").Floats({{"x", x}});
-  DoScale(alpha, x);
+  Widened w(this);
+  DoScale(alpha, w.Out(x));
 }
 
 void Compute::AddBias(const Tensor& bias_C, Tensor& y_NC) {
@@ -141,7 +148,8 @@ void Compute::AddBias(const Tensor& bias_C, Tensor& y_NC) {
       .Floats({{"y_NC", y_NC}, {"bias_C", bias_C}})
       .Numel({"bias_C", bias_C}, MatrixCols(y_NC))
       .Disjoint({"y_NC", y_NC}, {"bias_C", bias_C});
-  DoAddBias(bias_C, y_NC);
+  Widened w(this);
+  DoAddBias(w.In(bias_C), w.Out(y_NC));
 }
 
 void Compute::BiasGrad(const Tensor& dy_NC, Tensor& dbias_C) {
@@ -149,7 +157,8 @@ void Compute::BiasGrad(const Tensor& dy_NC, Tensor& dbias_C) {
       .Floats({{"dy_NC", dy_NC}, {"dbias_C", dbias_C}})
       .Numel({"dbias_C", dbias_C}, MatrixCols(dy_NC))
       .Disjoint({"dbias_C", dbias_C}, {"dy_NC", dy_NC});
-  DoBiasGrad(dy_NC, dbias_C);
+  Widened w(this);
+  DoBiasGrad(w.In(dy_NC), w.Out(dbias_C));
 }
 
 void Compute::Activation(ActivationKind f, const Tensor& x, Tensor& y) {
@@ -157,7 +166,8 @@ void Compute::Activation(ActivationKind f, const Tensor& x, Tensor& y) {
       .Floats({{"x", x}, {"y", y}})
       .SameNumel({{"x", x}, {"y", y}})
       .SameOrDisjoint({"y", y}, {"x", x});
-  DoActivation(f, x, y);
+  Widened w(this);
+  DoActivation(f, w.In(x), w.Out(y));
 }
 
 void Compute::ActivationBackward(ActivationKind f, const Tensor& x, const Tensor& dy, Tensor& dx) {
@@ -166,7 +176,8 @@ void Compute::ActivationBackward(ActivationKind f, const Tensor& x, const Tensor
       .SameNumel({{"x", x}, {"dy", dy}, {"dx", dx}})
       .SameOrDisjoint({"dx", dx}, {"dy", dy})
       .Disjoint({"dx", dx}, {"x", x});
-  DoActivationBackward(f, x, dy, dx);
+  Widened w(this);
+  DoActivationBackward(f, w.In(x), w.In(dy), w.Out(dx));
 }
 
 void Compute::SwiGlu(const Tensor& gate, const Tensor& up, Tensor& out) {
@@ -175,7 +186,8 @@ void Compute::SwiGlu(const Tensor& gate, const Tensor& up, Tensor& out) {
       .SameNumel({{"gate", gate}, {"up", up}, {"out", out}})
       .SameOrDisjoint({"out", out}, {"gate", gate})
       .SameOrDisjoint({"out", out}, {"up", up});
-  DoSwiGlu(gate, up, out);
+  Widened w(this);
+  DoSwiGlu(w.In(gate), w.In(up), w.Out(out));
 }
 
 void Compute::SwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dout,
@@ -190,7 +202,8 @@ void Compute::SwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor&
         .Disjoint(out, {"dout", dout});
   }
   OpCheck(this, "SwiGluBackward").Disjoint({"dgate", dgate}, {"dup", dup});
-  DoSwiGluBackward(gate, up, dout, dgate, dup);
+  Widened w(this);
+  DoSwiGluBackward(w.In(gate), w.In(up), w.In(dout), w.Out(dgate), w.Out(dup));
 }
 
 }  // namespace trident

@@ -17,9 +17,14 @@
 //
 // Conventions, for every method:
 //  - Tensors are dense and row-major; all tensors of one call belong to this backend.
-//  - Float operands share one element type (CpuCompute supports fp32 only, CudaCompute fp32
-//    and bf16; the optimizers take fp32 master buffers); saved
-//    statistics (mean, rstd) and the loss are always fp32; ids and targets are int32.
+//  - Float operands share one element type (fp32 or bf16 on both backends; the optimizers take
+//    fp32 master buffers); saved statistics (mean, rstd) and the loss are always fp32; ids and
+//    targets are int32.
+//  - A float type a backend stores but has no kernels for (ComputesOn; CpuCompute: bf16) is
+//    widened here, once for every backend: the op runs on fp32 stand-ins of its operands and
+//    each output is rounded back once, as a kernel that loads bf16, computes in fp32 and stores
+//    bf16 gives it (sums may differ in order). The stand-ins are workspace
+//    (DoAllocateWorkspace).
 //  - Elementwise ops compare tensors by element count only: shapes may differ.
 //  - "=" overwrites an output; "+=" accumulates into it. Forward outputs and input gradients
 //    are overwritten, except that the norms' dx accumulates (a norm reads the residual
@@ -110,10 +115,10 @@ class Compute {
 
   // A line naming the backend: "cpu (1 thread)", "cuda:0 (NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB)".
   virtual std::string Describe() const = 0;
-  // Whether tensors of `type` can be allocated (and, if floating point, computed on).
+  // Whether tensors of `type` can be allocated and computed on (natively or widened).
   virtual bool Supports(ElementType type) const = 0;
   // A zero-filled tensor of `shape`. REQUIRES: every dimension >= 0; a type the backend
-  // supports (CpuCompute: fp32, int32).
+  // supports (fp32, bf16 and int32 on both backends).
   Tensor Allocate(std::vector<int64_t> shape, ElementType type = ElementType::kFp32);
   // dst = host. REQUIRES: host.size() == dst.numel(); dst is fp32 (float) or int32 (int32_t).
   void CopyFromHost(std::span<const float> host, Tensor& dst);
@@ -226,6 +231,13 @@ class Compute {
   void Sgd(const SgdConfig& config, const Tensor& grad, Tensor& param, Tensor& buf);
 
  protected:
+  // Whether the Do* kernels take float tensors of `type` themselves; a supported float type
+  // they do not take is widened to fp32 (see the conventions at the top).
+  virtual bool ComputesOn(ElementType type) const { return Supports(type); }
+  // Memory for the fp32 stand-ins of a widened op, freed when the op returns.
+  virtual void* DoAllocateWorkspace(int64_t bytes) { return DoAllocate(bytes); }
+  virtual void DoFreeWorkspace(void* data, int64_t bytes) { DoFree(data, bytes); }
+
   // Backend hooks, one per public method of the same name (CopyFromHost and CopyToHost take
   // the host buffer as bytes of the tensor's own type). The arguments have passed the public
   // method's checks; Gemm arrives as a batch of one.
@@ -274,6 +286,12 @@ class Compute {
 
  private:
   friend class Tensor;  // frees its storage through Free()
+  class Widened;        // compute_widen.h
+
+  // A non-owning tensor over `data`, which the caller keeps and frees.
+  Tensor View(void* data, std::vector<int64_t> shape, ElementType type) {
+    return Tensor(this, data, std::move(shape), type, /*owns=*/false);
+  }
 
   void Free(void* data, int64_t bytes) { DoFree(data, bytes); }
 };

@@ -1,7 +1,9 @@
 // Compute's public methods for softmax, norms, embedding, loss and optimizer updates: the
-// argument checks shared by every backend (see compute.h), then the backend's Do* method.
+// argument checks shared by every backend (see compute.h), then the backend's Do* method on
+// the operands it computes on (compute_widen.h).
 #include "core/check.h"
 #include "runtime/compute/compute.h"
+#include "runtime/compute/compute_widen.h"
 #include "runtime/compute/op_check.h"
 
 namespace trident {
@@ -15,7 +17,8 @@ void Compute::Softmax(const Tensor& x, bool causal, Tensor& y) {
   TRIDENT_CHECK(!causal || (x.rank() >= 2 && x.dim(-2) == x.dim(-1)))
       << "Compute::Softmax: a causal softmax needs square [.., S, S] scores, got x "
       << x.ToString();
-  DoSoftmax(x, causal, y);
+  Widened w(this);
+  DoSoftmax(w.In(x), causal, w.Out(y));
 }
 
 void Compute::SoftmaxBackward(const Tensor& y, const Tensor& dy, Tensor& dx) {
@@ -26,7 +29,8 @@ void Compute::SoftmaxBackward(const Tensor& y, const Tensor& dy, Tensor& dx) {
       .LastDim({"dx", dx}, MatrixCols(y))
       .SameOrDisjoint({"dx", dx}, {"dy", dy})
       .Disjoint({"dx", dx}, {"y", y});
-  DoSoftmaxBackward(y, dy, dx);
+  Widened w(this);
+  DoSoftmaxBackward(w.In(y), w.In(dy), w.Out(dx));
 }
 
 void Compute::LayerNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& beta_C, float eps,
@@ -43,7 +47,8 @@ void Compute::LayerNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor&
       .Numel({"rstd_N", rstd_N}, rows)
       .Disjoint({"y_NC", y_NC}, {"x_NC", x_NC})
       .Disjoint({"mean_N", mean_N}, {"rstd_N", rstd_N});
-  DoLayerNorm(x_NC, gamma_C, beta_C, eps, y_NC, mean_N, rstd_N);
+  Widened w(this);
+  DoLayerNorm(w.In(x_NC), w.In(gamma_C), w.In(beta_C), eps, w.Out(y_NC), mean_N, rstd_N);
 }
 
 void Compute::LayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& mean_N,
@@ -68,7 +73,9 @@ void Compute::LayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const
       .Disjoint({"dx_NC", dx_NC}, {"x_NC", x_NC})
       .Disjoint({"dx_NC", dx_NC}, {"dy_NC", dy_NC})
       .Disjoint({"dgamma_C", dgamma_C}, {"dbeta_C", dbeta_C});
-  DoLayerNormBackward(x_NC, gamma_C, mean_N, rstd_N, dy_NC, dx_NC, dgamma_C, dbeta_C);
+  Widened w(this);
+  DoLayerNormBackward(w.In(x_NC), w.In(gamma_C), mean_N, rstd_N, w.In(dy_NC), w.Out(dx_NC),
+                      w.Out(dgamma_C), w.Out(dbeta_C));
 }
 
 void Compute::RmsNorm(const Tensor& x_NC, const Tensor& gamma_C, float eps, Tensor& y_NC,
@@ -81,7 +88,8 @@ void Compute::RmsNorm(const Tensor& x_NC, const Tensor& gamma_C, float eps, Tens
       .Numel({"gamma_C", gamma_C}, MatrixCols(x_NC))
       .Numel({"rstd_N", rstd_N}, MatrixRows(x_NC))
       .Disjoint({"y_NC", y_NC}, {"x_NC", x_NC});
-  DoRmsNorm(x_NC, gamma_C, eps, y_NC, rstd_N);
+  Widened w(this);
+  DoRmsNorm(w.In(x_NC), w.In(gamma_C), eps, w.Out(y_NC), rstd_N);
 }
 
 void Compute::RmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& rstd_N,
@@ -101,7 +109,8 @@ void Compute::RmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const T
       .Numel({"rstd_N", rstd_N}, MatrixRows(x_NC))
       .Disjoint({"dx_NC", dx_NC}, {"x_NC", x_NC})
       .Disjoint({"dx_NC", dx_NC}, {"dy_NC", dy_NC});
-  DoRmsNormBackward(x_NC, gamma_C, rstd_N, dy_NC, dx_NC, dgamma_C);
+  Widened w(this);
+  DoRmsNormBackward(w.In(x_NC), w.In(gamma_C), rstd_N, w.In(dy_NC), w.Out(dx_NC), w.Out(dgamma_C));
 }
 
 void Compute::Embedding(const Tensor& ids_N, const Tensor& table_VC, Tensor& out_NC) {
@@ -111,7 +120,8 @@ void Compute::Embedding(const Tensor& ids_N, const Tensor& table_VC, Tensor& out
       .LastDim({"out_NC", out_NC}, MatrixCols(table_VC))
       .Numel({"out_NC", out_NC}, ids_N.numel() * MatrixCols(table_VC))
       .Disjoint({"out_NC", out_NC}, {"table_VC", table_VC});
-  DoEmbedding(ids_N, table_VC, out_NC);
+  Widened w(this);
+  DoEmbedding(ids_N, w.In(table_VC), w.Out(out_NC));
 }
 
 void Compute::EmbeddingBackward(const Tensor& ids_N, const Tensor& dout_NC, Tensor& dtable_VC) {
@@ -121,7 +131,8 @@ void Compute::EmbeddingBackward(const Tensor& ids_N, const Tensor& dout_NC, Tens
       .LastDim({"dout_NC", dout_NC}, MatrixCols(dtable_VC))
       .Numel({"dout_NC", dout_NC}, ids_N.numel() * MatrixCols(dtable_VC))
       .Disjoint({"dtable_VC", dtable_VC}, {"dout_NC", dout_NC});
-  DoEmbeddingBackward(ids_N, dout_NC, dtable_VC);
+  Widened w(this);
+  DoEmbeddingBackward(ids_N, w.In(dout_NC), w.Out(dtable_VC));
 }
 
 void Compute::CrossEntropy(const Tensor& logits_NV, const Tensor& targets_N, Tensor& probs_NV,
@@ -141,7 +152,8 @@ void Compute::CrossEntropy(const Tensor& logits_NV, const Tensor& targets_N, Ten
       .SameOrDisjoint({"probs_NV", probs_NV}, {"logits_NV", logits_NV})
       .Disjoint({"loss_1", loss_1}, {"probs_NV", probs_NV})
       .Disjoint({"loss_1", loss_1}, {"logits_NV", logits_NV});
-  DoCrossEntropy(logits_NV, targets_N, probs_NV, loss_1);
+  Widened w(this);
+  DoCrossEntropy(w.In(logits_NV), targets_N, w.Out(probs_NV), loss_1);
 }
 
 void Compute::CrossEntropyBackward(const Tensor& probs_NV, const Tensor& targets_N, float dloss,
@@ -153,7 +165,8 @@ void Compute::CrossEntropyBackward(const Tensor& probs_NV, const Tensor& targets
       .LastDim({"dlogits_NV", dlogits_NV}, MatrixCols(probs_NV))
       .Numel({"targets_N", targets_N}, MatrixRows(probs_NV))
       .SameOrDisjoint({"dlogits_NV", dlogits_NV}, {"probs_NV", probs_NV});
-  DoCrossEntropyBackward(probs_NV, targets_N, dloss, dlogits_NV);
+  Widened w(this);
+  DoCrossEntropyBackward(w.In(probs_NV), targets_N, dloss, w.Out(dlogits_NV));
 }
 
 void Compute::AdamW(const AdamWConfig& config, int64_t step, const Tensor& grad, Tensor& param,
@@ -168,7 +181,8 @@ void Compute::AdamW(const AdamWConfig& config, int64_t step, const Tensor& grad,
       .Disjoint({"m", m}, {"v", v})
       .Disjoint({"m", m}, {"grad", grad})
       .Disjoint({"v", v}, {"grad", grad});
-  DoAdamW(config, step, grad, param, m, v);
+  Widened w(this);
+  DoAdamW(config, step, w.In(grad), w.Out(param), w.Out(m), w.Out(v));
 }
 
 void Compute::Sgd(const SgdConfig& config, const Tensor& grad, Tensor& param, Tensor& buf) {
@@ -183,7 +197,8 @@ void Compute::Sgd(const SgdConfig& config, const Tensor& grad, Tensor& param, Te
         .Disjoint({"buf", buf}, {"param", param})
         .Disjoint({"buf", buf}, {"grad", grad});
   }
-  DoSgd(config, grad, param, buf);
+  Widened w(this);
+  DoSgd(config, w.In(grad), w.Out(param), w.Out(buf));
 }
 
 }  // namespace trident

@@ -1,7 +1,10 @@
 // CpuCompute: construction, memory, copies and fills.
 #include "runtime/compute/cpu_compute.h"
 
+#include <bit>
+#include <cstdint>
 #include <cstring>
+#include <new>
 
 #include "core/check.h"
 #include "runtime/compute/cpu_eigen.h"
@@ -32,12 +35,24 @@ std::string CpuCompute::Describe() const {
 }
 
 bool CpuCompute::Supports(ElementType type) const {
+  return type == ElementType::kFp32 || type == ElementType::kBf16 || type == ElementType::kInt32;
+}
+
+bool CpuCompute::ComputesOn(ElementType type) const {
   return type == ElementType::kFp32 || type == ElementType::kInt32;
 }
 
 void* CpuCompute::DoAllocate(int64_t bytes) { return allocator_.Allocate(bytes); }
 
 void CpuCompute::DoFree(void* data, int64_t bytes) { allocator_.Free(data, bytes); }
+
+void* CpuCompute::DoAllocateWorkspace(int64_t bytes) {
+  return bytes == 0 ? nullptr : ::operator new (static_cast<size_t>(bytes), std::align_val_t{64});
+}
+
+void CpuCompute::DoFreeWorkspace(void* data, int64_t /*bytes*/) {
+  if (data != nullptr) ::operator delete (data, std::align_val_t{64});
+}
 
 namespace {
 
@@ -61,8 +76,35 @@ void CpuCompute::DoCopy(const Tensor& src, Tensor& dst) {
   CopyBytes(dst.raw_data(), src.raw_data(), src.bytes());
 }
 
-// Every float tensor here is fp32 (Supports), so a cast is a copy.
-void CpuCompute::DoCast(const Tensor& src, Tensor& dst) { DoCopy(src, dst); }
+namespace {
+
+// x rounded to the nearest bf16, ties to even; a NaN stays a (quiet) NaN of the same sign.
+uint16_t ToBf16(float x) {
+  const auto bits = std::bit_cast<uint32_t>(x);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float FromBf16(uint16_t x) { return std::bit_cast<float>(static_cast<uint32_t>(x) << 16); }
+
+}  // namespace
+
+void CpuCompute::DoCast(const Tensor& src, Tensor& dst) {
+  if (src.type() == dst.type()) return DoCopy(src, dst);
+  const bool narrow = dst.type() == ElementType::kBf16;
+  const void* from = src.raw_data();
+  void* to = dst.raw_data();
+  threads_.ParallelFor(src.numel(), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (narrow) {
+        static_cast<uint16_t*>(to)[i] = ToBf16(static_cast<const float*>(from)[i]);
+      } else {
+        static_cast<float*>(to)[i] = FromBf16(static_cast<const uint16_t*>(from)[i]);
+      }
+    }
+  });
+}
 
 void CpuCompute::DoFill(float value, Tensor& dst) {
   threads_.ParallelFor(dst.numel(), 1, [&](int64_t begin, int64_t end) {

@@ -1,5 +1,8 @@
 // CpuCompute: the reference backend — fp32 (and int32 ids) in host memory, with Eigen mapped
-// on the tensors' own buffers (no copies).
+// on the tensors' own buffers (no copies). bf16 tensors are stored (2 bytes an element, the
+// upper half of the fp32 pattern) and cast to and from fp32 rounding to nearest even; every
+// other op on them is widened by Compute (fp32 stand-ins, each output rounded once), so a bf16
+// op gives what a bf16 GPU kernel computing in fp32 does.
 //
 // Threads: `threads` per backend (default 1, one per rank, as the profiler measures). They are
 // this object's own (see cpu_threads.h); Eigen's process-wide setNbThreads is not used. Each
@@ -8,7 +11,8 @@
 // split across threads may differ in the last bits from a one-thread run, because Eigen picks
 // its blocking from the size of each thread's part.
 // Memory: tensors come from a TrackingAllocator (64-byte aligned, counted); Eigen's own GEMM
-// packing buffers are workspace outside those counts. Every tensor must be destroyed before
+// packing buffers and the fp32 stand-ins of widened bf16 ops are workspace outside those
+// counts (a bf16 device would hold neither). Every tensor must be destroyed before
 // its backend (checked: the destructor aborts while tensors are alive).
 #pragma once
 
@@ -44,8 +48,11 @@ class CpuCompute final : public Compute {
   void Synchronize() override {}
 
  protected:
+  bool ComputesOn(ElementType type) const override;
   void* DoAllocate(int64_t bytes) override;
   void DoFree(void* data, int64_t bytes) override;
+  void* DoAllocateWorkspace(int64_t bytes) override;
+  void DoFreeWorkspace(void* data, int64_t bytes) override;
   void DoCopyFromHost(const void* host, Tensor& dst) override;
   void DoCopyToHost(const Tensor& src, void* host) override;
   void DoCopy(const Tensor& src, Tensor& dst) override;

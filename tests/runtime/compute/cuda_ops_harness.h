@@ -4,11 +4,12 @@
 //
 // A case builds its inputs through an OpContext, runs its ops and reads its outputs back as
 // host floats. In a bf16 case the CUDA side uploads fp32 and Casts to bf16 tensors, and reads
-// outputs back through a Cast to fp32; the CPU backend has fp32 only, so its side runs in fp32
-// on inputs rounded to bf16 on the host first (RoundToBf16), and both sides see identical
-// inputs. Saved statistics (mean_N, rstd_N), losses, ids and targets stay fp32 / int32 as
-// compute.h says; the optimizers run in fp32 only (fp32 master buffers). Outputs that an op
-// overwrites start as NaN, so an op that reads them fails; accumulating outputs start nonzero.
+// outputs back through a Cast to fp32; the CPU side runs in fp32 on inputs rounded to bf16 on
+// the host first (RoundToBf16), so both sides see identical inputs and the reference is
+// unrounded (CpuCompute's own bf16 path is that reference rounded once: cpu_bf16_test.cc). Saved
+// statistics (mean_N, rstd_N), losses, ids and targets stay fp32 / int32 as compute.h says; the
+// optimizers run in fp32 only (fp32 master buffers). Outputs that an op overwrites start as NaN, so
+// an op that reads them fails; accumulating outputs start nonzero.
 //
 // Agreement, per output: the normalized error max_i |cuda_i − cpu_i| / max(max_i |cpu_i|, 1e-6)
 // (any NaN or infinity counts as infinite) must be within the bound of the case's family and

@@ -207,7 +207,7 @@ TEST_F(ComputeDeathTest, ContractViolationsAbortWithShapes) {
   EXPECT_DEATH(compute.Embedding(ids, a, b), "out_NC \\[4, 8\\] fp32 must have last dimension 7");
   EXPECT_DEATH(a.View(20, {2, 5}), "view of 10 elements at offset 20");
   EXPECT_DEATH(a.data<int32_t>(), "read as int32");
-  EXPECT_DEATH(compute.Allocate({2}, ElementType::kBf16), "this backend has no bf16 tensors");
+  EXPECT_DEATH(compute.Allocate({2}, ElementType::kFp16), "this backend has no fp16 tensors");
   EXPECT_DEATH(
       {
         CpuCompute doomed;
