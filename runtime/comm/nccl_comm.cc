@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "runtime/comm/comm_checks.h"
+#include "runtime/comm/roll_call.h"
 
 namespace trident {
 
@@ -124,6 +125,10 @@ Status NcclComm::Init() {
   TRIDENT_CUDA_COMM_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   TRIDENT_CUDA_COMM_RETURN_IF_ERROR(
       cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming));
+  // ncclCommInitRank waits for every rank without a timeout: a roll call over the host
+  // communicator first, so a rank that never comes is named instead of waited for.
+  TRIDENT_RETURN_IF_ERROR(
+      RollCall(*host_, options_.collective_timeout, "NCCL communicator creation"));
   TRIDENT_ASSIGN_OR_RETURN(ncclUniqueId id, ShareUniqueId());
   ncclComm_t comm = nullptr;
   TRIDENT_NCCL_RETURN_IF_ERROR(ncclCommInitRank(&comm, Size(), id, Rank()));

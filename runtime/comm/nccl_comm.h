@@ -34,8 +34,11 @@
 // launched before it; past that it aborts the NCCL communicator (ncclCommAbort) and every later
 // call fails (BrokenCommError), as in MPI. Asynchronous NCCL errors (a peer process or the
 // network gone) are found while polling: the communicator is aborted and the error returned.
-// Split's id exchange runs over the host communicator within its timeouts; ncclCommInitRank
-// cannot time out, but every rank calls it only after all have received the id. NCCL also
+// Creation starts with a roll call over the host communicator (roll_call.h): host rank 0 names
+// the ranks that did not arrive within the collective timeout instead of waiting in
+// ncclCommInitRank, which cannot time out; every rank calls it only after all have arrived and
+// received the id (Split's id exchange too runs over the host communicator, within its
+// timeouts). NCCL also
 // connects ranks lazily, on the host, inside the launch (ncclGroupEnd): the first transfer in
 // each direction between two ranks, and the first collective of each algorithm, block the
 // launching call until the peers launch their side, and no timeout of this backend covers that
@@ -117,8 +120,9 @@ struct NcclOp {
 
 class NcclComm final : public Comm, private RequestTable<NcclOp>::Backend {
  public:
-  // The NCCL communicator of `host`'s ranks on the current CUDA device: host rank 0 makes the
-  // unique id and broadcasts it over `host`, then every rank calls ncclCommInitRank. Collective
+  // The NCCL communicator of `host`'s ranks on the current CUDA device: a roll call over
+  // `host`, then host rank 0 makes the unique id and broadcasts it over `host`, then every rank
+  // calls ncclCommInitRank. Collective
   // over `host`. Fails with InvalidArgument when options.device_stream is null.
   static StatusOr<std::unique_ptr<Comm>> Create(std::unique_ptr<Comm> host,
                                                 const CommOptions& options);
@@ -157,7 +161,8 @@ class NcclComm final : public Comm, private RequestTable<NcclOp>::Backend {
       "matches a pair's transfers by order, not by tag)";
 
   NcclComm(std::unique_ptr<Comm> host, const CommOptions& options);
-  // Device, stream and events, then the unique id over host_, then ncclCommInitRank.
+  // Device, stream and events, the roll call and the unique id over host_, then
+  // ncclCommInitRank.
   Status Init();
   StatusOr<ncclUniqueId> ShareUniqueId();
 

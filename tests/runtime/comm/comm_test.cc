@@ -16,6 +16,7 @@
 
 #include "runtime/comm/comm_factory.h"
 #include "runtime/comm/inprocess_comm.h"
+#include "runtime/comm/roll_call.h"
 #include "tests/runtime/comm/comm_scenarios.h"
 
 namespace trident {
@@ -128,6 +129,30 @@ TEST(InProcessCommTest, CollectiveTimeoutNamesMissingRanksAndBreaksTheComm) {
       },
       TimeoutAfter(milliseconds(50)));
   EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+// The roll call before NCCL's communicator creation: everyone present passes on every rank; a
+// rank that never comes is named by rank 0 when the timeout passes, and the others go on.
+TEST(RollCallTest, PassesWhenAllArriveAndNamesTheRanksThatDoNot) {
+  Status all = RunInProcess(4, [](Comm& comm) { return RollCall(comm, milliseconds(5000), "x"); });
+  EXPECT_TRUE(all.ok()) << all.ToString();
+  Status alone = RunInProcess(1, [](Comm& comm) { return RollCall(comm, milliseconds(1), "x"); });
+  EXPECT_TRUE(alone.ok()) << alone.ToString();
+
+  Status missing = RunInProcess(4, [](Comm& comm) -> Status {
+    if (comm.Rank() == 2) return Status::Ok();  // never arrives
+    // Long enough for the present ranks on a loaded machine: only rank 2 may be named.
+    Status result = RollCall(comm, milliseconds(1000), "NCCL communicator creation");
+    if (comm.Rank() != 0) return result;
+    if (result.message() !=
+        "NCCL communicator creation: the roll call of 4 ranks (ranks [2] never arrived) did not "
+        "complete within 1000 ms; hint: a rank that never arrives failed before it (its own error "
+        "says why) or is slow to start (raise --timeout)") {
+      return Internal(result.ToString());
+    }
+    return Status::Ok();
+  });
+  EXPECT_TRUE(missing.ok()) << missing.ToString();
 }
 
 TEST(InProcessCommTest, StartedAndBlockingAllReduceDoNotMatch) {
