@@ -3,15 +3,11 @@
 // as written (`trident-worker --check PLAN`, which `trident launch` and `trident run` run
 // before mpirun; every rank and Trainer::Create run it too).
 //
-// Each field is in one of three roles:
-// - executed: the runtime carries out every value Plan::Check accepts;
-// - restricted: carried out for some values, and the check refuses the others, naming the
-//   field, what the runtime does instead and the fix (e.g. `zero1: true`, `dtype: bf16`,
-//   interleaved virtual stages on the NCCL backend);
-// - informational: read by no rank (predictions, provenance, the cluster's name); the run
-//   report sets the predictions beside what it measured.
+// Each field has its role in core/plan_fields.h; the check refuses the values of the
+// restricted ones that the backend does not carry out, naming the field, why and the fix (e.g.
+// `zero1: true`, `dtype: bf16`, interleaved virtual stages on the NCCL backend).
 // tests/runtime/train/plan_contract_test.cc walks the fields PlanToYaml writes, so a new field
-// fails it until it is listed here, and shows a refusal for every restricted one.
+// fails it until core/plan_fields.cc lists it, and shows a refusal for every restricted one.
 #pragma once
 
 #include <string>
@@ -20,22 +16,12 @@
 
 #include "core/field_error.h"
 #include "core/plan.h"
+#include "core/plan_fields.h"
 #include "core/status.h"
 
 namespace trident {
 
 class JobLayout;
-
-enum class FieldRole { kExecuted, kRestricted, kInformational };
-
-struct PlanFieldUse {
-  std::string_view path;  // as PlanToYaml nests it: "model.hidden", "stages[].replicas"
-  FieldRole role;
-  std::string_view use;  // what the runtime does with it, or whom it informs
-};
-
-// Every field PlanToYaml can write, in the file's order.
-const std::vector<PlanFieldUse>& PlanFieldUses();
 
 // The runtime a plan is checked against: the worker's --device.
 struct RuntimeBackend {
