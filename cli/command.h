@@ -19,6 +19,7 @@ void AddSimulateCommand(CLI::App& app, int* exit_code);
 void AddExplainCommand(CLI::App& app, int* exit_code);
 void AddValidateCommand(CLI::App& app, int* exit_code);
 void AddLaunchCommand(CLI::App& app, int* exit_code);
+void AddExportCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
 
 }  // namespace trident

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   trident::AddSimulateCommand(app, &exit_code);
   trident::AddExplainCommand(app, &exit_code);
   trident::AddLaunchCommand(app, &exit_code);
+  trident::AddExportCommand(app, &exit_code);
   trident::AddRunCommand(app, &exit_code);
   try {
     app.parse(argc, argv);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Usage: plan_commands.sh TRIDENT_BIN SOURCE_DIR
 #
-# trident plan, simulate and explain end to end: a plan is written, read back, simulated to
-# the same prediction, explained; impossible requests fail with exit 1 and write nothing.
+# trident plan, simulate, explain and export end to end: a plan is written, read back,
+# simulated to the same prediction, explained, exported as a Megatron-LM script; impossible
+# requests fail with exit 1 and write nothing.
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 
@@ -35,6 +36,25 @@ verdict "plan --trace writes a Chrome trace"
 run "$bin" explain "$plan" --cluster "$a100"
 expect_rc 0 && expect_in out "bottleneck: stage" && expect_in out "recompute full"
 verdict "explain names the bottleneck and the neighbouring choices"
+
+# export --to megatron: the plan's mesh and batch as Megatron-LM flags in a script bash parses.
+run "$bin" plan --model "$configs/models/gpt3-1.3b.yaml" --cluster "$a100" --devices 32 \
+  --global-batch 256 --seq 2048 --schedule 1f1b,interleaved_1f1b -o "$WORK/mega.yaml"
+tp=$(sed -n 's/^mesh: {dp: [0-9]*, pp: [0-9]*, tp: \([0-9]*\)}$/\1/p' "$WORK/mega.yaml")
+run "$bin" export "$WORK/mega.yaml" --to megatron -o "$WORK/megatron.sh"
+expect_rc 0 && expect_in out "wrote $WORK/megatron.sh" && [[ -x $WORK/megatron.sh ]] &&
+  bash -n "$WORK/megatron.sh" && grep -qx "  --tensor-model-parallel-size $tp" "$WORK/megatron.sh" &&
+  grep -qx "  --global-batch-size 256" "$WORK/megatron.sh" &&
+  grep -qx "  --num-layers 24" "$WORK/megatron.sh"
+verdict "export --to megatron writes the plan as a Megatron-LM launch script"
+
+run "$bin" plan --model "$configs/models/gpt3-1.3b.yaml" --cluster "$a100" --devices 16 \
+  --global-batch 64 --seq 2048 --fix pp=2 --schedule gpipe -o "$WORK/gpipe.yaml"
+run "$bin" export "$WORK/gpipe.yaml" --to megatron -o "$WORK/gpipe.sh"
+expect_rc 1 && expect_in err "cannot express 1 choice of this plan; nothing was written" &&
+  expect_in err "schedule: Megatron-LM runs 1F1B and interleaved 1F1B, not gpipe" &&
+  [[ ! -e $WORK/gpipe.sh ]]
+verdict "export refuses a GPipe plan, naming the field and the fix, and writes nothing"
 
 run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --devices 8 \
   --global-batch 64 --seq 2048 -o "$WORK/none.yaml"
@@ -98,4 +118,4 @@ run "$bin" profile "$tiny" --cluster "$cpu"
 expect_rc 2 && expect_in err "pass --analytic"
 verdict "profile without --analytic says what is available"
 
-summary 20
+summary 22

@@ -1,0 +1,118 @@
+// The facts megatron_export.cc relies on: how each plan field reaches Megatron-LM, and the flag
+// names of the Megatron-LM version it writes for.
+#include "launcher/megatron_export.h"
+
+namespace trident {
+
+const std::map<std::string_view, std::string_view>& MegatronFieldMapping() {
+  static const std::map<std::string_view, std::string_view> mapping = {
+      {"format_version", "the plan file's own; nothing to say"},
+      {"kind", "the plan file's own; nothing to say"},
+      {"model.name", "a comment"},
+      {"model.vocab_size",
+       "a comment: Megatron-LM takes the vocabulary from the tokenizer given to the script"},
+      {"model.max_seq_len", "--max-position-embeddings"},
+      {"model.hidden", "--hidden-size"},
+      {"model.heads", "--num-attention-heads"},
+      {"model.kv_heads", "--group-query-attention --num-query-groups when below heads"},
+      {"model.ffn_hidden", "--ffn-hidden-size"},
+      {"model.norm", "--normalization LayerNorm or RMSNorm"},
+      {"model.positions", "--position-embedding-type learned_absolute or rope"},
+      {"model.tied_embeddings", "--untie-embeddings-and-output-weights when false"},
+      {"model.dropout", "--hidden-dropout and --attention-dropout"},
+      {"model.norm_eps", "--norm-epsilon"},
+      {"model.rope_theta", "--rotary-base (RoPE only; a whole number)"},
+      {"model.dtype", "the preset's; the plan's dtype is what is written"},
+      {"model.layers[].kind",
+       "--num-layers counts the blocks; llama_block adds --swiglu --disable-bias-linear; "
+       "gpt_block is Megatron-LM's default block (its GELU is exact, gpt_block's the tanh "
+       "form: they differ by under 1e-3); other shapes cannot be said"},
+      {"model.layers[].repeat", "counted into --num-layers"},
+      {"cluster", "a comment"},
+      {"devices", "torchrun --nnodes (devices / devices_per_node); a partial node cannot be said"},
+      {"devices_per_node", "torchrun --nproc-per-node"},
+      {"mesh.dp", "implied: world size / (tp · pp)"},
+      {"mesh.pp", "--pipeline-model-parallel-size"},
+      {"mesh.tp", "--tensor-model-parallel-size"},
+      {"virtual_stages", "--num-virtual-stages-per-pipeline-rank when above 1"},
+      {"micro_batch_size", "--micro-batch-size"},
+      {"num_micro_batches", "implied: global batch / (micro-batch · dp)"},
+      {"global_batch", "--global-batch-size"},
+      {"seq_len", "--seq-length"},
+      {"dtype", "--bf16 or --fp16 (nothing for fp32)"},
+      {"schedule",
+       "1f1b: Megatron-LM's default; interleaved_1f1b: virtual stages; gpipe, zb_h1, "
+       "pipedream and naive cannot be said (any synchronous one without a pipeline)"},
+      {"zero1", "--use-distributed-optimizer"},
+      {"stages[].first_layer",
+       "the blocks of each stage: Megatron-LM's even split, "
+       "--decoder-first/last-pipeline-num-layers or --pipeline-model-parallel-layout"},
+      {"stages[].num_layers", "as stages[].first_layer"},
+      {"stages[].replicas", "implied when uniform; per-stage replication cannot be said"},
+      {"stages[].recompute",
+       "selective: --recompute-activations; full: --recompute-granularity full "
+       "--recompute-method uniform --recompute-num-layers 1; a mix cannot be said"},
+      {"stages[].predicted_time_ms", "not written (Trident's prediction)"},
+      {"stages[].predicted_memory_bytes", "not written (Trident's prediction)"},
+      {"predicted.step_time_ms", "a comment"},
+      {"predicted.tokens_per_s", "not written (Trident's prediction)"},
+      {"predicted.bubble_fraction", "not written (Trident's prediction)"},
+      {"predicted.peak_memory_bytes", "a comment"},
+      {"provenance.planner_version", "not written (Trident's own)"},
+      {"provenance.profile_digest", "not written (Trident's own)"},
+      {"provenance.cluster_digest", "not written (Trident's own)"},
+  };
+  return mapping;
+}
+
+// Every flag below, its type and the rules the export follows (an even split unless
+// --decoder-first/last-pipeline-num-layers, each above 0, leave the middle stages an even
+// split; --pipeline-model-parallel-layout with --num-layers equal to its 't' count, starting
+// with E, ending with L, its stage count pp times the virtual stages, and no other split or
+// virtual flag; --num-virtual-stages-per-pipeline-rank for an even split), as
+// megatron/training/arguments.py and megatron/core/transformer/transformer_config.py and
+// pipeline_parallel_layer_layout.py state them in Megatron-LM's main branch of 2025, read at
+// github.com/OpenEuroLLM/NVIDIA-Megatron-LM (a copy of NVIDIA/Megatron-LM) commit 24126a9.
+std::string_view MegatronVersion() {
+  return "Megatron-LM main of 2025, as copied at OpenEuroLLM/NVIDIA-Megatron-LM 24126a9";
+}
+
+const std::vector<std::string_view>& MegatronFlags() {
+  static const std::vector<std::string_view> flags = {
+      "--num-layers",
+      "--hidden-size",
+      "--num-attention-heads",
+      "--group-query-attention",
+      "--num-query-groups",
+      "--ffn-hidden-size",
+      "--seq-length",
+      "--max-position-embeddings",
+      "--normalization",
+      "--norm-epsilon",
+      "--position-embedding-type",
+      "--rotary-base",
+      "--swiglu",
+      "--disable-bias-linear",
+      "--untie-embeddings-and-output-weights",
+      "--hidden-dropout",
+      "--attention-dropout",
+      "--tensor-model-parallel-size",
+      "--pipeline-model-parallel-size",
+      "--num-virtual-stages-per-pipeline-rank",
+      "--decoder-first-pipeline-num-layers",
+      "--decoder-last-pipeline-num-layers",
+      "--pipeline-model-parallel-layout",
+      "--micro-batch-size",
+      "--global-batch-size",
+      "--recompute-activations",
+      "--recompute-granularity",
+      "--recompute-method",
+      "--recompute-num-layers",
+      "--use-distributed-optimizer",
+      "--bf16",
+      "--fp16",
+  };
+  return flags;
+}
+
+}  // namespace trident

@@ -1,0 +1,234 @@
+// trident export --to megatron (launcher/megatron_export.h): every plan field has a mapping,
+// every written flag is one of the pinned Megatron-LM version's, the model and parallel
+// arguments of GPT and Llama plans, the three ways of saying stage cuts, each choice Megatron
+// cannot express refused with its field, and the script against a golden file.
+#include "launcher/megatron_export.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/file_util.h"
+#include "core/plan_fields.h"
+
+namespace trident {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsSubsetOf;
+
+ModelSpec Gpt(int blocks) {
+  ModelSpec m;
+  m.name = "gpt-test";
+  m.vocab_size = 50257;
+  m.max_seq_len = 2048;
+  m.hidden = 2048;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn_hidden = 8192;
+  m.tied_embeddings = true;
+  m.layers = {{LayerKind::kEmbedding, 1},
+              {LayerKind::kGptBlock, blocks},
+              {LayerKind::kFinalNorm, 1},
+              {LayerKind::kLmHead, 1}};
+  return m;
+}
+
+ModelSpec Llama(int blocks) {
+  ModelSpec m = Gpt(blocks);
+  m.name = "llama-test";
+  m.vocab_size = 128256;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.norm = NormKind::kRmsNorm;
+  m.positions = PositionKind::kRope;
+  m.tied_embeddings = false;
+  m.norm_eps = 1e-5;
+  m.rope_theta = 500000;
+  m.layers[1].kind = LayerKind::kLlamaBlock;
+  return m;
+}
+
+// A plan of `model` whose stages hold `blocks` transformer blocks each (the first also the
+// embedding, the last the final norm and head), over pp = blocks.size() / v positions of tp
+// ranks each replicated `dp` times on nodes of 8.
+Plan MakePlan(const ModelSpec& model, int tp, int dp, std::vector<int> blocks, int v = 1,
+              ScheduleKind schedule = ScheduleKind::k1F1B) {
+  Plan p;
+  p.model = model;
+  p.cluster = "test";
+  const int stages = static_cast<int>(blocks.size());
+  p.mesh = {dp, stages / v, tp};
+  p.devices = dp * tp * (stages / v);
+  p.devices_per_node = 8;
+  p.virtual_stages = v;
+  p.micro_batch_size = 1;
+  p.num_micro_batches = 4 * dp * (stages / v);
+  p.global_batch = p.num_micro_batches;
+  p.seq_len = 2048;
+  p.dtype = DType::kBf16;
+  p.schedule = schedule;
+  int first = 0;
+  for (int s = 0; s < stages; ++s) {
+    const int layers = blocks[s] + (s == 0) + 2 * (s == stages - 1);
+    p.stages.push_back({first, layers, dp, RecomputeMode::kNone, 10.0, 1 << 30});
+    first += layers;
+  }
+  p.predicted = {1234.5, 1e6, 0.1, int64_t{60} << 30};
+  p.provenance = {"test", "", ""};
+  EXPECT_FALSE(p.Check().has_value()) << FormatFieldError(*p.Check());
+  return p;
+}
+
+// The flags of `args` (the words that start with "--").
+std::vector<std::string> Flags(const std::vector<std::string>& args) {
+  std::vector<std::string> flags;
+  for (const std::string& a : args) {
+    if (a.rfind("--", 0) == 0) flags.push_back(a);
+  }
+  return flags;
+}
+
+// The value after `flag`, or "" when absent.
+std::string ValueOf(const std::vector<std::string>& args, const std::string& flag) {
+  auto it = std::find(args.begin(), args.end(), flag);
+  return it == args.end() || it + 1 == args.end() ? "" : *(it + 1);
+}
+
+std::vector<std::string> Inexpressible(const Plan& plan) {
+  std::vector<std::string> paths;
+  for (const FieldError& e : ExportMegatron(plan).inexpressible) paths.push_back(e.key_path);
+  return paths;
+}
+
+TEST(MegatronExportTest, EveryPlanFieldHasAMapping) {
+  std::set<std::string> fields, mapped;
+  for (const PlanFieldUse& f : PlanFieldUses()) fields.insert(std::string(f.path));
+  for (const auto& [path, how] : MegatronFieldMapping()) {
+    mapped.insert(std::string(path));
+    EXPECT_FALSE(how.empty()) << path;
+  }
+  EXPECT_EQ(mapped, fields) << "core/plan_fields.cc and launcher/megatron_fields.cc disagree";
+}
+
+TEST(MegatronExportTest, GptOnOneStage) {
+  const MegatronExport out = ExportMegatron(MakePlan(Gpt(24), 2, 4, {24}));
+  EXPECT_TRUE(out.inexpressible.empty());
+  EXPECT_THAT(out.model_args,
+              ElementsAre("--num-layers", "24", "--hidden-size", "2048", "--num-attention-heads",
+                          "16", "--ffn-hidden-size", "8192", "--seq-length", "2048",
+                          "--max-position-embeddings", "2048", "--normalization", "LayerNorm",
+                          "--norm-epsilon", "1e-05", "--position-embedding-type",
+                          "learned_absolute", "--hidden-dropout", "0", "--attention-dropout", "0"));
+  EXPECT_THAT(out.parallel_args,
+              ElementsAre("--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size",
+                          "1", "--micro-batch-size", "1", "--global-batch-size", "16", "--bf16"));
+}
+
+TEST(MegatronExportTest, LlamaWithGqaRopeRecomputeAndZero1) {
+  Plan plan = MakePlan(Llama(32), 8, 2, {8, 8, 8, 8});
+  plan.zero1 = true;
+  for (PlanStage& s : plan.stages) s.recompute = RecomputeMode::kFull;
+  const MegatronExport out = ExportMegatron(plan);
+  EXPECT_TRUE(out.inexpressible.empty());
+  EXPECT_EQ(ValueOf(out.model_args, "--num-query-groups"), "8");
+  EXPECT_EQ(ValueOf(out.model_args, "--normalization"), "RMSNorm");
+  EXPECT_EQ(ValueOf(out.model_args, "--position-embedding-type"), "rope");
+  EXPECT_EQ(ValueOf(out.model_args, "--rotary-base"), "500000");
+  EXPECT_THAT(
+      (std::vector<std::string>{"--group-query-attention", "--swiglu", "--disable-bias-linear",
+                                "--untie-embeddings-and-output-weights"}),
+      IsSubsetOf(out.model_args));
+  EXPECT_EQ(ValueOf(out.parallel_args, "--recompute-granularity"), "full");
+  EXPECT_EQ(ValueOf(out.parallel_args, "--recompute-method"), "uniform");
+  EXPECT_EQ(ValueOf(out.parallel_args, "--recompute-num-layers"), "1");
+  EXPECT_THAT((std::vector<std::string>{"--use-distributed-optimizer", "--bf16"}),
+              IsSubsetOf(out.parallel_args));
+  EXPECT_EQ(ValueOf(out.parallel_args, "--pipeline-model-parallel-size"), "4");
+  EXPECT_EQ(ValueOf(out.parallel_args, "--decoder-first-pipeline-num-layers"), "");
+}
+
+TEST(MegatronExportTest, StageCutsInMegatronsThreeWays) {
+  const MegatronExport ends = ExportMegatron(MakePlan(Gpt(12), 1, 1, {3, 4, 4, 1}));
+  EXPECT_EQ(ValueOf(ends.parallel_args, "--decoder-first-pipeline-num-layers"), "3");
+  EXPECT_EQ(ValueOf(ends.parallel_args, "--decoder-last-pipeline-num-layers"), "1");
+  EXPECT_EQ(ValueOf(ends.parallel_args, "--pipeline-model-parallel-layout"), "");
+  const MegatronExport irregular = ExportMegatron(MakePlan(Gpt(12), 1, 1, {2, 4, 3, 3}));
+  EXPECT_EQ(ValueOf(irregular.parallel_args, "--pipeline-model-parallel-layout"),
+            "Et*2|t*4|t*3|t*3L");
+  EXPECT_EQ(ValueOf(irregular.parallel_args, "--decoder-first-pipeline-num-layers"), "");
+  const MegatronExport even =
+      ExportMegatron(MakePlan(Gpt(8), 1, 1, {2, 2, 2, 2}, 2, ScheduleKind::kInterleaved1F1B));
+  EXPECT_EQ(ValueOf(even.parallel_args, "--num-virtual-stages-per-pipeline-rank"), "2");
+  EXPECT_EQ(ValueOf(even.parallel_args, "--pipeline-model-parallel-layout"), "");
+  const MegatronExport uneven =
+      ExportMegatron(MakePlan(Gpt(8), 1, 1, {1, 3, 3, 1}, 2, ScheduleKind::kInterleaved1F1B));
+  EXPECT_EQ(ValueOf(uneven.parallel_args, "--pipeline-model-parallel-layout"), "Et|t*3|t*3|tL");
+  EXPECT_EQ(ValueOf(uneven.parallel_args, "--num-virtual-stages-per-pipeline-rank"), "");
+}
+
+TEST(MegatronExportTest, EveryWrittenFlagIsOneOfThePinnedVersions) {
+  std::vector<std::string> known(MegatronFlags().begin(), MegatronFlags().end());
+  Plan llama = MakePlan(Llama(32), 8, 2, {8, 8, 8, 8});
+  llama.zero1 = true;
+  for (const Plan& plan :
+       {MakePlan(Gpt(24), 2, 4, {24}), llama, MakePlan(Gpt(12), 1, 1, {3, 4, 4, 1}),
+        MakePlan(Gpt(12), 1, 1, {2, 4, 3, 3}),
+        MakePlan(Gpt(8), 1, 1, {2, 2, 2, 2}, 2, ScheduleKind::kInterleaved1F1B)}) {
+    const MegatronExport out = ExportMegatron(plan);
+    EXPECT_THAT(Flags(out.model_args), IsSubsetOf(known));
+    EXPECT_THAT(Flags(out.parallel_args), IsSubsetOf(known));
+  }
+}
+
+TEST(MegatronExportTest, ChoicesMegatronCannotExpressNameTheirField) {
+  EXPECT_THAT(Inexpressible(MakePlan(Gpt(8), 1, 1, {4, 4}, 1, ScheduleKind::kGpipe)),
+              ElementsAre("schedule"));
+  EXPECT_THAT(Inexpressible(MakePlan(Gpt(8), 1, 1, {4, 4}, 1, ScheduleKind::kZbH1)),
+              ElementsAre("schedule"));
+  EXPECT_TRUE(Inexpressible(MakePlan(Gpt(8), 1, 2, {8}, 1, ScheduleKind::kGpipe)).empty())
+      << "without a pipeline every synchronous schedule is the same computation";
+  Plan replicas = MakePlan(Gpt(8), 1, 2, {4, 4});
+  replicas.stages[1].replicas = 1;
+  replicas.devices = 3;
+  EXPECT_THAT(Inexpressible(replicas), ElementsAre("stages[].replicas"));
+  Plan mixed = MakePlan(Gpt(8), 1, 1, {4, 4});
+  mixed.stages[0].recompute = RecomputeMode::kSelective;
+  EXPECT_THAT(Inexpressible(mixed), ElementsAre("stages[].recompute"));
+  Plan norm_apart = MakePlan(Gpt(8), 1, 1, {4, 4});
+  norm_apart.stages[0].num_layers += 5;  // the blocks and the final norm
+  norm_apart.stages[1] = {10, 1, 1, RecomputeMode::kNone, 1.0, 1};
+  EXPECT_THAT(Inexpressible(norm_apart), ElementsAre("stages[].first_layer"));
+  ModelSpec mlp = Gpt(8);
+  mlp.layers[1].kind = LayerKind::kMlpBlock;
+  EXPECT_THAT(Inexpressible(MakePlan(mlp, 1, 1, {8})), ElementsAre("model.layers[].kind"));
+  Plan partial_node = MakePlan(Gpt(8), 1, 12, {8});
+  EXPECT_THAT(Inexpressible(partial_node), ElementsAre("devices"));
+}
+
+// The whole script for a Llama plan, against tests/data/export/llama-megatron.sh (regenerate
+// with TRIDENT_UPDATE_GOLDEN=1 when the format changes on purpose, and read the diff).
+TEST(MegatronExportTest, ScriptMatchesTheGoldenFile) {
+  Plan plan = MakePlan(Llama(32), 8, 2, {9, 8, 8, 7});
+  for (PlanStage& s : plan.stages) s.recompute = RecomputeMode::kSelective;
+  const MegatronExport out = ExportMegatron(plan);
+  ASSERT_TRUE(out.inexpressible.empty());
+  const std::string script = MegatronScript(plan, out, "llama.plan.yaml");
+  const std::string golden = TRIDENT_SOURCE_DIR "/tests/data/export/llama-megatron.sh";
+  if (std::getenv("TRIDENT_UPDATE_GOLDEN") != nullptr) {
+    ASSERT_TRUE(WriteFileAtomic(golden, script).ok());
+  }
+  StatusOr<std::string> want = ReadFile(golden);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  EXPECT_EQ(script, *want);
+}
+
+}  // namespace
+}  // namespace trident
