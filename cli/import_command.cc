@@ -1,14 +1,18 @@
 // trident import pipedream GRAPH -o DIR --micro-batch N: another tool's layer profile as a
 // Trident model of generic layers and its profile (models/pipedream_import.h), so it can be
 // planned, simulated and explained.
+// trident import megatron FILE -o PLAN --cluster C: a Megatron-LM configuration as a Trident
+// plan (launcher/megatron_import.h), so it can be simulated and explained.
 #include <filesystem>
 #include <iostream>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "core/cluster.h"
 #include "core/file_util.h"
 #include "core/version.h"
+#include "launcher/megatron_import.h"
 #include "models/pipedream_import.h"
 
 namespace trident {
@@ -85,12 +89,74 @@ int RunImport(const ImportOptions& o) {
   return 0;
 }
 
+struct MegatronFlags {
+  std::string file;
+  std::string output;
+  std::string cluster;
+  MegatronImportOptions options;
+};
+
+int RunMegatronImport(MegatronFlags f) {
+  StatusOr<std::string> text = ReadFile(f.file);
+  if (!text.ok()) return PrintError(text.status());
+  StatusOr<ClusterSpec> cluster = LoadClusterSpec(f.cluster);
+  if (!cluster.ok()) return PrintError(cluster.status());
+  f.options.cluster = cluster->name;
+  StatusOr<MegatronImport> imported = ImportMegatron(*text, f.file, f.options);
+  if (!imported.ok()) return PrintError(imported.status());
+  if (Status s = WriteFileAtomic(f.output, PlanToYaml(imported->plan)); !s.ok()) {
+    return PrintError(s);
+  }
+  std::cout << "imported " << f.file << " as " << imported->plan.ToString() << "\nwrote "
+            << f.output << "\n";
+  if (!imported->ignored.empty()) {
+    std::cout << "ignored (not part of a plan):";
+    for (const std::string& flag : imported->ignored) std::cout << " " << flag;
+    std::cout << "\n";
+  }
+  std::cout << "predict it: trident simulate " << f.output << " --cluster " << f.cluster
+            << "\nexplain it: trident explain " << f.output << " --cluster " << f.cluster << "\n";
+  return 0;
+}
+
+void AddMegatronImport(CLI::App* cmd, int* exit_code) {
+  auto f = std::make_shared<MegatronFlags>();
+  CLI::App* megatron = cmd->add_subcommand(
+      "megatron", "A Megatron-LM argument list or launch script as a Trident plan");
+  megatron->add_option("file", f->file, "Argument list or script, e.g. run.sh")
+      ->required()
+      ->check(CLI::ExistingFile);
+  megatron->add_option("-o,--output", f->output, "Plan file to write")->required();
+  megatron->add_option("--cluster", f->cluster, "Cluster file: its name goes into the plan")
+      ->required()
+      ->check(CLI::ExistingFile);
+  megatron->add_option("--name", f->options.name, "The model's name")->capture_default_str();
+  megatron
+      ->add_option("--vocab-size", f->options.vocab_size,
+                   "Vocabulary (Megatron-LM takes it from the tokenizer) [default: the file's "
+                   "--vocab-size]")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  megatron
+      ->add_option("--devices", f->options.devices,
+                   "World size [default: torchrun's --nnodes × --nproc-per-node in the file]")
+      ->check(CLI::Range(1, 1 << 20));
+  megatron
+      ->add_option("--devices-per-node", f->options.devices_per_node,
+                   "Devices a node [default: --nproc-per-node in the file]")
+      ->check(CLI::Range(1, 1 << 16));
+  megatron->footer(
+      "Every --flag of the file is read wherever it stands (the last of a repeated flag wins);\n"
+      "flags that are not part of a plan are listed as ignored. Exit status: 0 written, 1 a\n"
+      "configuration Megatron-LM or Trident would refuse (the flag named; nothing written).");
+  megatron->callback([f, exit_code] { *exit_code = RunMegatronImport(*f); });
+}
+
 }  // namespace
 
 void AddImportCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ImportOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("import", "Turn another tool's layer profile into a model and profile");
+  CLI::App* cmd = app.add_subcommand(
+      "import", "Read another tool's layer profile or training configuration as Trident files");
   cmd->require_subcommand(1);
   CLI::App* pipedream = cmd->add_subcommand(
       "pipedream", "A PipeDream graph.txt: a chain of generic layers and their profile");
@@ -107,6 +173,7 @@ void AddImportCommand(CLI::App& app, int* exit_code) {
   pipedream->add_option("--name", o->name,
                         "Model name [default: the folder holding the graph file]");
   pipedream->callback([o, exit_code] { *exit_code = RunImport(*o); });
+  AddMegatronImport(cmd, exit_code);
 }
 
 }  // namespace trident

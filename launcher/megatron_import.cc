@@ -1,0 +1,321 @@
+#include "launcher/megatron_import.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <optional>
+
+namespace trident {
+namespace {
+
+enum class Kind { kBool, kInt, kFloat, kText };
+
+// The flags read (Megatron-LM's of a plan, and torchrun's node counts) and their values' kind.
+const std::map<std::string, Kind>& FlagKinds() {
+  static const std::map<std::string, Kind> kinds = {
+      {"--num-layers", Kind::kInt},
+      {"--hidden-size", Kind::kInt},
+      {"--num-attention-heads", Kind::kInt},
+      {"--group-query-attention", Kind::kBool},
+      {"--num-query-groups", Kind::kInt},
+      {"--ffn-hidden-size", Kind::kInt},
+      {"--seq-length", Kind::kInt},
+      {"--max-position-embeddings", Kind::kInt},
+      {"--vocab-size", Kind::kInt},
+      {"--normalization", Kind::kText},
+      {"--norm-epsilon", Kind::kFloat},
+      {"--position-embedding-type", Kind::kText},
+      {"--rotary-base", Kind::kInt},
+      {"--swiglu", Kind::kBool},
+      {"--disable-bias-linear", Kind::kBool},
+      {"--untie-embeddings-and-output-weights", Kind::kBool},
+      {"--hidden-dropout", Kind::kFloat},
+      {"--attention-dropout", Kind::kFloat},
+      {"--tensor-model-parallel-size", Kind::kInt},
+      {"--pipeline-model-parallel-size", Kind::kInt},
+      {"--num-virtual-stages-per-pipeline-rank", Kind::kInt},
+      {"--num-layers-per-virtual-pipeline-stage", Kind::kInt},
+      {"--decoder-first-pipeline-num-layers", Kind::kInt},
+      {"--decoder-last-pipeline-num-layers", Kind::kInt},
+      {"--pipeline-model-parallel-layout", Kind::kText},
+      {"--micro-batch-size", Kind::kInt},
+      {"--global-batch-size", Kind::kInt},
+      {"--recompute-activations", Kind::kBool},
+      {"--recompute-granularity", Kind::kText},
+      {"--recompute-method", Kind::kText},
+      {"--recompute-num-layers", Kind::kInt},
+      {"--use-distributed-optimizer", Kind::kBool},
+      {"--bf16", Kind::kBool},
+      {"--fp16", Kind::kBool},
+      {"--nnodes", Kind::kInt},
+      {"--nproc-per-node", Kind::kInt},
+      {"--nproc_per_node", Kind::kInt},
+  };
+  return kinds;
+}
+
+std::string Str(int64_t value) { return std::to_string(value); }
+
+// The flags of one configuration, typed, with the file for messages.
+class Flags {
+ public:
+  explicit Flags(std::string file) : file_(std::move(file)) {}
+
+  // Reads every `--flag [value]` of `words`.
+  Status Read(const std::vector<std::string>& words, std::vector<std::string>* ignored) {
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (words[i].rfind("--", 0) != 0 || words[i].size() == 2) continue;
+      std::string name = words[i];
+      std::optional<std::string> value;
+      if (size_t eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name.resize(eq);
+      }
+      auto known = FlagKinds().find(name);
+      const bool next_is_value = i + 1 < words.size() && words[i + 1].rfind("-", 0) != 0;
+      if (known == FlagKinds().end()) {
+        if (std::find(ignored->begin(), ignored->end(), name) == ignored->end()) {
+          ignored->push_back(name);
+        }
+        if (!value && next_is_value) ++i;
+        continue;
+      }
+      if (known->second == Kind::kBool) {
+        values_[name] = "";
+        continue;
+      }
+      if (!value && !next_is_value) return Error(name, "needs a value");
+      values_[name] = value ? *value : words[++i];
+    }
+    return Status::Ok();
+  }
+
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  std::string Text(const std::string& name, std::string fallback) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? fallback : it->second;
+  }
+  StatusOr<int64_t> Int(const std::string& name, int64_t fallback) const {
+    auto it = values_.find(name);
+    if (it == values_.end()) return fallback;
+    int64_t value = 0;
+    const std::string& text = it->second;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || value < 0) {
+      return Error(name, "expected a whole number, got '" + text + "'");
+    }
+    return value;
+  }
+  StatusOr<double> Float(const std::string& name, double fallback) const {
+    auto it = values_.find(name);
+    if (it == values_.end()) return fallback;
+    try {
+      size_t used = 0;
+      const double value = std::stod(it->second, &used);
+      if (used == it->second.size()) return value;
+    } catch (const std::exception&) {
+    }
+    return Error(name, "expected a number, got '" + it->second + "'");
+  }
+  Status Error(const std::string& name, const std::string& what) const {
+    return InvalidArgument(file_ + ": " + name + ": " + what);
+  }
+
+ private:
+  std::string file_;
+  std::map<std::string, std::string> values_;
+};
+
+Status ReadModel(const Flags& f, const MegatronImportOptions& o, Plan* plan) {
+  ModelSpec& m = plan->model;
+  m.name = o.name;
+  TRIDENT_ASSIGN_OR_RETURN(int64_t blocks, f.Int("--num-layers", 0));
+  if (blocks < 1) return f.Error("--num-layers", "is required (the transformer layers)");
+  TRIDENT_ASSIGN_OR_RETURN(m.hidden, f.Int("--hidden-size", 0));
+  TRIDENT_ASSIGN_OR_RETURN(m.heads, f.Int("--num-attention-heads", 0));
+  const bool llama = f.Has("--swiglu");
+  TRIDENT_ASSIGN_OR_RETURN(int64_t groups, f.Int("--num-query-groups", 1));
+  m.kv_heads = f.Has("--group-query-attention") ? groups : m.heads;
+  const int64_t default_ffn = llama ? (4 * m.hidden * 2 / 3) / 64 * 64 : 4 * m.hidden;
+  TRIDENT_ASSIGN_OR_RETURN(m.ffn_hidden, f.Int("--ffn-hidden-size", default_ffn));
+  TRIDENT_ASSIGN_OR_RETURN(plan->seq_len, f.Int("--seq-length", 0));
+  TRIDENT_ASSIGN_OR_RETURN(m.max_seq_len, f.Int("--max-position-embeddings", plan->seq_len));
+  TRIDENT_ASSIGN_OR_RETURN(m.vocab_size, f.Int("--vocab-size", o.vocab_size));
+  if (o.vocab_size > 0) m.vocab_size = o.vocab_size;
+  if (m.vocab_size < 1) {
+    return f.Error("--vocab-size",
+                   "absent: Megatron-LM takes the vocabulary from the tokenizer; "
+                   "give it with trident import megatron --vocab-size V");
+  }
+  const std::string norm = f.Text("--normalization", "LayerNorm");
+  if (norm != "LayerNorm" && norm != "RMSNorm")
+    return f.Error("--normalization", norm + " has no Trident norm (LayerNorm, RMSNorm)");
+  m.norm = norm == "RMSNorm" ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  const std::string positions = f.Text("--position-embedding-type", "learned_absolute");
+  if (positions != "learned_absolute" && positions != "rope")
+    return f.Error("--position-embedding-type",
+                   positions + " has no Trident form (learned_absolute, rope)");
+  m.positions = positions == "rope" ? PositionKind::kRope : PositionKind::kLearned;
+  TRIDENT_ASSIGN_OR_RETURN(int64_t base, f.Int("--rotary-base", 10000));
+  m.rope_theta = static_cast<double>(base);
+  TRIDENT_ASSIGN_OR_RETURN(m.norm_eps, f.Float("--norm-epsilon", 1e-5));
+  m.tied_embeddings = !f.Has("--untie-embeddings-and-output-weights");
+  TRIDENT_ASSIGN_OR_RETURN(m.dropout, f.Float("--hidden-dropout", 0.1));
+  TRIDENT_ASSIGN_OR_RETURN(double attention_dropout, f.Float("--attention-dropout", 0.1));
+  if (attention_dropout != m.dropout) {
+    return f.Error("--attention-dropout",
+                   "differs from --hidden-dropout; a Trident model has one dropout");
+  }
+  if (llama != f.Has("--disable-bias-linear")) {
+    return f.Error("--swiglu",
+                   "Trident's blocks are GPT's (GELU, biases) or Llama's (SwiGLU, no "
+                   "biases): give --swiglu and --disable-bias-linear together or neither");
+  }
+  m.dtype = f.Has("--bf16") ? DType::kBf16 : f.Has("--fp16") ? DType::kFp16 : DType::kFp32;
+  plan->dtype = m.dtype;
+  m.layers = {{LayerKind::kEmbedding, 1},
+              {llama ? LayerKind::kLlamaBlock : LayerKind::kGptBlock, static_cast<int>(blocks)},
+              {LayerKind::kFinalNorm, 1},
+              {LayerKind::kLmHead, 1}};
+  return Status::Ok();
+}
+
+// The transformer layers of each stage, in model order (pp · virtual stages of them).
+StatusOr<std::vector<int>> StageBlocks(const Flags& f, int64_t blocks, int64_t pp,
+                                       int* virtual_stages) {
+  TRIDENT_ASSIGN_OR_RETURN(int64_t v, f.Int("--num-virtual-stages-per-pipeline-rank", 1));
+  if (f.Has("--num-layers-per-virtual-pipeline-stage")) {
+    TRIDENT_ASSIGN_OR_RETURN(int64_t per, f.Int("--num-layers-per-virtual-pipeline-stage", 1));
+    if (per < 1 || blocks % (pp * per) != 0)
+      return f.Error("--num-layers-per-virtual-pipeline-stage", "must divide --num-layers / pp");
+    v = blocks / (pp * per);
+  }
+  std::vector<int> out;
+  if (f.Has("--pipeline-model-parallel-layout")) {
+    TRIDENT_ASSIGN_OR_RETURN(std::vector<std::string> stages,
+                             ExpandPipelineLayout(f.Text("--pipeline-model-parallel-layout", "")));
+    if (stages.size() % pp != 0)
+      return f.Error("--pipeline-model-parallel-layout",
+                     Str(stages.size()) + " stages are not a multiple of pp " + Str(pp));
+    for (size_t s = 0; s < stages.size(); ++s) {
+      const std::string& st = stages[s];
+      const bool e_ok = (st.find('E') != std::string::npos) == (s == 0) &&
+                        (st.find('E') == std::string::npos || st.find('E') == 0);
+      const bool l_ok = (st.find('L') != std::string::npos) == (s + 1 == stages.size()) &&
+                        (st.find('L') == std::string::npos || st.find('L') + 1 == st.size());
+      if (!e_ok || !l_ok)
+        return f.Error("--pipeline-model-parallel-layout",
+                       "E must open the first stage and L close the last");
+      out.push_back(static_cast<int>(std::count(st.begin(), st.end(), 't')));
+    }
+    v = static_cast<int64_t>(stages.size()) / pp;
+  } else {
+    const int64_t n = pp * v;
+    TRIDENT_ASSIGN_OR_RETURN(int64_t first, f.Int("--decoder-first-pipeline-num-layers", 0));
+    TRIDENT_ASSIGN_OR_RETURN(int64_t last, f.Int("--decoder-last-pipeline-num-layers", 0));
+    const int64_t ends = (first > 0) + (last > 0);
+    const int64_t middle = blocks - first - last;
+    if (n <= ends && middle != 0) {
+      return f.Error("--decoder-first-pipeline-num-layers",
+                     "with --decoder-last-pipeline-num-layers leaves " + Str(middle) + " of the " +
+                         Str(blocks) + " transformer layers and no stage for them");
+    }
+    if (n > ends && middle % (n - ends) != 0) {
+      return f.Error("--num-layers", Str(middle) + " transformer layers do not split evenly over " +
+                                         Str(n - ends) + " stages");
+    }
+    for (int64_t s = 0; s < n; ++s) {
+      if (s == 0 && first > 0)
+        out.push_back(static_cast<int>(first));
+      else if (s == n - 1 && last > 0)
+        out.push_back(static_cast<int>(last));
+      else
+        out.push_back(static_cast<int>(middle / (n - ends)));
+    }
+  }
+  int64_t total = 0;
+  for (int b : out) total += b;
+  if (total != blocks)
+    return f.Error("--pipeline-model-parallel-layout",
+                   "holds " + Str(total) + " transformer layers, --num-layers says " + Str(blocks));
+  *virtual_stages = static_cast<int>(v);
+  return out;
+}
+
+StatusOr<RecomputeMode> Recompute(const Flags& f) {
+  const std::string granularity =
+      f.Has("--recompute-activations") ? "selective" : f.Text("--recompute-granularity", "");
+  if (granularity.empty()) return RecomputeMode::kNone;
+  if (granularity == "selective") return RecomputeMode::kSelective;
+  TRIDENT_ASSIGN_OR_RETURN(int64_t layers, f.Int("--recompute-num-layers", 1));
+  if (granularity == "full" && f.Text("--recompute-method", "uniform") == "uniform" &&
+      layers == 1) {
+    return RecomputeMode::kFull;
+  }
+  return f.Error("--recompute-granularity",
+                 "Trident recomputes none, selective or every layer (full "
+                 "with --recompute-method uniform --recompute-num-layers 1), not this");
+}
+
+Status ReadParallel(const Flags& f, const MegatronImportOptions& o, Plan* plan) {
+  TRIDENT_ASSIGN_OR_RETURN(int64_t tp, f.Int("--tensor-model-parallel-size", 1));
+  TRIDENT_ASSIGN_OR_RETURN(int64_t pp, f.Int("--pipeline-model-parallel-size", 1));
+  TRIDENT_ASSIGN_OR_RETURN(int64_t nodes, f.Int("--nnodes", 1));
+  TRIDENT_ASSIGN_OR_RETURN(int64_t per_node_dash, f.Int("--nproc-per-node", 0));
+  TRIDENT_ASSIGN_OR_RETURN(int64_t per_node, f.Int("--nproc_per_node", per_node_dash));
+  plan->devices = o.devices > 0 ? o.devices : static_cast<int>(nodes * per_node);
+  if (plan->devices < 1)
+    return f.Error(
+        "--nproc-per-node",
+        "absent, so the world size is unknown; give it with trident import megatron --devices N");
+  plan->devices_per_node = o.devices_per_node > 0 ? o.devices_per_node
+                           : per_node > 0         ? static_cast<int>(per_node)
+                                                  : plan->devices;
+  if (tp < 1 || pp < 1 || plan->devices % (tp * pp) != 0) {
+    return f.Error("--tensor-model-parallel-size", "tp " + Str(tp) + " × pp " + Str(pp) +
+                                                       " does not divide the world size " +
+                                                       Str(plan->devices));
+  }
+  const int64_t dp = plan->devices / (tp * pp);
+  plan->mesh = {static_cast<int>(dp), static_cast<int>(pp), static_cast<int>(tp)};
+  TRIDENT_ASSIGN_OR_RETURN(int64_t mbs, f.Int("--micro-batch-size", 0));
+  if (mbs < 1) return f.Error("--micro-batch-size", "is required");
+  TRIDENT_ASSIGN_OR_RETURN(plan->global_batch, f.Int("--global-batch-size", mbs * dp));
+  if (plan->global_batch % (mbs * dp) != 0) {
+    return f.Error("--global-batch-size", Str(plan->global_batch) +
+                                              " is not divisible by micro batch size (" + Str(mbs) +
+                                              ") times data parallel size (" + Str(dp) + ")");
+  }
+  plan->micro_batch_size = static_cast<int>(mbs);
+  plan->num_micro_batches = static_cast<int>(plan->global_batch / mbs);
+  plan->zero1 = f.Has("--use-distributed-optimizer");
+  TRIDENT_ASSIGN_OR_RETURN(std::vector<int> blocks,
+                           StageBlocks(f, plan->model.NumLayers() - 3, pp, &plan->virtual_stages));
+  plan->schedule = plan->virtual_stages > 1 ? ScheduleKind::kInterleaved1F1B : ScheduleKind::k1F1B;
+  TRIDENT_ASSIGN_OR_RETURN(RecomputeMode recompute, Recompute(f));
+  int first = 0;
+  for (size_t s = 0; s < blocks.size(); ++s) {
+    const int layers = blocks[s] + (s == 0) + 2 * (s + 1 == blocks.size());
+    plan->stages.push_back({first, layers, static_cast<int>(dp), recompute, 0.0, 0});
+    first += layers;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<MegatronImport> ImportMegatron(std::string_view text, const std::string& file,
+                                        const MegatronImportOptions& options) {
+  MegatronImport out;
+  Flags flags(file);
+  TRIDENT_RETURN_IF_ERROR(flags.Read(ShellWords(text), &out.ignored));
+  Plan& plan = out.plan;
+  plan.cluster = options.cluster;
+  TRIDENT_RETURN_IF_ERROR(ReadModel(flags, options, &plan));
+  TRIDENT_RETURN_IF_ERROR(ReadParallel(flags, options, &plan));
+  if (Status valid = plan.Validate(); !valid.ok())
+    return valid.WithPrefix(file + ": the plan it describes");
+  return out;
+}
+
+}  // namespace trident

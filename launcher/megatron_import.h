@@ -1,0 +1,52 @@
+// `trident import megatron FILE`: a Megatron-LM configuration — an argument list, or a launch
+// script such as `trident export --to megatron` writes — read back as a Trident plan, so
+// `trident simulate` and `trident explain` can predict it and `trident plan` can be set beside
+// it.
+//
+// The file is split into words as a shell would (quotes, backslash-newline, comments; array
+// parentheses separate words), and every `--flag [value]` pair is read wherever it stands, the
+// last of a repeated flag winning as in argparse. Megatron-LM's flags of the plan (the list of
+// megatron_export.h) and torchrun's --nnodes and --nproc-per-node are read; every other flag is
+// listed as ignored, never dropped silently. Nothing a comment says is read.
+//
+// Megatron-LM takes the vocabulary from the tokenizer, so a configuration without --vocab-size
+// needs MegatronImportOptions::vocab_size; the world size comes from torchrun's flags unless
+// `devices` is given.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/status.h"
+
+namespace trident {
+
+struct MegatronImportOptions {
+  std::string name = "megatron";  // the model's name in the plan
+  std::string cluster;            // the cluster's name in the plan
+  int64_t vocab_size = 0;         // 0: from --vocab-size
+  int devices = 0;                // 0: --nnodes × --nproc-per-node
+  int devices_per_node = 0;       // 0: --nproc-per-node, else `devices`
+};
+
+struct MegatronImport {
+  Plan plan;                         // predictions and provenance empty
+  std::vector<std::string> ignored;  // flags read but not part of a plan, in file order
+};
+
+// The words of `text` as a shell splits them (no expansion: "$@" stays "$@").
+std::vector<std::string> ShellWords(std::string_view text);
+
+// InvalidArgument naming `file` and the flag (a value of the wrong type, sizes that do not
+// multiply to the world size, a split Megatron-LM would refuse, a choice Trident has no plan
+// for); the plan passes Plan::Check.
+StatusOr<MegatronImport> ImportMegatron(std::string_view text, const std::string& file,
+                                        const MegatronImportOptions& options);
+
+// Megatron-LM's --pipeline-model-parallel-layout as the stages it lists, each a string of E, t
+// and L ("Et*3|(tt|)*2,L" -> "Ettt", "tt", "tt", "L"). InvalidArgument for other characters or
+// unbalanced parentheses.
+StatusOr<std::vector<std::string>> ExpandPipelineLayout(std::string_view layout);
+
+}  // namespace trident

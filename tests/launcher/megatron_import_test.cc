@@ -1,0 +1,130 @@
+// trident import megatron (launcher/megatron_import.h): shell words, the pipeline layout
+// grammar, export-then-import round trips for every way the export cuts stages, flags that
+// are not part of a plan listed, and bad configurations refused naming the flag.
+#include "launcher/megatron_import.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "launcher/megatron_export.h"
+#include "tests/launcher/megatron_plans.h"
+
+namespace trident {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::Gpt;
+using ::testing::HasSubstr;
+using testing::Llama;
+using testing::MakePlan;
+
+TEST(ShellWordsTest, SplitsAsAShellWould) {
+  EXPECT_THAT(ShellWords("A=(\n  --x 1  # a comment\n  --y 'two words' \\\n  --z \"q\\\"\"\n)"),
+              ElementsAre("A=", "--x", "1", "--y", "two words", "--z", "q\""));
+  EXPECT_THAT(ShellWords("torchrun a.py \"$@\"; echo"),
+              ElementsAre("torchrun", "a.py", "$@", "echo"));
+}
+
+TEST(PipelineLayoutTest, ExpandsRepeatsAndGroups) {
+  EXPECT_THAT(*ExpandPipelineLayout("Et*3|(tt|)*2,L"), ElementsAre("Ettt", "tt", "tt", "L"));
+  EXPECT_THAT(*ExpandPipelineLayout("E||t|L"), ElementsAre("E", "", "t", "L"));
+  EXPECT_THAT(ExpandPipelineLayout("Et*3|(tt|)*29,m|L").status().message(),
+              HasSubstr("'m' is not one of E (embedding), t (transformer layer), L (loss)"));
+  EXPECT_THAT(ExpandPipelineLayout("E(t|L").status().message(), HasSubstr("unbalanced '('"));
+}
+
+// Export, then import: the same plan, but for what Megatron-LM does not hold (predictions,
+// provenance, a node larger than the job) and what the import is told (name, cluster,
+// vocabulary).
+void ExpectRoundTrip(const Plan& plan) {
+  const MegatronExport out = ExportMegatron(plan);
+  ASSERT_TRUE(out.inexpressible.empty()) << FormatFieldError(out.inexpressible.front());
+  MegatronImportOptions options{plan.model.name, plan.cluster, plan.model.vocab_size};
+  StatusOr<MegatronImport> back =
+      ImportMegatron(MegatronScript(plan, out, "p.yaml"), "run.sh", options);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  Plan want = plan;
+  want.model.dtype = plan.dtype;
+  // torchrun starts --nproc-per-node ranks on each node: a job smaller than a node is one node.
+  want.devices_per_node = std::min(plan.devices, plan.devices_per_node);
+  want.predicted = {};
+  want.provenance = {};
+  for (PlanStage& s : want.stages) s.predicted_time_ms = 0, s.predicted_memory_bytes = 0;
+  EXPECT_EQ(back->plan.ToString(), want.ToString());
+  EXPECT_EQ(PlanToYaml(back->plan), PlanToYaml(want));
+}
+
+TEST(MegatronImportTest, ExportedPlansComeBackTheSame) {
+  ExpectRoundTrip(MakePlan(Gpt(24), 2, 4, {24}));
+  Plan llama = MakePlan(Llama(32), 8, 2, {9, 8, 8, 7});
+  llama.zero1 = true;
+  for (PlanStage& s : llama.stages) s.recompute = RecomputeMode::kFull;
+  ExpectRoundTrip(llama);
+  ExpectRoundTrip(MakePlan(Gpt(12), 1, 1, {2, 4, 3, 3}));
+  ExpectRoundTrip(MakePlan(Gpt(8), 1, 1, {2, 2, 2, 2}, 2, ScheduleKind::kInterleaved1F1B));
+  Plan uneven = MakePlan(Gpt(8), 1, 1, {1, 3, 3, 1}, 2, ScheduleKind::kInterleaved1F1B);
+  for (PlanStage& s : uneven.stages) s.recompute = RecomputeMode::kSelective;
+  ExpectRoundTrip(uneven);
+}
+
+MegatronImportOptions WithVocab() {
+  MegatronImportOptions options;
+  options.vocab_size = 50257;
+  return options;
+}
+
+const char kArgs[] =
+    "torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py --num-layers 8 --hidden-size 2048 "
+    "--num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
+    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --micro-batch-size 2 "
+    "--global-batch-size 64 --bf16 --lr 3e-4 --data-path /data/x --use-flash-attn";
+
+TEST(MegatronImportTest, ReadsMegatronsDefaultsAndListsTheRest) {
+  StatusOr<MegatronImport> in = ImportMegatron(kArgs, "args.txt", WithVocab());
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  const Plan& p = in->plan;
+  EXPECT_EQ(p.devices, 16);
+  EXPECT_EQ(p.mesh, (Mesh{4, 2, 2}));
+  EXPECT_EQ(p.num_micro_batches, 32);
+  EXPECT_EQ(p.model.ffn_hidden, 8192);  // 4 h
+  EXPECT_EQ(p.model.dropout, 0.1);      // Megatron-LM's default
+  EXPECT_EQ(p.stages.size(), 2u);
+  EXPECT_EQ(p.stages[0].num_layers, 5);  // the embedding and 4 blocks
+  EXPECT_THAT(in->ignored, ElementsAre("--lr", "--data-path", "--use-flash-attn"));
+}
+
+TEST(MegatronImportTest, BadConfigurationsNameTheFlag) {
+  struct Case {
+    std::string extra;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {" --hidden-size big", "args.txt: --hidden-size: expected a whole number, got 'big'"},
+      {" --tensor-model-parallel-size 3", "tp 3 × pp 2 does not divide the world size 16"},
+      {" --global-batch-size 65", "is not divisible by micro batch size (2) times data parallel"},
+      {" --swiglu", "give --swiglu and --disable-bias-linear together or neither"},
+      {" --pipeline-model-parallel-layout 't*4|Et*4L'", "E must open the first stage"},
+      {" --pipeline-model-parallel-layout 'Et*4|t*3L'", "holds 7 transformer layers"},
+      {" --decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 3",
+       "leaves 2 of the 8 transformer layers and no stage for them"},
+      {" --num-layers 9", "9 transformer layers do not split evenly over 2 stages"},
+      {" --recompute-granularity full --recompute-num-layers 2", "Trident recomputes none"},
+      {" --micro-batch-size", "--micro-batch-size: needs a value"},
+  };
+  for (const Case& c : cases) {
+    StatusOr<MegatronImport> in =
+        ImportMegatron(std::string(kArgs) + c.extra, "args.txt", WithVocab());
+    ASSERT_FALSE(in.ok()) << c.extra;
+    EXPECT_THAT(in.status().message(), HasSubstr(c.message)) << c.extra;
+  }
+  StatusOr<MegatronImport> no_vocab = ImportMegatron(kArgs, "args.txt", {});
+  EXPECT_THAT(no_vocab.status().message(),
+              HasSubstr("give it with trident import megatron --vocab-size V"));
+}
+
+}  // namespace
+}  // namespace trident
