@@ -48,6 +48,14 @@ expect_rc 0 && expect_in out "wrote $WORK/megatron.sh" && [[ -x $WORK/megatron.s
   grep -qx "  --num-layers 24" "$WORK/megatron.sh"
 verdict "export --to megatron writes the plan as a Megatron-LM launch script"
 
+run "$bin" import megatron "$WORK/megatron.sh" -o "$WORK/back.yaml" --cluster "$a100" \
+  --vocab-size 50257 --name gpt3-1.3b
+expect_rc 0 && expect_in out "ignored (not part of a plan): --nodes" &&
+  run "$bin" simulate "$WORK/back.yaml" --cluster "$a100" --json && expect_rc 0 &&
+  expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" \
+    "$(sed -n 's/^  step_time_ms: //p' "$WORK/mega.yaml")"
+verdict "import megatron reads the script back to a plan simulate predicts as the original"
+
 run "$bin" plan --model "$configs/models/gpt3-1.3b.yaml" --cluster "$a100" --devices 16 \
   --global-batch 64 --seq 2048 --fix pp=2 --schedule gpipe -o "$WORK/gpipe.yaml"
 run "$bin" export "$WORK/gpipe.yaml" --to megatron -o "$WORK/gpipe.sh"
@@ -118,4 +126,4 @@ run "$bin" profile "$tiny" --cluster "$cpu"
 expect_rc 2 && expect_in err "pass --analytic"
 verdict "profile without --analytic says what is available"
 
-summary 22
+summary 23
