@@ -1,12 +1,14 @@
 // trident plan: search the fastest plan that fits, write it, and print why.
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/cost_inputs.h"
 #include "cli/format.h"
 #include "cli/plan_json.h"
 #include "core/file_util.h"
+#include "planner/baseline.h"
 #include "planner/plan_inputs.h"
 #include "planner/report.h"
 #include "planner/search.h"
@@ -32,6 +34,7 @@ struct PlanOptions {
   int runners_up = 5;
   std::string output = "plan.yaml";
   std::string trace;
+  std::string baseline;  // "": none
   bool json = false;
 };
 
@@ -80,6 +83,20 @@ Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterS
   return CheckSequenceLength(model, r->seq_len);
 }
 
+// The --baseline plan, checked against the request, evaluated with the search's costs.
+struct Baseline {
+  Plan plan;
+  Evaluation evaluation;
+};
+
+StatusOr<std::optional<Baseline>> LoadBaseline(const PlanOptions& o, const SearchRequest& request) {
+  if (o.baseline.empty()) return std::optional<Baseline>();
+  Baseline b;
+  TRIDENT_ASSIGN_OR_RETURN(b.plan, LoadPlan(o.baseline));
+  TRIDENT_RETURN_IF_ERROR(CheckBaselineMatches(b.plan, o.baseline, request));
+  return std::optional<Baseline>(std::move(b));
+}
+
 int RunPlan(const PlanOptions& o) {
   StatusOr<ModelSpec> model = LoadModelSpec(o.model);
   if (!model.ok()) return PrintError(model.status());
@@ -87,9 +104,18 @@ int RunPlan(const PlanOptions& o) {
   if (!cluster.ok()) return PrintError(cluster.status());
   SearchRequest request;
   if (Status s = BuildRequest(o, *model, *cluster, &request); !s.ok()) return PrintError(s);
+  StatusOr<std::optional<Baseline>> baseline = LoadBaseline(o, request);
+  if (!baseline.ok()) return PrintError(baseline.status());
   StatusOr<std::unique_ptr<CostInputs>> inputs =
       LoadCostInputs(o.cost, *model, request.seq_len, request.dtype);
   if (!inputs.ok()) return PrintError(inputs.status());
+  if (*baseline) {
+    EvaluateOptions evaluate;
+    evaluate.memory_limit_bytes = request.constraints.max_memory_bytes;
+    StatusOr<Evaluation> ev = EvaluatePlan(*(*inputs)->costs, (*baseline)->plan, evaluate);
+    if (!ev.ok()) return PrintError(ev.status().WithPrefix("--baseline " + o.baseline));
+    (*baseline)->evaluation = *std::move(ev);
+  }
   StatusOr<SearchResult> result = SearchPlans(*(*inputs)->costs, request);
   if (!result.ok()) return PrintError(result.status());
   for (Candidate& c : result->ranked)
@@ -102,13 +128,27 @@ int RunPlan(const PlanOptions& o) {
   }
   ReportContext context = MakeReportContext(best.plan, (*inputs)->cluster);
   if (o.json) {
-    std::cout << JsonText(SearchJson(*result, context, o.output));
+    nlohmann::json json = SearchJson(*result, context, o.output);
+    if (*baseline) {
+      const Baseline& b = **baseline;
+      json["baseline"] = {{"file", o.baseline},
+                          {"step_time_ms", b.evaluation.step_ms},
+                          {"peak_memory_bytes", b.evaluation.peak_memory_bytes},
+                          {"fits", b.evaluation.Fits()},
+                          {"changes", ChangedChoices(b.plan, best.plan)}};
+    }
+    std::cout << JsonText(json);
     return 0;
   }
   std::cout << PlanSummary(best.plan, best.evaluation, context) << "\nsearched "
             << result->configurations << " configurations (" << result->infeasible
             << " did not fit in memory)\n";
   if (result->ranked.size() > 1) std::cout << "runners-up:\n" << RunnersUp(result->ranked);
+  if (*baseline) {
+    const Baseline& b = **baseline;
+    std::cout << "\n"
+              << BaselineComparison(b.plan, b.evaluation, o.baseline, best.plan, best.evaluation);
+  }
   std::cout << "\nwrote " << o.output << (o.trace.empty() ? "" : " and " + o.trace) << "\n";
   return 0;
 }
@@ -145,6 +185,10 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                   "refuses zero1 plans until the runtime shards")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--baseline", o->baseline,
+                  "A plan you run today (e.g. from trident import megatron), set beside the "
+                  "search's with what differs")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--max-memory", o->max_memory_gib,
                   "Memory per device to plan for, GiB [default: the device's]")
       ->check(CLI::PositiveNumber);

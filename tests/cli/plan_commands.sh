@@ -56,6 +56,18 @@ expect_rc 0 && expect_in out "ignored (not part of a plan): --nodes" &&
     "$(sed -n 's/^  step_time_ms: //p' "$WORK/mega.yaml")"
 verdict "import megatron reads the script back to a plan simulate predicts as the original"
 
+run "$bin" plan --model "$configs/models/gpt3-1.3b.yaml" --cluster "$a100" --devices 32 \
+  --global-batch 256 --seq 2048 --fix tp=8,pp=2 --baseline "$WORK/back.yaml" -o "$WORK/fixed.yaml"
+expect_rc 0 && expect_match out "^your configuration \($WORK/back.yaml\): .* a step" &&
+  expect_match out "^Trident's plan: .* a step, .*: [0-9.]+% (faster|slower), with tp 8 instead of"
+verdict "plan --baseline sets an imported configuration beside the plan, naming what differs"
+
+run "$bin" plan --model "$configs/models/gpt3-1.3b.yaml" --cluster "$a100" --devices 32 \
+  --global-batch 128 --seq 2048 --baseline "$WORK/back.yaml" -o "$WORK/other.yaml"
+expect_rc 1 && expect_in err "has global batch 256, but the search is for 128" &&
+  [[ ! -e $WORK/other.yaml ]]
+verdict "plan --baseline of another job is refused before the search"
+
 run "$bin" plan --model "$configs/models/gpt3-1.3b.yaml" --cluster "$a100" --devices 16 \
   --global-batch 64 --seq 2048 --fix pp=2 --schedule gpipe -o "$WORK/gpipe.yaml"
 run "$bin" export "$WORK/gpipe.yaml" --to megatron -o "$WORK/gpipe.sh"
@@ -126,4 +138,4 @@ run "$bin" profile "$tiny" --cluster "$cpu"
 expect_rc 2 && expect_in err "pass --analytic"
 verdict "profile without --analytic says what is available"
 
-summary 23
+summary 25

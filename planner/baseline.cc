@@ -1,0 +1,95 @@
+#include "planner/baseline.h"
+
+#include "core/text_format.h"
+
+namespace trident {
+namespace {
+
+std::string Str(int64_t value) { return std::to_string(value); }
+
+std::string GiB(int64_t bytes) {
+  return FormatFixed(static_cast<double>(bytes) / (1 << 30), 2) + " GiB";
+}
+
+// "recompute selective", or "recompute per stage" when the stages differ.
+std::string Recompute(const Plan& plan) {
+  for (const PlanStage& s : plan.stages) {
+    if (s.recompute != plan.stages.front().recompute) return "per-stage recompute";
+  }
+  return "recompute " + NameOf(RecomputeModeNames(), plan.stages.front().recompute);
+}
+
+std::string ScheduleText(const Plan& plan) {
+  const std::string name = NameOf(ScheduleKindNames(), plan.schedule);
+  return plan.virtual_stages > 1 ? name + " (v " + Str(plan.virtual_stages) + ")" : name;
+}
+
+// Whether the stages of `a` and `b` agree on `field` (REQUIRES: as many stages).
+bool SameStages(const Plan& a, const Plan& b, int PlanStage::*field) {
+  for (size_t i = 0; i < a.stages.size(); ++i) {
+    if (a.stages[i].*field != b.stages[i].*field) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status CheckBaselineMatches(const Plan& baseline, const std::string& path, const SearchRequest& r) {
+  auto differs = [&](const std::string& what, const std::string& theirs, const std::string& ours) {
+    return InvalidArgument("--baseline " + path + ": " + what + " " + theirs +
+                           ", but the search is for " + ours + "; compare plans of one job");
+  };
+  if (baseline.model.name != r.model.name || baseline.model.NumLayers() != r.model.NumLayers()) {
+    return differs("trains", baseline.model.ToString(), r.model.ToString());
+  }
+  if (baseline.devices != r.devices)
+    return differs("runs on", Str(baseline.devices) + " devices", Str(r.devices));
+  if (baseline.global_batch != r.global_batch)
+    return differs("has global batch", Str(baseline.global_batch), Str(r.global_batch));
+  if (baseline.seq_len != r.seq_len)
+    return differs("has sequence length", Str(baseline.seq_len), Str(r.seq_len));
+  if (baseline.dtype != r.dtype)
+    return differs("trains in", DTypeName(baseline.dtype), DTypeName(r.dtype) + " (--dtype)");
+  return Status::Ok();
+}
+
+std::string ChangedChoices(const Plan& baseline, const Plan& best) {
+  std::vector<std::string> changes;
+  auto compare = [&](const std::string& what, const std::string& theirs, const std::string& ours) {
+    if (theirs != ours) changes.push_back(what + ours + " instead of " + theirs);
+  };
+  compare("tp ", Str(baseline.mesh.tp), Str(best.mesh.tp));
+  compare("pp ", Str(baseline.mesh.pp), Str(best.mesh.pp));
+  compare("dp ", Str(baseline.mesh.dp), Str(best.mesh.dp));
+  compare("micro-batch ", Str(baseline.micro_batch_size), Str(best.micro_batch_size));
+  compare("", ScheduleText(baseline), ScheduleText(best));
+  compare("", Recompute(baseline), Recompute(best));
+  compare("", baseline.zero1 ? "zero1" : "no zero1", best.zero1 ? "zero1" : "no zero1");
+  if (baseline.stages.size() == best.stages.size()) {
+    if (!SameStages(baseline, best, &PlanStage::first_layer)) changes.push_back("other stage cuts");
+    if (baseline.mesh.dp == best.mesh.dp && !SameStages(baseline, best, &PlanStage::replicas)) {
+      changes.push_back("other per-stage replication");
+    }
+  }
+  std::string text;
+  for (const std::string& c : changes) text += (text.empty() ? "" : ", ") + c;
+  return text;
+}
+
+std::string BaselineComparison(const Plan& baseline, const Evaluation& baseline_ev,
+                               const std::string& path, const Plan& best,
+                               const Evaluation& best_ev) {
+  std::string text = "your configuration (" + path + "): " + FormatMs(baseline_ev.step_ms) +
+                     " a step, " + GiB(baseline_ev.peak_memory_bytes) + " peak per rank";
+  if (!baseline_ev.Fits()) text += " -- does not fit in the device's memory";
+  text += "\nTrident's plan: " + FormatMs(best_ev.step_ms) + " a step, " +
+          GiB(best_ev.peak_memory_bytes) + " peak per rank";
+  const double change = 100 * (1 - best_ev.step_ms / baseline_ev.step_ms);
+  const std::string changes = ChangedChoices(baseline, best);
+  if (changes.empty()) return text + ": the same choices\n";
+  text += ": " + FormatFixed(std::abs(change), 1) + (change >= 0 ? "% faster" : "% slower") +
+          ", with " + changes + "\n";
+  return text;
+}
+
+}  // namespace trident

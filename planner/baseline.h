@@ -1,0 +1,31 @@
+// `trident plan --baseline PLAN`: a configuration the user already runs (often one read with
+// `trident import megatron`), evaluated with the same costs as the search, set beside the plan
+// the search chose: both step times and peak memories, the difference, and the choices that
+// differ ("tp 4 instead of 8, zb_h1 instead of 1f1b").
+#pragma once
+
+#include <string>
+
+#include "core/plan.h"
+#include "planner/evaluate.h"
+#include "planner/search.h"
+
+namespace trident {
+
+// InvalidArgument naming `baseline_path` unless the baseline trains the request's model (name
+// and layers), on its devices, global batch, sequence length and dtype.
+Status CheckBaselineMatches(const Plan& baseline, const std::string& baseline_path,
+                            const SearchRequest& request);
+
+// The choices of `best` that differ from `baseline`'s, e.g. "tp 4 instead of 8, micro-batch 2
+// instead of 1, zb_h1 instead of 1f1b, other stage cuts"; "" when none do.
+std::string ChangedChoices(const Plan& baseline, const Plan& best);
+
+// "your configuration (PATH): 21.42 s a step, 71.00 GiB peak per rank\n
+//  Trident's plan:            18.60 s a step, 69.00 GiB peak per rank: 13.2% faster, with tp 4
+//  instead of 8, ..." — or that the baseline does not fit in the device's memory.
+std::string BaselineComparison(const Plan& baseline, const Evaluation& baseline_ev,
+                               const std::string& baseline_path, const Plan& best,
+                               const Evaluation& best_ev);
+
+}  // namespace trident
