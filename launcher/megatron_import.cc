@@ -308,7 +308,7 @@ StatusOr<MegatronImport> ImportMegatron(std::string_view text, const std::string
                                         const MegatronImportOptions& options) {
   MegatronImport out;
   Flags flags(file);
-  TRIDENT_RETURN_IF_ERROR(flags.Read(ShellWords(text), &out.ignored));
+  TRIDENT_RETURN_IF_ERROR(flags.Read(SubstituteVariables(ShellWords(text)), &out.ignored));
   Plan& plan = out.plan;
   plan.cluster = options.cluster;
   TRIDENT_RETURN_IF_ERROR(ReadModel(flags, options, &plan));

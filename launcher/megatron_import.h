@@ -4,8 +4,9 @@
 // it.
 //
 // The file is split into words as a shell would (quotes, backslash-newline, comments; array
-// parentheses separate words), and every `--flag [value]` pair is read wherever it stands, the
-// last of a repeated flag winning as in argparse. Megatron-LM's flags of the plan (the list of
+// parentheses separate words), plain variables assigned in it are substituted
+// (GPUS_PER_NODE=8 ... $GPUS_PER_NODE), and every `--flag [value]` pair is read wherever it stands,
+// the last of a repeated flag winning as in argparse. Megatron-LM's flags of the plan (the list of
 // megatron_export.h) and torchrun's --nnodes and --nproc-per-node are read; every other flag is
 // listed as ignored, never dropped silently. Nothing a comment says is read.
 //
@@ -37,6 +38,9 @@ struct MegatronImport {
 
 // The words of `text` as a shell splits them (no expansion: "$@" stays "$@").
 std::vector<std::string> ShellWords(std::string_view text);
+// `words` with $NAME and ${NAME} replaced by the value of an earlier word NAME=value (a
+// script's plain variables, e.g. GPUS_PER_NODE=8); anything else stays as written.
+std::vector<std::string> SubstituteVariables(std::vector<std::string> words);
 
 // InvalidArgument naming `file` and the flag (a value of the wrong type, sizes that do not
 // multiply to the world size, a split Megatron-LM would refuse, a choice Trident has no plan

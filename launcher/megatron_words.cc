@@ -2,6 +2,7 @@
 // grammar (E embedding, t transformer layer, L loss, '|' between stages, 'x*n' and '(...)*n'
 // repeats, ',' ignored).
 #include <cctype>
+#include <map>
 #include <string>
 
 #include "launcher/megatron_import.h"
@@ -98,6 +99,36 @@ std::vector<std::string> ShellWords(std::string_view text) {
     }
   }
   if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
+std::vector<std::string> SubstituteVariables(std::vector<std::string> words) {
+  std::map<std::string, std::string> values;
+  for (std::string& word : words) {
+    for (const auto& [name, value] : values) {
+      for (const std::string& ref : {"${" + name + "}", "$" + name}) {
+        for (size_t at = word.find(ref); at != std::string::npos; at = word.find(ref, at)) {
+          const size_t end = at + ref.size();
+          const bool longer_name =
+              ref[1] != '{' && end < word.size() &&
+              (std::isalnum(static_cast<unsigned char>(word[end])) || word[end] == '_');
+          if (longer_name) {
+            at = end;
+            continue;
+          }
+          word.replace(at, ref.size(), value);
+          at += value.size();
+        }
+      }
+    }
+    const size_t eq = word.find('=');
+    const bool assignment =
+        eq != std::string::npos && eq > 0 && eq + 1 < word.size() &&
+        (std::isalpha(static_cast<unsigned char>(word[0])) || word[0] == '_') &&
+        word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+            eq;
+    if (assignment) values[word.substr(0, eq)] = word.substr(eq + 1);
+  }
   return words;
 }
 

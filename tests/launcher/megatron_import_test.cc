@@ -29,6 +29,11 @@ TEST(ShellWordsTest, SplitsAsAShellWould) {
               ElementsAre("torchrun", "a.py", "$@", "echo"));
 }
 
+TEST(ShellWordsTest, SubstitutesPlainVariables) {
+  EXPECT_THAT(SubstituteVariables(ShellWords("N=8\nX=$N ${N}x $NODE \"$N\" ${ARGS[@]}")),
+              ElementsAre("N=8", "X=8", "8x", "$NODE", "8", "${ARGS[@]}"));
+}
+
 TEST(PipelineLayoutTest, ExpandsRepeatsAndGroups) {
   EXPECT_THAT(*ExpandPipelineLayout("Et*3|(tt|)*2,L"), ElementsAre("Ettt", "tt", "tt", "L"));
   EXPECT_THAT(*ExpandPipelineLayout("E||t|L"), ElementsAre("E", "", "t", "L"));
