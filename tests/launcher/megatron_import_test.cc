@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_util.h"
 #include "launcher/megatron_export.h"
 #include "tests/launcher/megatron_plans.h"
 
@@ -100,6 +101,24 @@ TEST(MegatronImportTest, ReadsMegatronsDefaultsAndListsTheRest) {
   EXPECT_EQ(p.stages.size(), 2u);
   EXPECT_EQ(p.stages[0].num_layers, 5);  // the embedding and 4 blocks
   EXPECT_THAT(in->ignored, ElementsAre("--lr", "--data-path", "--use-flash-attn"));
+}
+
+// A script in Megatron-LM's own examples style: variables, arrays, torchrun's underscore flag.
+TEST(MegatronImportTest, ReadsAHandWrittenScript) {
+  StatusOr<std::string> text = ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-hand.sh");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  MegatronImportOptions options = WithVocab();
+  options.vocab_size = 128256;
+  StatusOr<MegatronImport> in = ImportMegatron(*text, "hand.sh", options);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  const Plan& p = in->plan;
+  EXPECT_EQ(p.ToString(),
+            "megatron on 64 devices: dp 8 × pp 1 × tp 8, 1f1b, micro-batch 1 × 512, seq 8192");
+  EXPECT_TRUE(p.zero1);
+  EXPECT_EQ(p.stages[0].recompute, RecomputeMode::kSelective);
+  EXPECT_EQ(p.model.kv_heads, 8);
+  EXPECT_EQ(p.model.LayerAt(1), LayerKind::kLlamaBlock);
+  EXPECT_THAT(in->ignored, ElementsAre("--train-iters", "--lr", "--data-path", "--tokenizer-type"));
 }
 
 TEST(MegatronImportTest, BadConfigurationsNameTheFlag) {
