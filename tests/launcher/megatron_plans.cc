@@ -2,41 +2,25 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace trident::testing {
 
-ModelSpec Gpt(int blocks) {
-  ModelSpec m;
-  m.name = "gpt-test";
-  m.vocab_size = 50257;
-  m.max_seq_len = 2048;
-  m.hidden = 2048;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.ffn_hidden = 8192;
-  m.tied_embeddings = true;
-  m.layers = {{LayerKind::kEmbedding, 1},
-              {LayerKind::kGptBlock, blocks},
-              {LayerKind::kFinalNorm, 1},
-              {LayerKind::kLmHead, 1}};
-  return m;
+namespace {
+
+// The preset `name` with `blocks` transformer blocks.
+ModelSpec Preset(const std::string& name, int blocks) {
+  StatusOr<ModelSpec> model = LoadModelSpec(TRIDENT_SOURCE_DIR "/configs/models/" + name + ".yaml");
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  model->layers[1].repeat = blocks;
+  return *model;
 }
 
-ModelSpec Llama(int blocks) {
-  ModelSpec m = Gpt(blocks);
-  m.name = "llama-test";
-  m.vocab_size = 128256;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.ffn_hidden = 14336;
-  m.norm = NormKind::kRmsNorm;
-  m.positions = PositionKind::kRope;
-  m.tied_embeddings = false;
-  m.norm_eps = 1e-5;
-  m.rope_theta = 500000;
-  m.layers[1].kind = LayerKind::kLlamaBlock;
-  return m;
-}
+}  // namespace
+
+ModelSpec Gpt(int blocks) { return Preset("gpt3-1.3b", blocks); }
+
+ModelSpec Llama(int blocks) { return Preset("llama3-8b", blocks); }
 
 Plan MakePlan(const ModelSpec& model, int tp, int dp, std::vector<int> blocks, int v,
               ScheduleKind schedule) {

@@ -8,9 +8,9 @@
 
 namespace trident::testing {
 
-// GPT-3 1.3B's shape (tied, learned positions, dropout 0) with `blocks` gpt_blocks.
+// The gpt3-1.3b preset (tied, learned positions, dropout 0.1) with `blocks` gpt_blocks.
 ModelSpec Gpt(int blocks);
-// Llama 3 8B's shape (GQA 32/8, RoPE 500000, RMSNorm, untied) with `blocks` llama_blocks.
+// The llama3-8b preset (GQA 32/8, RoPE 500000, RMSNorm, untied) with `blocks` llama_blocks.
 ModelSpec Llama(int blocks);
 
 // A bf16 plan of `model` whose stages hold `blocks` transformer blocks each (the first also the

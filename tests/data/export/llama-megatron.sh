@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Megatron-LM launch of llama.plan.yaml (trident export --to megatron; flags of Megatron-LM main of 2025, as copied at OpenEuroLLM/NVIDIA-Megatron-LM 24126a9)
-# llama-test on 64 devices: dp 2 × pp 4 × tp 8, 1f1b, micro-batch 1 × 32, seq 2048
+# llama3-8b on 64 devices: dp 2 × pp 4 × tp 8, 1f1b, micro-batch 1 × 32, seq 2048
 # Trident predicts 1.234 s a step, 60.00 GiB peak memory per rank.
 # Vocabulary: 128256 (the tokenizer's; Megatron-LM pads it to a multiple of 128 x tp).
 # Data, tokenizer, optimizer and checkpoint arguments: give them to this script ("$@"),
@@ -14,7 +14,7 @@ MODEL_ARGS=(
   --num-query-groups 8
   --ffn-hidden-size 14336
   --seq-length 2048
-  --max-position-embeddings 2048
+  --max-position-embeddings 8192
   --normalization RMSNorm
   --norm-epsilon 1e-05
   --position-embedding-type rope
