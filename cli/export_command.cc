@@ -4,12 +4,18 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/command.h"
+#include "cli/cost_inputs.h"
 #include "cli/format.h"
 #include "core/file_util.h"
 #include "launcher/megatron_export.h"
+#include "planner/baseline.h"
+#include "planner/plan_inputs.h"
+#include "planner/report.h"
+#include "planner/search.h"
 
 namespace trident {
 namespace {
@@ -18,15 +24,20 @@ struct ExportOptions {
   std::string plan;
   std::string to;
   std::string output;  // "": stdout
+  bool allow_approximate = false;
+  CostOptions cost;  // for --allow-approximate's search
 };
 
-Status Inexpressible(const std::string& plan_path, const MegatronExport& out) {
+// "PLAN: Megatron-LM ... cannot express 2 choices of this plan" and `consequence`, then one
+// line per choice.
+std::string Inexpressible(const std::string& plan_path, const MegatronExport& out,
+                          const std::string& consequence) {
   std::string message = plan_path + ": " + std::string(MegatronVersion()) + " cannot express " +
                         std::to_string(out.inexpressible.size()) +
                         (out.inexpressible.size() == 1 ? " choice" : " choices") +
-                        " of this plan; nothing was written:";
+                        " of this plan; " + consequence + ":";
   for (const FieldError& e : out.inexpressible) message += "\n  " + FormatFieldError(e);
-  return FailedPrecondition(message);
+  return message;
 }
 
 Status WriteScript(const std::string& path, const std::string& script) {
@@ -37,12 +48,45 @@ Status WriteScript(const std::string& path, const std::string& script) {
   return Status::Ok();
 }
 
+// The best plan of `plan`'s job within Megatron-LM's choices, on the cost options' cluster.
+StatusOr<Candidate> Replan(const ExportOptions& o, const Plan& plan) {
+  if (o.cost.cluster.empty()) {
+    return InvalidArgument(
+        "--allow-approximate re-plans the job: give --cluster FILE (and "
+        "--profile FILE for measured costs)");
+  }
+  SearchRequest request = MegatronReplanRequest(plan);
+  TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<CostInputs> inputs,
+                           LoadCostInputs(o.cost, plan.model, plan.seq_len, plan.dtype));
+  request.cluster_name = inputs->cluster.name;
+  TRIDENT_ASSIGN_OR_RETURN(SearchResult result, SearchPlans(*inputs->costs, request));
+  Candidate best = std::move(result.ranked.front());
+  RecordProvenance(inputs->profile, inputs->cluster, &best.plan);
+  return best;
+}
+
 int RunExport(const ExportOptions& o) {
-  StatusOr<Plan> plan = LoadPlan(o.plan);
-  if (!plan.ok()) return PrintError(plan.status());
-  const MegatronExport out = ExportMegatron(*plan);
-  if (!out.inexpressible.empty()) return PrintError(Inexpressible(o.plan, out));
-  const std::string script = MegatronScript(*plan, out, o.plan);
+  StatusOr<Plan> loaded = LoadPlan(o.plan);
+  if (!loaded.ok()) return PrintError(loaded.status());
+  std::optional<Plan> plan = *std::move(loaded);
+  std::string label = o.plan;  // what the script says it launches
+  MegatronExport out = ExportMegatron(*plan);
+  if (!out.inexpressible.empty() && o.allow_approximate) {
+    StatusOr<Candidate> replanned = Replan(o, *plan);
+    if (!replanned.ok()) return PrintError(replanned.status());
+    std::cerr << "note: " << Inexpressible(o.plan, out, "re-planning the job within its choices")
+              << "\nre-planned within Megatron-LM's choices: "
+              << FormatMs(plan->predicted.step_time_ms) << " a step as planned, "
+              << FormatMs(replanned->evaluation.step_ms) << " re-planned ("
+              << ConfigLine(replanned->plan) << ")\n";
+    plan = std::move(replanned->plan);
+    label = o.plan + ", re-planned within Megatron-LM's choices";
+    out = ExportMegatron(*plan);
+  }
+  if (!out.inexpressible.empty()) {
+    return PrintError(FailedPrecondition(Inexpressible(o.plan, out, "nothing was written")));
+  }
+  const std::string script = MegatronScript(*plan, out, label);
   if (o.output.empty()) {
     std::cout << script;
     return 0;
@@ -68,13 +112,17 @@ void AddExportCommand(CLI::App& app, int* exit_code) {
       ->required()
       ->check(CLI::IsMember({"megatron"}));
   cmd->add_option("-o,--output", o->output, "Script to write [default: stdout]");
+  cmd->add_flag("--allow-approximate", o->allow_approximate,
+                "When Megatron-LM cannot express the plan, re-plan the job within its choices "
+                "(needs --cluster) and export that, printing both predicted step times");
+  AddCostOptions(cmd, &o->cost, /*cluster_required=*/false);
   cmd->footer(
       "The script holds the model's and the parallel arguments and runs Megatron-LM's\n"
       "pretrain_gpt.py with torchrun (or srun and torchrun under Slurm); data, tokenizer and\n"
       "optimizer arguments are the script's own arguments. A plan choice Megatron-LM cannot\n"
       "express (a schedule it lacks, per-stage replication, mixed recompute) is named with the\n"
-      "fix, and nothing is written. Exit status: 0 written, 1 not expressible or bad plan, 2\n"
-      "usage.");
+      "fix, and nothing is written, unless --allow-approximate re-plans the job within\n"
+      "Megatron-LM's choices. Exit status: 0 written, 1 not expressible or bad plan, 2 usage.");
   cmd->callback([o, exit_code] { *exit_code = RunExport(*o); });
 }
 

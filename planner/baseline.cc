@@ -34,6 +34,20 @@ bool SameStages(const Plan& a, const Plan& b, int PlanStage::*field) {
 
 }  // namespace
 
+SearchRequest MegatronReplanRequest(const Plan& plan) {
+  SearchRequest r;
+  r.model = plan.model;
+  r.cluster_name = plan.cluster;
+  r.devices = plan.devices;
+  r.global_batch = plan.global_batch;
+  r.seq_len = plan.seq_len;
+  r.dtype = plan.dtype;
+  r.constraints.schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B};
+  r.constraints.replicate_stages = false;
+  r.constraints.zero1 = plan.zero1;
+  return r;
+}
+
 Status CheckBaselineMatches(const Plan& baseline, const std::string& path, const SearchRequest& r) {
   auto differs = [&](const std::string& what, const std::string& theirs, const std::string& ours) {
     return InvalidArgument("--baseline " + path + ": " + what + " " + theirs +

@@ -1,7 +1,8 @@
 // `trident plan --baseline PLAN`: a configuration the user already runs (often one read with
 // `trident import megatron`), evaluated with the same costs as the search, set beside the plan
 // the search chose: both step times and peak memories, the difference, and the choices that
-// differ ("tp 4 instead of 8, zb_h1 instead of 1f1b").
+// differ ("tp 4 instead of 8, zb_h1 instead of 1f1b"). And the other direction, a plan re-planned
+// within a framework's choices for `trident export --allow-approximate`.
 #pragma once
 
 #include <string>
@@ -11,6 +12,11 @@
 #include "planner/search.h"
 
 namespace trident {
+
+// The search request for `plan`'s job (its model, devices, global batch, sequence and dtype)
+// within Megatron-LM's choices: 1F1B or interleaved 1F1B, every stage replicated alike and
+// recomputed alike, and the plan's ZeRO-1 choice (`trident export --allow-approximate`).
+SearchRequest MegatronReplanRequest(const Plan& plan);
 
 // InvalidArgument naming `baseline_path` unless the baseline trains the request's model (name
 // and layers), on its devices, global batch, sequence length and dtype.

@@ -76,6 +76,13 @@ expect_rc 1 && expect_in err "cannot express 1 choice of this plan; nothing was 
   [[ ! -e $WORK/gpipe.sh ]]
 verdict "export refuses a GPipe plan, naming the field and the fix, and writes nothing"
 
+run "$bin" export "$WORK/gpipe.yaml" --to megatron --allow-approximate --cluster "$a100" \
+  -o "$WORK/gpipe.sh"
+expect_rc 0 && expect_in err "cannot express 1 choice of this plan; re-planning the job" &&
+  expect_match err "^re-planned within Megatron-LM's choices: .* a step as planned, .* re-planned" &&
+  bash -n "$WORK/gpipe.sh" && grep -q "re-planned within Megatron-LM's choices" "$WORK/gpipe.sh"
+verdict "export --allow-approximate re-plans within Megatron-LM's choices and prints both steps"
+
 run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --devices 8 \
   --global-batch 64 --seq 2048 -o "$WORK/none.yaml"
 expect_rc 1 && expect_in err "fits nowhere on 8 devices" && expect_in err "try --devices" &&
@@ -138,4 +145,4 @@ run "$bin" profile "$tiny" --cluster "$cpu"
 expect_rc 2 && expect_in err "pass --analytic"
 verdict "profile without --analytic says what is available"
 
-summary 25
+summary 26

@@ -66,6 +66,20 @@ TEST(Baseline, ComparesStepAndMemory) {
               HasSubstr("3.00 GiB peak per rank -- does not fit in the device's memory\n"));
 }
 
+TEST(Baseline, MegatronReplanKeepsTheJobAndNarrowsTheChoices) {
+  Plan plan = Shaped(1, 2, 2, ScheduleKind::kGpipe);
+  plan.zero1 = true;
+  const SearchRequest r = MegatronReplanRequest(plan);
+  EXPECT_EQ(r.model, plan.model);
+  EXPECT_EQ(r.devices, 4);
+  EXPECT_EQ(r.global_batch, 8);
+  EXPECT_EQ(r.seq_len, 64);
+  EXPECT_EQ(r.constraints.schedules,
+            (std::vector<ScheduleKind>{ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B}));
+  EXPECT_FALSE(r.constraints.replicate_stages);
+  EXPECT_EQ(r.constraints.zero1, true);
+}
+
 TEST(Baseline, AnotherJobIsRefusedNamingWhatDiffers) {
   SearchRequest request;
   request.model = Shaped(1, 1, 4).model;
