@@ -1,6 +1,6 @@
-// trident export PLAN --to megatron [-o FILE]: the plan as another framework's launch script
-// (launcher/megatron_export.h), or, exit 1 with nothing written, each of the plan's choices the
-// framework cannot express, with the fix.
+// trident export PLAN --to megatron [-o FILE] | --to deepspeed -o DIR: the plan as another
+// framework's launch (launcher/megatron_export.h, launcher/deepspeed_export.h), or, exit 1 with
+// nothing written, each of the plan's choices the framework cannot express, with the fix.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -11,6 +11,7 @@
 #include "cli/cost_inputs.h"
 #include "cli/format.h"
 #include "core/file_util.h"
+#include "launcher/deepspeed_export.h"
 #include "launcher/megatron_export.h"
 #include "planner/baseline.h"
 #include "planner/plan_inputs.h"
@@ -30,13 +31,13 @@ struct ExportOptions {
 
 // "PLAN: Megatron-LM ... cannot express 2 choices of this plan" and `consequence`, then one
 // line per choice.
-std::string Inexpressible(const std::string& plan_path, const MegatronExport& out,
-                          const std::string& consequence) {
-  std::string message = plan_path + ": " + std::string(MegatronVersion()) + " cannot express " +
-                        std::to_string(out.inexpressible.size()) +
-                        (out.inexpressible.size() == 1 ? " choice" : " choices") +
-                        " of this plan; " + consequence + ":";
-  for (const FieldError& e : out.inexpressible) message += "\n  " + FormatFieldError(e);
+std::string Inexpressible(const std::string& plan_path, std::string_view framework,
+                          const std::vector<FieldError>& choices, const std::string& consequence) {
+  std::string message = plan_path + ": " + std::string(framework) + " cannot express " +
+                        std::to_string(choices.size()) +
+                        (choices.size() == 1 ? " choice" : " choices") + " of this plan; " +
+                        consequence + ":";
+  for (const FieldError& e : choices) message += "\n  " + FormatFieldError(e);
   return message;
 }
 
@@ -65,16 +66,47 @@ StatusOr<Candidate> Replan(const ExportOptions& o, const Plan& plan) {
   return best;
 }
 
-int RunExport(const ExportOptions& o) {
-  StatusOr<Plan> loaded = LoadPlan(o.plan);
-  if (!loaded.ok()) return PrintError(loaded.status());
-  std::optional<Plan> plan = *std::move(loaded);
+// ds_config.json, pipeline.json and launch.sh in `dir`, each written atomically after all
+// are made.
+Status WriteDeepSpeed(const std::string& dir, const DeepSpeedExport& out) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return IoError("-o " + dir + ": cannot create the folder: " + ec.message());
+  const std::filesystem::path folder(dir);
+  TRIDENT_RETURN_IF_ERROR(
+      WriteFileAtomic((folder / "ds_config.json").string(), JsonText(out.ds_config)));
+  TRIDENT_RETURN_IF_ERROR(
+      WriteFileAtomic((folder / "pipeline.json").string(), JsonText(out.pipeline)));
+  return WriteScript((folder / "launch.sh").string(), out.launch);
+}
+
+int RunDeepSpeedExport(const ExportOptions& o, const Plan& plan) {
+  if (o.output.empty())
+    return PrintError(InvalidArgument("--to deepspeed writes a folder: give -o DIR"));
+  if (o.allow_approximate) {
+    return PrintError(InvalidArgument("--allow-approximate re-plans for Megatron-LM only so far"));
+  }
+  const DeepSpeedExport out = ExportDeepSpeed(plan, o.plan);
+  if (!out.inexpressible.empty()) {
+    return PrintError(FailedPrecondition(
+        Inexpressible(o.plan, "DeepSpeed", out.inexpressible, "nothing was written")));
+  }
+  if (Status s = WriteDeepSpeed(o.output, out); !s.ok()) return PrintError(s);
+  std::cout << "wrote " << o.output << "/ds_config.json, pipeline.json and launch.sh: DeepSpeed's "
+            << "configuration of " << o.plan << " (" << plan.ToString() << ")\n";
+  return 0;
+}
+
+int RunMegatronExport(const ExportOptions& o, Plan loaded) {
+  std::optional<Plan> plan = std::move(loaded);
   std::string label = o.plan;  // what the script says it launches
   MegatronExport out = ExportMegatron(*plan);
   if (!out.inexpressible.empty() && o.allow_approximate) {
     StatusOr<Candidate> replanned = Replan(o, *plan);
     if (!replanned.ok()) return PrintError(replanned.status());
-    std::cerr << "note: " << Inexpressible(o.plan, out, "re-planning the job within its choices")
+    std::cerr << "note: "
+              << Inexpressible(o.plan, MegatronVersion(), out.inexpressible,
+                               "re-planning the job within its choices")
               << "\nre-planned within Megatron-LM's choices: "
               << FormatMs(plan->predicted.step_time_ms) << " a step as planned, "
               << FormatMs(replanned->evaluation.step_ms) << " re-planned ("
@@ -84,7 +116,8 @@ int RunExport(const ExportOptions& o) {
     out = ExportMegatron(*plan);
   }
   if (!out.inexpressible.empty()) {
-    return PrintError(FailedPrecondition(Inexpressible(o.plan, out, "nothing was written")));
+    return PrintError(FailedPrecondition(
+        Inexpressible(o.plan, MegatronVersion(), out.inexpressible, "nothing was written")));
   }
   const std::string script = MegatronScript(*plan, out, label);
   if (o.output.empty()) {
@@ -99,19 +132,28 @@ int RunExport(const ExportOptions& o) {
   return 0;
 }
 
+int RunExport(const ExportOptions& o) {
+  StatusOr<Plan> plan = LoadPlan(o.plan);
+  if (!plan.ok()) return PrintError(plan.status());
+  return o.to == "deepspeed" ? RunDeepSpeedExport(o, *plan)
+                             : RunMegatronExport(o, *std::move(plan));
+}
+
 }  // namespace
 
 void AddExportCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ExportOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "Write a plan as another framework's launch script (Megatron-LM)");
+      "export", "Write a plan as another framework's launch (Megatron-LM, DeepSpeed)");
   cmd->add_option("plan", o->plan, "Plan file (trident plan -o PLAN)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--to", o->to, "The framework: megatron")
+  cmd->add_option("--to", o->to, "The framework: megatron or deepspeed")
       ->required()
-      ->check(CLI::IsMember({"megatron"}));
-  cmd->add_option("-o,--output", o->output, "Script to write [default: stdout]");
+      ->check(CLI::IsMember({"megatron", "deepspeed"}));
+  cmd->add_option("-o,--output", o->output,
+                  "megatron: the script to write [default: stdout]; deepspeed: the folder for "
+                  "ds_config.json, pipeline.json and launch.sh");
   cmd->add_flag("--allow-approximate", o->allow_approximate,
                 "When Megatron-LM cannot express the plan, re-plan the job within its choices "
                 "(needs --cluster) and export that, printing both predicted step times");

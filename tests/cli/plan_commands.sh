@@ -83,6 +83,22 @@ expect_rc 0 && expect_in err "cannot express 1 choice of this plan; re-planning 
   bash -n "$WORK/gpipe.sh" && grep -q "re-planned within Megatron-LM's choices" "$WORK/gpipe.sh"
 verdict "export --allow-approximate re-plans within Megatron-LM's choices and prints both steps"
 
+# export --to deepspeed: ds_config.json's batch keys multiply out, the partition covers the model.
+run "$bin" plan --model "$configs/models/gpt3-1.3b.yaml" --cluster "$a100" --devices 16 \
+  --global-batch 64 --seq 2048 --fix tp=1,pp=2 --schedule 1f1b --recompute none,full \
+  -o "$WORK/ds.yaml"
+run "$bin" export "$WORK/ds.yaml" --to deepspeed -o "$WORK/ds"
+expect_rc 0 && expect_in out "wrote $WORK/ds/ds_config.json, pipeline.json and launch.sh" &&
+  bash -n "$WORK/ds/launch.sh" &&
+  python3 - "$WORK/ds" <<'PY' >"$WORK/out" 2>"$WORK/err"
+import json, sys
+c = json.load(open(sys.argv[1] + "/ds_config.json"))
+p = json.load(open(sys.argv[1] + "/pipeline.json"))
+assert c["train_batch_size"] == 64 == c["train_micro_batch_size_per_gpu"] * c["gradient_accumulation_steps"] * 8, c
+assert p["num_stages"] == 2 and p["parts"][0] == 0 and p["parts"][-1] == 27, p
+PY
+verdict "export --to deepspeed writes ds_config.json, pipeline.json and launch.sh that agree"
+
 run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --devices 8 \
   --global-batch 64 --seq 2048 -o "$WORK/none.yaml"
 expect_rc 1 && expect_in err "fits nowhere on 8 devices" && expect_in err "try --devices" &&
@@ -145,4 +161,4 @@ run "$bin" profile "$tiny" --cluster "$cpu"
 expect_rc 2 && expect_in err "pass --analytic"
 verdict "profile without --analytic says what is available"
 
-summary 26
+summary 27

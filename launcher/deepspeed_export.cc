@@ -1,0 +1,123 @@
+#include "launcher/deepspeed_export.h"
+
+#include <algorithm>
+
+#include "core/text_format.h"
+
+namespace trident {
+namespace {
+
+std::string Str(int64_t value) { return std::to_string(value); }
+
+void Inexpressible(DeepSpeedExport* out, std::string path, std::string why, std::string fix) {
+  out->inexpressible.push_back({std::move(path), std::move(why), std::move(fix)});
+}
+
+// DeepSpeed's pipeline engine runs 1F1B (TrainSchedule); without a pipeline every synchronous
+// schedule is the same computation.
+void CheckSchedule(const Plan& plan, DeepSpeedExport* out) {
+  const ScheduleKind s = plan.schedule;
+  const bool synchronous = s != ScheduleKind::kPipeDream && s != ScheduleKind::kNaive;
+  if (plan.virtual_stages > 1) {
+    Inexpressible(out, "virtual_stages", "DeepSpeed's pipeline engine has no interleaved schedule",
+                  "plan with --schedule 1f1b");
+  } else if (s != ScheduleKind::k1F1B && !(plan.mesh.pp == 1 && synchronous)) {
+    Inexpressible(out, "schedule",
+                  "DeepSpeed's pipeline engine runs 1F1B, not " + NameOf(ScheduleKindNames(), s),
+                  "plan with --schedule 1f1b");
+  }
+}
+
+// ds_config.json's parallel, batch and precision keys.
+nlohmann::json DsConfig(const Plan& plan, DeepSpeedExport* out) {
+  const int dp = plan.mesh.dp;
+  nlohmann::json c;
+  c["train_batch_size"] = plan.global_batch;
+  c["train_micro_batch_size_per_gpu"] = plan.micro_batch_size;
+  c["gradient_accumulation_steps"] = plan.num_micro_batches / dp;
+  c["zero_optimization"] = {{"stage", plan.zero1 ? 1 : 0}};
+  if (plan.dtype == DType::kBf16) c["bf16"] = {{"enabled", true}};
+  if (plan.dtype == DType::kFp16) c["fp16"] = {{"enabled", true}};
+  if (plan.mesh.tp > 1) {
+    c["tensor_parallel"] = {{"autotp_size", plan.mesh.tp}};
+    if (plan.mesh.pp > 1) {
+      Inexpressible(out, "mesh.tp",
+                    "DeepSpeed's tensor parallelism (AutoTP) is not documented with its pipeline "
+                    "engine",
+                    "plan with --fix tp=1 or --fix pp=1");
+    }
+  }
+  return c;
+}
+
+// pipeline.json: the stages' first layers (Trident's layer indices: the embedding, each block,
+// the final norm and the head are one layer each) and the checkpoint interval.
+nlohmann::json Pipeline(const Plan& plan, DeepSpeedExport* out) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const PlanStage& s : plan.stages) parts.push_back(s.first_layer);
+  parts.push_back(plan.model.NumLayers());
+  const RecomputeMode mode = plan.stages.front().recompute;
+  const bool mixed = std::any_of(plan.stages.begin(), plan.stages.end(),
+                                 [mode](const PlanStage& s) { return s.recompute != mode; });
+  if (mixed) {
+    Inexpressible(out, "stages[].recompute",
+                  "DeepSpeed checkpoints every stage at one interval; the plan's stages differ",
+                  "plan with one --recompute mode");
+  } else if (mode == RecomputeMode::kSelective) {
+    Inexpressible(out, "stages[].recompute",
+                  "DeepSpeed has no selective recompute (only every k layers)",
+                  "plan with --recompute none,full");
+  }
+  return {{"num_stages", plan.mesh.pp},
+          {"parts", parts},
+          {"activation_checkpoint_interval", mode == RecomputeMode::kFull ? 1 : 0}};
+}
+
+std::string Launch(const Plan& plan, const std::string& plan_path) {
+  const int per_node = std::min(plan.devices, plan.devices_per_node);
+  const int nodes = plan.devices / per_node;
+  return "#!/usr/bin/env bash\n"
+         "# DeepSpeed launch of " +
+         plan_path +
+         " (trident export --to deepspeed)\n"
+         "# " +
+         plan.ToString() +
+         "\n"
+         "# Trident predicts " +
+         FormatMs(plan.predicted.step_time_ms) +
+         " a step.\n"
+         "# TRAIN_SCRIPT builds deepspeed.pipe.PipelineModule(layers, num_stages=" +
+         Str(plan.mesh.pp) +
+         ", ...) whose layers are the\n"
+         "# model's in Trident's order and whose stages start at pipeline.json's parts.\n"
+         "set -euo pipefail\n"
+         "exec deepspeed --num_nodes " +
+         Str(nodes) + " --num_gpus " + Str(per_node) +
+         " \"${TRAIN_SCRIPT:-train.py}\" --deepspeed \\\n"
+         "  --deepspeed_config \"$(dirname \"$0\")/ds_config.json\" \"$@\"\n";
+}
+
+}  // namespace
+
+DeepSpeedExport ExportDeepSpeed(const Plan& plan, const std::string& plan_path) {
+  DeepSpeedExport out;
+  CheckSchedule(plan, &out);
+  if (!UniformReplication(plan.stages)) {
+    Inexpressible(&out, "stages[].replicas",
+                  "DeepSpeed replicates every pipeline stage alike (data parallel size world / "
+                  "(pp · tp))",
+                  "plan without per-stage replication");
+  }
+  if (plan.devices > plan.devices_per_node && plan.devices % plan.devices_per_node != 0) {
+    Inexpressible(&out, "devices",
+                  Str(plan.devices) + " devices do not fill nodes of " +
+                      Str(plan.devices_per_node) + ", and the launcher starts as many on each",
+                  "plan for a whole number of nodes");
+  }
+  out.ds_config = DsConfig(plan, &out);
+  out.pipeline = Pipeline(plan, &out);
+  out.launch = Launch(plan, plan_path);
+  return out;
+}
+
+}  // namespace trident

@@ -1,0 +1,43 @@
+// `trident export PLAN --to deepspeed -o DIR`: a plan as DeepSpeed's configuration —
+// DIR/ds_config.json (batch sizes, gradient accumulation, ZeRO stage, precision, AutoTP),
+// DIR/pipeline.json (the stage count, each stage's first layer and the activation-checkpoint
+// interval for deepspeed.pipe.PipelineModule) and DIR/launch.sh (the `deepspeed` launcher) —
+// or each of the plan's choices DeepSpeed cannot express, with its field and why.
+//
+// Facts (deepspeedai/DeepSpeed, 2025): train_batch_size = micro-batch × gradient accumulation
+// × data-parallel size, and the pipeline engine runs gradient-accumulation-steps micro-batches
+// per step with its 1F1B TrainSchedule, no interleaved or zero-bubble schedule; ZeRO-2 and 3
+// are refused with pipeline parallelism; PipelineModule's partition_method takes "uniform",
+// "parameters" or "type:regex", never explicit cuts, so pipeline.json gives them for a
+// PipelineModule whose _partition_layers sets `parts` from it (launcher/README.md shows how);
+// tensor parallelism is AutoTP ("tensor_parallel": {"autotp_size"}, deepspeed >= 0.16.4),
+// documented without pipeline parallelism; activation checkpointing is every k layers
+// (activation_checkpoint_interval), with no selective form.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/field_error.h"
+#include "core/plan.h"
+
+namespace trident {
+
+struct DeepSpeedExport {
+  nlohmann::json ds_config;
+  nlohmann::json pipeline;  // num_stages, parts (first layer of each stage, then the end)
+  std::string launch;       // launch.sh
+  std::vector<FieldError> inexpressible;
+};
+
+// REQUIRES: plan.Check() passed.
+DeepSpeedExport ExportDeepSpeed(const Plan& plan, const std::string& plan_path);
+
+// Every field of core/plan_fields.h: how the export writes it, or why it does not.
+const std::map<std::string_view, std::string_view>& DeepSpeedFieldMapping();
+
+}  // namespace trident

@@ -1,0 +1,62 @@
+// How each plan field reaches DeepSpeed (deepspeed_export.h).
+#include "launcher/deepspeed_export.h"
+
+namespace trident {
+
+const std::map<std::string_view, std::string_view>& DeepSpeedFieldMapping() {
+  constexpr std::string_view kModel = "the training script's: DeepSpeed does not define models";
+  constexpr std::string_view kTrident = "not written (Trident's own)";
+  static const std::map<std::string_view, std::string_view> mapping = {
+      {"format_version", kTrident},
+      {"kind", kTrident},
+      {"model.name", kModel},
+      {"model.vocab_size", kModel},
+      {"model.max_seq_len", kModel},
+      {"model.hidden", kModel},
+      {"model.heads", kModel},
+      {"model.kv_heads", kModel},
+      {"model.ffn_hidden", kModel},
+      {"model.norm", kModel},
+      {"model.positions", kModel},
+      {"model.tied_embeddings", kModel},
+      {"model.dropout", kModel},
+      {"model.norm_eps", kModel},
+      {"model.rope_theta", kModel},
+      {"model.dtype", "the preset's; the plan's dtype is what is written"},
+      {"model.layers[].kind", "the PipelineModule's layers, in this order (pipeline.json parts)"},
+      {"model.layers[].repeat", "as model.layers[].kind"},
+      {"cluster", kTrident},
+      {"devices",
+       "deepspeed --num_nodes (devices / devices_per_node); a partial node cannot be said"},
+      {"devices_per_node", "deepspeed --num_gpus"},
+      {"mesh.dp", "implied: world / (pp · tp)"},
+      {"mesh.pp", "pipeline.json num_stages (PipelineModule num_stages)"},
+      {"mesh.tp", "tensor_parallel.autotp_size, without pipeline parallelism only"},
+      {"virtual_stages", "cannot be said: no interleaved schedule"},
+      {"micro_batch_size", "train_micro_batch_size_per_gpu"},
+      {"num_micro_batches", "gradient_accumulation_steps (micro-batches / dp)"},
+      {"global_batch", "train_batch_size"},
+      {"seq_len", "the training script's data"},
+      {"dtype", "bf16.enabled or fp16.enabled"},
+      {"schedule", "1f1b (TrainSchedule); others only without a pipeline"},
+      {"zero1", "zero_optimization.stage 1 (else 0)"},
+      {"stages[].first_layer", "pipeline.json parts"},
+      {"stages[].num_layers", "pipeline.json parts"},
+      {"stages[].replicas", "implied when uniform; per-stage replication cannot be said"},
+      {"stages[].recompute",
+       "pipeline.json activation_checkpoint_interval: 0 none, 1 full; selective or a mix "
+       "cannot be said"},
+      {"stages[].predicted_time_ms", kTrident},
+      {"stages[].predicted_memory_bytes", kTrident},
+      {"predicted.step_time_ms", "a comment in launch.sh"},
+      {"predicted.tokens_per_s", kTrident},
+      {"predicted.bubble_fraction", kTrident},
+      {"predicted.peak_memory_bytes", kTrident},
+      {"provenance.planner_version", kTrident},
+      {"provenance.profile_digest", kTrident},
+      {"provenance.cluster_digest", kTrident},
+  };
+  return mapping;
+}
+
+}  // namespace trident

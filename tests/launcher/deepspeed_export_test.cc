@@ -1,0 +1,82 @@
+// trident export --to deepspeed (launcher/deepspeed_export.h): every plan field has a mapping,
+// the configuration and partition of a pipeline plan, AutoTP without a pipeline, and each
+// choice DeepSpeed cannot express refused with its field.
+#include "launcher/deepspeed_export.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/plan_fields.h"
+#include "tests/launcher/megatron_plans.h"
+
+namespace trident {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::Gpt;
+using ::testing::HasSubstr;
+using testing::Llama;
+using testing::MakePlan;
+
+std::vector<std::string> Inexpressible(const Plan& plan) {
+  std::vector<std::string> paths;
+  for (const FieldError& e : ExportDeepSpeed(plan, "p.yaml").inexpressible) {
+    paths.push_back(e.key_path);
+  }
+  return paths;
+}
+
+TEST(DeepSpeedExportTest, EveryPlanFieldHasAMapping) {
+  std::set<std::string> fields, mapped;
+  for (const PlanFieldUse& f : PlanFieldUses()) fields.insert(std::string(f.path));
+  for (const auto& [path, how] : DeepSpeedFieldMapping()) mapped.insert(std::string(path));
+  EXPECT_EQ(mapped, fields) << "core/plan_fields.cc and launcher/deepspeed_fields.cc disagree";
+}
+
+TEST(DeepSpeedExportTest, PipelinePlan) {
+  Plan plan = MakePlan(Llama(32), 1, 2, {9, 8, 8, 7});
+  plan.zero1 = true;
+  for (PlanStage& s : plan.stages) s.recompute = RecomputeMode::kFull;
+  const DeepSpeedExport out = ExportDeepSpeed(plan, "p.yaml");
+  EXPECT_TRUE(out.inexpressible.empty());
+  EXPECT_EQ(out.ds_config, nlohmann::json::parse(R"({
+      "train_batch_size": 32, "train_micro_batch_size_per_gpu": 1,
+      "gradient_accumulation_steps": 16, "zero_optimization": {"stage": 1},
+      "bf16": {"enabled": true}})"));
+  EXPECT_EQ(out.pipeline, nlohmann::json::parse(R"({
+      "num_stages": 4, "parts": [0, 10, 18, 26, 35], "activation_checkpoint_interval": 1})"));
+  EXPECT_THAT(out.launch, HasSubstr("exec deepspeed --num_nodes 1 --num_gpus 8 "));
+}
+
+TEST(DeepSpeedExportTest, TensorParallelismIsAutoTpWithoutAPipeline) {
+  const DeepSpeedExport out = ExportDeepSpeed(MakePlan(Gpt(24), 4, 2, {24}), "p.yaml");
+  EXPECT_TRUE(out.inexpressible.empty());
+  EXPECT_EQ(out.ds_config["tensor_parallel"], nlohmann::json::parse(R"({"autotp_size": 4})"));
+  EXPECT_EQ(out.pipeline["activation_checkpoint_interval"], 0);
+}
+
+TEST(DeepSpeedExportTest, ChoicesDeepSpeedCannotExpressNameTheirField) {
+  EXPECT_THAT(Inexpressible(MakePlan(Gpt(8), 2, 1, {4, 4})), ElementsAre("mesh.tp"));
+  EXPECT_THAT(Inexpressible(MakePlan(Gpt(8), 1, 1, {4, 4}, 1, ScheduleKind::kGpipe)),
+              ElementsAre("schedule"));
+  EXPECT_THAT(
+      Inexpressible(MakePlan(Gpt(8), 1, 1, {2, 2, 2, 2}, 2, ScheduleKind::kInterleaved1F1B)),
+      ElementsAre("virtual_stages"));
+  Plan selective = MakePlan(Gpt(8), 1, 1, {4, 4});
+  for (PlanStage& s : selective.stages) s.recompute = RecomputeMode::kSelective;
+  EXPECT_THAT(Inexpressible(selective), ElementsAre("stages[].recompute"));
+  Plan mixed = MakePlan(Gpt(8), 1, 1, {4, 4});
+  mixed.stages[1].recompute = RecomputeMode::kFull;
+  EXPECT_THAT(Inexpressible(mixed), ElementsAre("stages[].recompute"));
+  Plan replicas = MakePlan(Gpt(8), 1, 2, {4, 4});
+  replicas.stages[1].replicas = 1;
+  replicas.devices = 3;
+  EXPECT_THAT(Inexpressible(replicas), ElementsAre("stages[].replicas"));
+}
+
+}  // namespace
+}  // namespace trident
