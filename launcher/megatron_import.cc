@@ -260,9 +260,15 @@ StatusOr<RecomputeMode> Recompute(const Flags& f) {
 Status ReadParallel(const Flags& f, const MegatronImportOptions& o, Plan* plan) {
   TRIDENT_ASSIGN_OR_RETURN(int64_t tp, f.Int("--tensor-model-parallel-size", 1));
   TRIDENT_ASSIGN_OR_RETURN(int64_t pp, f.Int("--pipeline-model-parallel-size", 1));
-  TRIDENT_ASSIGN_OR_RETURN(int64_t nodes, f.Int("--nnodes", 1));
-  TRIDENT_ASSIGN_OR_RETURN(int64_t per_node_dash, f.Int("--nproc-per-node", 0));
-  TRIDENT_ASSIGN_OR_RETURN(int64_t per_node, f.Int("--nproc_per_node", per_node_dash));
+  // torchrun's counts are read only when the options do not give them ("--nproc-per-node gpu"
+  // is torchrun's too).
+  const bool given = o.devices > 0 && o.devices_per_node > 0;
+  int64_t nodes = 1, per_node = 0;
+  if (!given) {
+    TRIDENT_ASSIGN_OR_RETURN(nodes, f.Int("--nnodes", 1));
+    TRIDENT_ASSIGN_OR_RETURN(int64_t per_node_dash, f.Int("--nproc-per-node", 0));
+    TRIDENT_ASSIGN_OR_RETURN(per_node, f.Int("--nproc_per_node", per_node_dash));
+  }
   plan->devices = o.devices > 0 ? o.devices : static_cast<int>(nodes * per_node);
   if (plan->devices < 1)
     return f.Error(

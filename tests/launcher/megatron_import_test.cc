@@ -121,6 +121,20 @@ TEST(MegatronImportTest, ReadsAHandWrittenScript) {
   EXPECT_THAT(in->ignored, ElementsAre("--train-iters", "--lr", "--data-path", "--tokenizer-type"));
 }
 
+TEST(MegatronImportTest, TheOptionsGiveTheWorldWhenTorchrunsFlagsDoNot) {
+  std::string args = kArgs;
+  args.replace(args.find("--nproc-per-node 8"), 18, "--nproc-per-node gpu");
+  EXPECT_THAT(ImportMegatron(args, "args.txt", WithVocab()).status().message(),
+              HasSubstr("--nproc-per-node: expected a whole number, got 'gpu'"));
+  MegatronImportOptions options = WithVocab();
+  options.devices = 16;
+  options.devices_per_node = 8;
+  StatusOr<MegatronImport> in = ImportMegatron(args, "args.txt", options);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_EQ(in->plan.devices, 16);
+  EXPECT_EQ(in->plan.devices_per_node, 8);
+}
+
 TEST(MegatronImportTest, BadConfigurationsNameTheFlag) {
   struct Case {
     std::string extra;
