@@ -49,21 +49,45 @@ Status WriteScript(const std::string& path, const std::string& script) {
   return Status::Ok();
 }
 
-// The best plan of `plan`'s job within Megatron-LM's choices, on the cost options' cluster.
-StatusOr<Candidate> Replan(const ExportOptions& o, const Plan& plan) {
+// The fastest plan of `plan`'s job within the framework's choices (ReplanRequests), on the
+// cost options' cluster; the first search's error when none finds one.
+StatusOr<Candidate> Replan(const ExportOptions& o, const Plan& plan, Framework framework) {
   if (o.cost.cluster.empty()) {
     return InvalidArgument(
         "--allow-approximate re-plans the job: give --cluster FILE (and "
         "--profile FILE for measured costs)");
   }
-  SearchRequest request = MegatronReplanRequest(plan);
   TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<CostInputs> inputs,
                            LoadCostInputs(o.cost, plan.model, plan.seq_len, plan.dtype));
-  request.cluster_name = inputs->cluster.name;
-  TRIDENT_ASSIGN_OR_RETURN(SearchResult result, SearchPlans(*inputs->costs, request));
-  Candidate best = std::move(result.ranked.front());
-  RecordProvenance(inputs->profile, inputs->cluster, &best.plan);
-  return best;
+  std::optional<Candidate> best;
+  Status first_error = Status::Ok();
+  for (SearchRequest& request : ReplanRequests(plan, framework)) {
+    request.cluster_name = inputs->cluster.name;
+    StatusOr<SearchResult> result = SearchPlans(*inputs->costs, request);
+    if (!result.ok()) {
+      if (first_error.ok()) first_error = result.status();
+      continue;
+    }
+    Candidate& c = result->ranked.front();
+    if (!best || c.evaluation.step_ms < best->evaluation.step_ms) best = std::move(c);
+  }
+  if (!best) return first_error;
+  RecordProvenance(inputs->profile, inputs->cluster, &best->plan);
+  return *std::move(best);
+}
+
+// Re-plans `plan` within `name`'s choices, saying why and both predicted steps on stderr.
+StatusOr<Plan> ApproximatePlan(const ExportOptions& o, const Plan& plan, Framework framework,
+                               std::string_view name,
+                               const std::vector<FieldError>& inexpressible) {
+  TRIDENT_ASSIGN_OR_RETURN(Candidate replanned, Replan(o, plan, framework));
+  std::cerr << "note: "
+            << Inexpressible(o.plan, name, inexpressible, "re-planning the job within its choices")
+            << "\nre-planned within " << name
+            << "'s choices: " << FormatMs(plan.predicted.step_time_ms) << " a step as planned, "
+            << FormatMs(replanned.evaluation.step_ms) << " re-planned ("
+            << ConfigLine(replanned.plan) << ")\n";
+  return std::move(replanned.plan);
 }
 
 // ds_config.json, pipeline.json and launch.sh in `dir`, each written atomically after all
@@ -80,13 +104,17 @@ Status WriteDeepSpeed(const std::string& dir, const DeepSpeedExport& out) {
   return WriteScript((folder / "launch.sh").string(), out.launch);
 }
 
-int RunDeepSpeedExport(const ExportOptions& o, const Plan& plan) {
+int RunDeepSpeedExport(const ExportOptions& o, Plan plan) {
   if (o.output.empty())
     return PrintError(InvalidArgument("--to deepspeed writes a folder: give -o DIR"));
-  if (o.allow_approximate) {
-    return PrintError(InvalidArgument("--allow-approximate re-plans for Megatron-LM only so far"));
+  DeepSpeedExport out = ExportDeepSpeed(plan, o.plan);
+  if (!out.inexpressible.empty() && o.allow_approximate) {
+    StatusOr<Plan> replanned =
+        ApproximatePlan(o, plan, Framework::kDeepSpeed, "DeepSpeed", out.inexpressible);
+    if (!replanned.ok()) return PrintError(replanned.status());
+    plan = *std::move(replanned);
+    out = ExportDeepSpeed(plan, o.plan + ", re-planned within DeepSpeed's choices");
   }
-  const DeepSpeedExport out = ExportDeepSpeed(plan, o.plan);
   if (!out.inexpressible.empty()) {
     return PrintError(FailedPrecondition(
         Inexpressible(o.plan, "DeepSpeed", out.inexpressible, "nothing was written")));
@@ -102,16 +130,10 @@ int RunMegatronExport(const ExportOptions& o, Plan loaded) {
   std::string label = o.plan;  // what the script says it launches
   MegatronExport out = ExportMegatron(*plan);
   if (!out.inexpressible.empty() && o.allow_approximate) {
-    StatusOr<Candidate> replanned = Replan(o, *plan);
+    StatusOr<Plan> replanned =
+        ApproximatePlan(o, *plan, Framework::kMegatron, "Megatron-LM", out.inexpressible);
     if (!replanned.ok()) return PrintError(replanned.status());
-    std::cerr << "note: "
-              << Inexpressible(o.plan, MegatronVersion(), out.inexpressible,
-                               "re-planning the job within its choices")
-              << "\nre-planned within Megatron-LM's choices: "
-              << FormatMs(plan->predicted.step_time_ms) << " a step as planned, "
-              << FormatMs(replanned->evaluation.step_ms) << " re-planned ("
-              << ConfigLine(replanned->plan) << ")\n";
-    plan = std::move(replanned->plan);
+    plan = *std::move(replanned);
     label = o.plan + ", re-planned within Megatron-LM's choices";
     out = ExportMegatron(*plan);
   }
@@ -135,7 +157,7 @@ int RunMegatronExport(const ExportOptions& o, Plan loaded) {
 int RunExport(const ExportOptions& o) {
   StatusOr<Plan> plan = LoadPlan(o.plan);
   if (!plan.ok()) return PrintError(plan.status());
-  return o.to == "deepspeed" ? RunDeepSpeedExport(o, *plan)
+  return o.to == "deepspeed" ? RunDeepSpeedExport(o, *std::move(plan))
                              : RunMegatronExport(o, *std::move(plan));
 }
 
@@ -155,16 +177,17 @@ void AddExportCommand(CLI::App& app, int* exit_code) {
                   "megatron: the script to write [default: stdout]; deepspeed: the folder for "
                   "ds_config.json, pipeline.json and launch.sh");
   cmd->add_flag("--allow-approximate", o->allow_approximate,
-                "When Megatron-LM cannot express the plan, re-plan the job within its choices "
-                "(needs --cluster) and export that, printing both predicted step times");
+                "When the framework cannot express the plan, re-plan the job within its "
+                "choices (needs --cluster) and export that, printing both predicted step times");
   AddCostOptions(cmd, &o->cost, /*cluster_required=*/false);
   cmd->footer(
-      "The script holds the model's and the parallel arguments and runs Megatron-LM's\n"
-      "pretrain_gpt.py with torchrun (or srun and torchrun under Slurm); data, tokenizer and\n"
-      "optimizer arguments are the script's own arguments. A plan choice Megatron-LM cannot\n"
-      "express (a schedule it lacks, per-stage replication, mixed recompute) is named with the\n"
-      "fix, and nothing is written, unless --allow-approximate re-plans the job within\n"
-      "Megatron-LM's choices. Exit status: 0 written, 1 not expressible or bad plan, 2 usage.");
+      "megatron: a script that runs Megatron-LM's pretrain_gpt.py with the model's and the\n"
+      "parallel arguments under torchrun (or srun and torchrun under Slurm); data, tokenizer and\n"
+      "optimizer arguments are the script's own. deepspeed: ds_config.json, pipeline.json (the\n"
+      "stage cuts) and launch.sh in -o DIR. A plan choice the framework cannot express (a\n"
+      "schedule it lacks, per-stage replication, mixed recompute, ...) is named with the fix,\n"
+      "and nothing is written, unless --allow-approximate re-plans the job within the\n"
+      "framework's choices. Exit status: 0 written, 1 not expressible or bad plan, 2 usage.");
   cmd->callback([o, exit_code] { *exit_code = RunExport(*o); });
 }
 

@@ -34,7 +34,7 @@ bool SameStages(const Plan& a, const Plan& b, int PlanStage::*field) {
 
 }  // namespace
 
-SearchRequest MegatronReplanRequest(const Plan& plan) {
+std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework) {
   SearchRequest r;
   r.model = plan.model;
   r.cluster_name = plan.cluster;
@@ -42,10 +42,19 @@ SearchRequest MegatronReplanRequest(const Plan& plan) {
   r.global_batch = plan.global_batch;
   r.seq_len = plan.seq_len;
   r.dtype = plan.dtype;
-  r.constraints.schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B};
   r.constraints.replicate_stages = false;
   r.constraints.zero1 = plan.zero1;
-  return r;
+  if (framework == Framework::kMegatron) {
+    r.constraints.schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B};
+    return {r};
+  }
+  r.constraints.schedules = {ScheduleKind::k1F1B};
+  r.constraints.max_virtual_stages = 1;
+  r.constraints.recompute = {RecomputeMode::kNone, RecomputeMode::kFull};
+  SearchRequest no_pipeline = r;
+  r.constraints.tp = 1;
+  no_pipeline.constraints.pp = 1;
+  return {r, no_pipeline};
 }
 
 Status CheckBaselineMatches(const Plan& baseline, const std::string& path, const SearchRequest& r) {

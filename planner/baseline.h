@@ -13,10 +13,14 @@
 
 namespace trident {
 
-// The search request for `plan`'s job (its model, devices, global batch, sequence and dtype)
-// within Megatron-LM's choices: 1F1B or interleaved 1F1B, every stage replicated alike and
-// recomputed alike, and the plan's ZeRO-1 choice (`trident export --allow-approximate`).
-SearchRequest MegatronReplanRequest(const Plan& plan);
+enum class Framework { kMegatron, kDeepSpeed };
+
+// The searches that re-plan `plan`'s job (its model, devices, global batch, sequence, dtype and
+// ZeRO-1 choice) within a framework's choices, for `trident export --allow-approximate`; the
+// fastest of their plans is the re-plan. Every stage is replicated and recomputed alike.
+// Megatron-LM: 1F1B or interleaved 1F1B. DeepSpeed: 1F1B, recompute none or full, and either
+// no tensor parallelism or no pipeline (two searches).
+std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework);
 
 // InvalidArgument naming `baseline_path` unless the baseline trains the request's model (name
 // and layers), on its devices, global batch, sequence length and dtype.

@@ -99,6 +99,13 @@ assert p["num_stages"] == 2 and p["parts"][0] == 0 and p["parts"][-1] == 27, p
 PY
 verdict "export --to deepspeed writes ds_config.json, pipeline.json and launch.sh that agree"
 
+run "$bin" export "$WORK/gpipe.yaml" --to deepspeed -o "$WORK/gpipe-ds" --allow-approximate \
+  --cluster "$a100"
+expect_rc 0 && expect_in err "DeepSpeed cannot express 1 choice of this plan; re-planning" &&
+  expect_match err "^re-planned within DeepSpeed's choices: .* re-planned \(tp [0-9]+ × pp [0-9]+" &&
+  [[ -s $WORK/gpipe-ds/ds_config.json ]]
+verdict "export --to deepspeed --allow-approximate re-plans within DeepSpeed's choices"
+
 run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --devices 8 \
   --global-batch 64 --seq 2048 -o "$WORK/none.yaml"
 expect_rc 1 && expect_in err "fits nowhere on 8 devices" && expect_in err "try --devices" &&
@@ -161,4 +168,4 @@ run "$bin" profile "$tiny" --cluster "$cpu"
 expect_rc 2 && expect_in err "pass --analytic"
 verdict "profile without --analytic says what is available"
 
-summary 27
+summary 28

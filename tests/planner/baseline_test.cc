@@ -66,10 +66,12 @@ TEST(Baseline, ComparesStepAndMemory) {
               HasSubstr("3.00 GiB peak per rank -- does not fit in the device's memory\n"));
 }
 
-TEST(Baseline, MegatronReplanKeepsTheJobAndNarrowsTheChoices) {
+TEST(Baseline, ReplansKeepTheJobAndNarrowTheChoices) {
   Plan plan = Shaped(1, 2, 2, ScheduleKind::kGpipe);
   plan.zero1 = true;
-  const SearchRequest r = MegatronReplanRequest(plan);
+  const std::vector<SearchRequest> megatron = ReplanRequests(plan, Framework::kMegatron);
+  ASSERT_EQ(megatron.size(), 1u);
+  const SearchRequest& r = megatron[0];
   EXPECT_EQ(r.model, plan.model);
   EXPECT_EQ(r.devices, 4);
   EXPECT_EQ(r.global_batch, 8);
@@ -78,6 +80,18 @@ TEST(Baseline, MegatronReplanKeepsTheJobAndNarrowsTheChoices) {
             (std::vector<ScheduleKind>{ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B}));
   EXPECT_FALSE(r.constraints.replicate_stages);
   EXPECT_EQ(r.constraints.zero1, true);
+  // DeepSpeed: 1F1B, no selective recompute, and tensor parallelism only without a pipeline.
+  const std::vector<SearchRequest> deepspeed = ReplanRequests(plan, Framework::kDeepSpeed);
+  ASSERT_EQ(deepspeed.size(), 2u);
+  EXPECT_EQ(deepspeed[0].constraints.tp, 1);
+  EXPECT_EQ(deepspeed[1].constraints.pp, 1);
+  for (const SearchRequest& d : deepspeed) {
+    EXPECT_EQ(d.constraints.schedules, std::vector<ScheduleKind>{ScheduleKind::k1F1B});
+    EXPECT_EQ(d.constraints.recompute,
+              (std::vector<RecomputeMode>{RecomputeMode::kNone, RecomputeMode::kFull}));
+    EXPECT_EQ(d.constraints.max_virtual_stages, 1);
+    EXPECT_FALSE(d.constraints.replicate_stages);
+  }
 }
 
 TEST(Baseline, AnotherJobIsRefusedNamingWhatDiffers) {
