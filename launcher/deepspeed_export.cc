@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/text_format.h"
+#include "launcher/placement.h"
 
 namespace trident {
 namespace {
@@ -74,8 +75,9 @@ nlohmann::json Pipeline(const Plan& plan, DeepSpeedExport* out) {
 }
 
 std::string Launch(const Plan& plan, const std::string& plan_path) {
-  const int per_node = std::min(plan.devices, plan.devices_per_node);
-  const int nodes = plan.devices / per_node;
+  const std::vector<int> sizes = PlanNodeSizes(plan);  // whole nodes: checked by the export
+  const int per_node = sizes.front();
+  const int nodes = static_cast<int>(sizes.size());
   return "#!/usr/bin/env bash\n"
          "# DeepSpeed launch of " +
          plan_path +
@@ -108,7 +110,7 @@ DeepSpeedExport ExportDeepSpeed(const Plan& plan, const std::string& plan_path) 
                   "(pp · tp))",
                   "plan without per-stage replication");
   }
-  if (plan.devices > plan.devices_per_node && plan.devices % plan.devices_per_node != 0) {
+  if (const std::vector<int> nodes = PlanNodeSizes(plan); nodes.back() != nodes.front()) {
     Inexpressible(&out, "devices",
                   Str(plan.devices) + " devices do not fill nodes of " +
                       Str(plan.devices_per_node) + ", and the launcher starts as many on each",

@@ -6,6 +6,7 @@
 
 #include "core/text_format.h"
 #include "launcher/mpirun_command.h"
+#include "launcher/placement.h"
 
 namespace trident {
 namespace {
@@ -211,7 +212,7 @@ void ParallelArgs(const Plan& plan, MegatronExport* out) {
   if (plan.zero1) a.Flag("--use-distributed-optimizer");
   if (plan.dtype == DType::kBf16) a.Flag("--bf16");
   if (plan.dtype == DType::kFp16) a.Flag("--fp16");
-  if (plan.devices > plan.devices_per_node && plan.devices % plan.devices_per_node != 0) {
+  if (const std::vector<int> nodes = PlanNodeSizes(plan); nodes.back() != nodes.front()) {
     Inexpressible(out, "devices",
                   Str(plan.devices) + " devices do not fill nodes of " +
                       Str(plan.devices_per_node) + ", and torchrun starts as many on each node",
@@ -246,8 +247,9 @@ std::string Comments(const Plan& plan, const std::string& plan_path) {
 }
 
 std::string LaunchLines(const Plan& plan) {
-  const int per_node = std::min(plan.devices, plan.devices_per_node);
-  const int nodes = plan.devices / per_node;
+  const std::vector<int> sizes = PlanNodeSizes(plan);  // whole nodes: checked by the export
+  const int per_node = sizes.front();
+  const int nodes = static_cast<int>(sizes.size());
   std::ostringstream l;
   l << "MEGATRON=${MEGATRON:-.}  # a Megatron-LM checkout\n"
     << "if [[ -n ${SLURM_JOB_ID:-} ]]; then\n"

@@ -45,8 +45,14 @@ std::string MegatronScript(const Plan& plan, const MegatronExport& out,
 // Every field of core/plan_fields.h, by path: how the export writes it, or why it does not.
 const std::map<std::string_view, std::string_view>& MegatronFieldMapping();
 
-// The Megatron-LM flags the export may write, and the Megatron-LM version they are facts of.
-const std::vector<std::string_view>& MegatronFlags();
+// The Megatron-LM flags of a plan, each with the kind of its value: those the export writes and
+// the import reads (megatron_import.h); and the Megatron-LM version they are facts of.
+enum class MegatronFlagKind { kSwitch, kInt, kNumber, kText };
+struct MegatronFlag {
+  std::string_view name;
+  MegatronFlagKind kind;
+};
+const std::vector<MegatronFlag>& MegatronFlags();
 std::string_view MegatronVersion();
 
 }  // namespace trident

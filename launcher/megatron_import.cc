@@ -5,52 +5,22 @@
 #include <map>
 #include <optional>
 
+#include "launcher/megatron_export.h"
+
 namespace trident {
 namespace {
 
-enum class Kind { kBool, kInt, kFloat, kText };
+using Kind = MegatronFlagKind;
 
-// The flags read (Megatron-LM's of a plan, and torchrun's node counts) and their values' kind.
+// The flags read: Megatron-LM's of a plan, and torchrun's node counts.
 const std::map<std::string, Kind>& FlagKinds() {
-  static const std::map<std::string, Kind> kinds = {
-      {"--num-layers", Kind::kInt},
-      {"--hidden-size", Kind::kInt},
-      {"--num-attention-heads", Kind::kInt},
-      {"--group-query-attention", Kind::kBool},
-      {"--num-query-groups", Kind::kInt},
-      {"--ffn-hidden-size", Kind::kInt},
-      {"--seq-length", Kind::kInt},
-      {"--max-position-embeddings", Kind::kInt},
-      {"--vocab-size", Kind::kInt},
-      {"--normalization", Kind::kText},
-      {"--norm-epsilon", Kind::kFloat},
-      {"--position-embedding-type", Kind::kText},
-      {"--rotary-base", Kind::kInt},
-      {"--swiglu", Kind::kBool},
-      {"--disable-bias-linear", Kind::kBool},
-      {"--untie-embeddings-and-output-weights", Kind::kBool},
-      {"--hidden-dropout", Kind::kFloat},
-      {"--attention-dropout", Kind::kFloat},
-      {"--tensor-model-parallel-size", Kind::kInt},
-      {"--pipeline-model-parallel-size", Kind::kInt},
-      {"--num-virtual-stages-per-pipeline-rank", Kind::kInt},
-      {"--num-layers-per-virtual-pipeline-stage", Kind::kInt},
-      {"--decoder-first-pipeline-num-layers", Kind::kInt},
-      {"--decoder-last-pipeline-num-layers", Kind::kInt},
-      {"--pipeline-model-parallel-layout", Kind::kText},
-      {"--micro-batch-size", Kind::kInt},
-      {"--global-batch-size", Kind::kInt},
-      {"--recompute-activations", Kind::kBool},
-      {"--recompute-granularity", Kind::kText},
-      {"--recompute-method", Kind::kText},
-      {"--recompute-num-layers", Kind::kInt},
-      {"--use-distributed-optimizer", Kind::kBool},
-      {"--bf16", Kind::kBool},
-      {"--fp16", Kind::kBool},
-      {"--nnodes", Kind::kInt},
-      {"--nproc-per-node", Kind::kInt},
-      {"--nproc_per_node", Kind::kInt},
-  };
+  static const std::map<std::string, Kind> kinds = [] {
+    std::map<std::string, Kind> out = {{"--nnodes", Kind::kInt},
+                                       {"--nproc-per-node", Kind::kInt},
+                                       {"--nproc_per_node", Kind::kInt}};
+    for (const MegatronFlag& flag : MegatronFlags()) out.emplace(flag.name, flag.kind);
+    return out;
+  }();
   return kinds;
 }
 
@@ -80,7 +50,7 @@ class Flags {
         if (!value && next_is_value) ++i;
         continue;
       }
-      if (known->second == Kind::kBool) {
+      if (known->second == Kind::kSwitch) {
         values_[name] = "";
         continue;
       }

@@ -7,9 +7,7 @@ namespace {
 
 std::string Str(int64_t value) { return std::to_string(value); }
 
-std::string GiB(int64_t bytes) {
-  return FormatFixed(static_cast<double>(bytes) / (1 << 30), 2) + " GiB";
-}
+std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes)); }
 
 // "recompute selective", or "recompute per stage" when the stages differ.
 std::string Recompute(const Plan& plan) {

@@ -1,19 +1,12 @@
 #include "runtime/train/plan_contract.h"
 
-#include <sstream>
-
+#include "core/yaml_io.h"
 #include "runtime/train/job_layout.h"
 
 namespace trident {
 namespace {
 
 std::string Str(int64_t value) { return std::to_string(value); }
-
-std::string ShortNumber(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
 
 // The fields that need no layout: the model's layers, dropout, dtype and zero1.
 void CheckFields(const Plan& plan, std::vector<FieldError>* out) {
@@ -22,7 +15,7 @@ void CheckFields(const Plan& plan, std::vector<FieldError>* out) {
   }
   if (plan.model.dropout != 0) {
     out->push_back({"model.dropout",
-                    "dropout " + ShortNumber(plan.model.dropout) +
+                    "dropout " + FormatDouble(plan.model.dropout) +
                         " is not implemented by the layers (they train without dropout)",
                     "set dropout: 0 in the model and plan again"});
   }

@@ -116,7 +116,8 @@ TEST(MegatronExportTest, StageCutsInMegatronsThreeWays) {
 }
 
 TEST(MegatronExportTest, EveryWrittenFlagIsOneOfThePinnedVersions) {
-  std::vector<std::string> known(MegatronFlags().begin(), MegatronFlags().end());
+  std::vector<std::string> known;
+  for (const MegatronFlag& flag : MegatronFlags()) known.emplace_back(flag.name);
   Plan llama = MakePlan(Llama(32), 8, 2, {8, 8, 8, 8});
   llama.zero1 = true;
   for (const Plan& plan :
