@@ -1,7 +1,9 @@
-// trident export PLAN --to megatron [-o FILE] | --to deepspeed -o DIR: the plan as another
-// framework's launch (launcher/megatron_export.h, launcher/deepspeed_export.h), or, exit 1 with
+// trident export PLAN --to megatron|torchtitan [-o FILE] | --to deepspeed -o DIR: the plan as
+// another framework's launch (launcher/megatron_export.h, torchtitan_export.h,
+// deepspeed_export.h), or, exit 1 with
 // nothing written, each of the plan's choices the framework cannot express, with the fix.
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -13,6 +15,8 @@
 #include "core/file_util.h"
 #include "launcher/deepspeed_export.h"
 #include "launcher/megatron_export.h"
+#include "launcher/placement.h"
+#include "launcher/torchtitan_export.h"
 #include "planner/baseline.h"
 #include "planner/plan_inputs.h"
 #include "planner/report.h"
@@ -80,7 +84,12 @@ StatusOr<Candidate> Replan(const ExportOptions& o, const Plan& plan, Framework f
 StatusOr<Plan> ApproximatePlan(const ExportOptions& o, const Plan& plan, Framework framework,
                                std::string_view name,
                                const std::vector<FieldError>& inexpressible) {
-  TRIDENT_ASSIGN_OR_RETURN(Candidate replanned, Replan(o, plan, framework));
+  StatusOr<Candidate> found = Replan(o, plan, framework);
+  if (!found.ok()) {
+    return found.status().WithPrefix(o.plan + ": re-planning within " + std::string(name) +
+                                     "'s choices");
+  }
+  Candidate& replanned = *found;
   std::cerr << "note: "
             << Inexpressible(o.plan, name, inexpressible, "re-planning the job within its choices")
             << "\nre-planned within " << name
@@ -125,40 +134,73 @@ int RunDeepSpeedExport(const ExportOptions& o, Plan plan) {
   return 0;
 }
 
-int RunMegatronExport(const ExportOptions& o, Plan loaded) {
+// One file's export: its text and the choices the framework cannot express.
+struct FileExport {
+  std::string text;
+  std::vector<FieldError> inexpressible;
+};
+using FileExporter = std::function<FileExport(const Plan& plan, const std::string& label)>;
+
+FileExport MegatronFile(const Plan& plan, const std::string& label) {
+  MegatronExport out = ExportMegatron(plan);
+  return {out.inexpressible.empty() ? MegatronScript(plan, out, label) : "",
+          std::move(out.inexpressible)};
+}
+
+FileExport TorchtitanFile(const Plan& plan, const std::string& label) {
+  TorchtitanExport out = ExportTorchtitan(plan, label);
+  return {std::move(out.toml), std::move(out.inexpressible)};
+}
+
+// Megatron-LM's script or torchtitan's job file, on stdout or in -o FILE.
+int RunFileExport(const ExportOptions& o, Plan loaded, Framework framework, std::string_view name,
+                  std::string_view version, const FileExporter& exporter) {
   std::optional<Plan> plan = std::move(loaded);
-  std::string label = o.plan;  // what the script says it launches
-  MegatronExport out = ExportMegatron(*plan);
+  std::string label = o.plan;  // what the file says it holds
+  FileExport out = exporter(*plan, label);
   if (!out.inexpressible.empty() && o.allow_approximate) {
-    StatusOr<Plan> replanned =
-        ApproximatePlan(o, *plan, Framework::kMegatron, "Megatron-LM", out.inexpressible);
+    StatusOr<Plan> replanned = ApproximatePlan(o, *plan, framework, name, out.inexpressible);
     if (!replanned.ok()) return PrintError(replanned.status());
     plan = *std::move(replanned);
-    label = o.plan + ", re-planned within Megatron-LM's choices";
-    out = ExportMegatron(*plan);
+    label = o.plan + ", re-planned within " + std::string(name) + "'s choices";
+    out = exporter(*plan, label);
   }
   if (!out.inexpressible.empty()) {
     return PrintError(FailedPrecondition(
-        Inexpressible(o.plan, MegatronVersion(), out.inexpressible, "nothing was written")));
+        Inexpressible(o.plan, version, out.inexpressible, "nothing was written")));
   }
-  const std::string script = MegatronScript(*plan, out, label);
   if (o.output.empty()) {
-    std::cout << script;
+    std::cout << out.text;
     return 0;
   }
-  if (Status written = WriteScript(o.output, script); !written.ok()) return PrintError(written);
-  std::cout << "wrote " << o.output << ": the Megatron-LM launch of " << o.plan << " ("
+  if (framework == Framework::kMegatron) {
+    if (Status written = WriteScript(o.output, out.text); !written.ok()) return PrintError(written);
+    std::cout << "wrote " << o.output << ": the Megatron-LM launch of " << o.plan << " ("
+              << plan->ToString() << ")\n"
+              << "run it on each node with the training arguments, e.g. " << o.output
+              << " --data-path DATA --tokenizer-type ... --train-iters N\n";
+    return 0;
+  }
+  if (Status written = WriteFileAtomic(o.output, out.text); !written.ok())
+    return PrintError(written);
+  std::cout << "wrote " << o.output << ": the torchtitan job of " << o.plan << " ("
             << plan->ToString() << ")\n"
-            << "run it on each node with the training arguments, e.g. " << o.output
-            << " --data-path DATA --tokenizer-type ... --train-iters N\n";
+            << "run it on each node: torchrun --nnodes " << PlanNodeSizes(*plan).size()
+            << " --nproc-per-node " << PlanNodeSizes(*plan).front()
+            << " -m torchtitan.train --job.config_file " << o.output << "\n";
   return 0;
 }
 
 int RunExport(const ExportOptions& o) {
   StatusOr<Plan> plan = LoadPlan(o.plan);
   if (!plan.ok()) return PrintError(plan.status());
-  return o.to == "deepspeed" ? RunDeepSpeedExport(o, *std::move(plan))
-                             : RunMegatronExport(o, *std::move(plan));
+  if (o.to == "deepspeed") return RunDeepSpeedExport(o, *std::move(plan));
+  if (o.to == "torchtitan") {
+    return RunFileExport(o, *std::move(plan), Framework::kTorchtitan, "torchtitan",
+                         TorchtitanVersion(), TorchtitanFile);
+  }
+  return RunFileExport(o, *std::move(plan), Framework::kMegatron, "Megatron-LM", MegatronVersion(),
+                       MegatronFile);
 }
 
 }  // namespace
@@ -166,15 +208,16 @@ int RunExport(const ExportOptions& o) {
 void AddExportCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ExportOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "Write a plan as another framework's launch (Megatron-LM, DeepSpeed)");
+      "export", "Write a plan as another framework's launch (Megatron-LM, torchtitan, DeepSpeed)");
   cmd->add_option("plan", o->plan, "Plan file (trident plan -o PLAN)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--to", o->to, "The framework: megatron or deepspeed")
+  cmd->add_option("--to", o->to, "The framework: megatron, torchtitan or deepspeed")
       ->required()
-      ->check(CLI::IsMember({"megatron", "deepspeed"}));
+      ->check(CLI::IsMember({"megatron", "torchtitan", "deepspeed"}));
   cmd->add_option("-o,--output", o->output,
-                  "megatron: the script to write [default: stdout]; deepspeed: the folder for "
+                  "megatron: the script, torchtitan: the job TOML to write [default: stdout]; "
+                  "deepspeed: the folder for "
                   "ds_config.json, pipeline.json and launch.sh");
   cmd->add_flag("--allow-approximate", o->allow_approximate,
                 "When the framework cannot express the plan, re-plan the job within its "
@@ -183,7 +226,9 @@ void AddExportCommand(CLI::App& app, int* exit_code) {
   cmd->footer(
       "megatron: a script that runs Megatron-LM's pretrain_gpt.py with the model's and the\n"
       "parallel arguments under torchrun (or srun and torchrun under Slurm); data, tokenizer and\n"
-      "optimizer arguments are the script's own. deepspeed: ds_config.json, pipeline.json (the\n"
+      "optimizer arguments are the script's own. torchtitan: the job TOML for torchtitan.train\n"
+      "(a registered model flavor: Llama 3 8B, 70B, 405B). deepspeed: ds_config.json, "
+      "pipeline.json (the\n"
       "stage cuts) and launch.sh in -o DIR. A plan choice the framework cannot express (a\n"
       "schedule it lacks, per-stage replication, mixed recompute, ...) is named with the fix,\n"
       "and nothing is written, unless --allow-approximate re-plans the job within the\n"

@@ -3,16 +3,25 @@
 // planned, simulated and explained.
 // trident import megatron FILE -o PLAN --cluster C: a Megatron-LM configuration as a Trident
 // plan (launcher/megatron_import.h), so it can be simulated and explained.
+// trident import torchtitan JOB.toml | deepspeed ds_config.json -o PLAN --cluster C --devices N:
+// likewise for torchtitan's job file and DeepSpeed's configuration (launcher/torchtitan_import.h,
+// launcher/deepspeed_import.h).
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "cli/command.h"
 #include "cli/format.h"
 #include "core/cluster.h"
 #include "core/file_util.h"
 #include "core/version.h"
+#include "launcher/deepspeed_import.h"
 #include "launcher/megatron_import.h"
+#include "launcher/torchtitan_import.h"
+#include "models/layer_shapes.h"
 #include "models/pipedream_import.h"
 
 namespace trident {
@@ -96,6 +105,22 @@ struct MegatronFlags {
   MegatronImportOptions options;
 };
 
+// The imported plan written atomically, the ignored keys listed, and what to run next.
+int WriteImported(const std::string& file, const std::string& output,
+                  const std::string& cluster_path, const Plan& plan,
+                  const std::vector<std::string>& ignored) {
+  if (Status s = WriteFileAtomic(output, PlanToYaml(plan)); !s.ok()) return PrintError(s);
+  std::cout << "imported " << file << " as " << plan.ToString() << "\nwrote " << output << "\n";
+  if (!ignored.empty()) {
+    std::cout << "ignored (not part of a plan):";
+    for (const std::string& key : ignored) std::cout << " " << key;
+    std::cout << "\n";
+  }
+  std::cout << "predict it: trident simulate " << output << " --cluster " << cluster_path
+            << "\nexplain it: trident explain " << output << " --cluster " << cluster_path << "\n";
+  return 0;
+}
+
 int RunMegatronImport(MegatronFlags f) {
   StatusOr<std::string> text = ReadFile(f.file);
   if (!text.ok()) return PrintError(text.status());
@@ -104,19 +129,7 @@ int RunMegatronImport(MegatronFlags f) {
   f.options.cluster = cluster->name;
   StatusOr<MegatronImport> imported = ImportMegatron(*text, f.file, f.options);
   if (!imported.ok()) return PrintError(imported.status());
-  if (Status s = WriteFileAtomic(f.output, PlanToYaml(imported->plan)); !s.ok()) {
-    return PrintError(s);
-  }
-  std::cout << "imported " << f.file << " as " << imported->plan.ToString() << "\nwrote "
-            << f.output << "\n";
-  if (!imported->ignored.empty()) {
-    std::cout << "ignored (not part of a plan):";
-    for (const std::string& flag : imported->ignored) std::cout << " " << flag;
-    std::cout << "\n";
-  }
-  std::cout << "predict it: trident simulate " << f.output << " --cluster " << f.cluster
-            << "\nexplain it: trident explain " << f.output << " --cluster " << f.cluster << "\n";
-  return 0;
+  return WriteImported(f.file, f.output, f.cluster, imported->plan, imported->ignored);
 }
 
 void AddMegatronImport(CLI::App* cmd, int* exit_code) {
@@ -151,6 +164,130 @@ void AddMegatronImport(CLI::App* cmd, int* exit_code) {
   megatron->callback([f, exit_code] { *exit_code = RunMegatronImport(*f); });
 }
 
+// What torchtitan's and DeepSpeed's imports share: the file, the plan to write, the cluster.
+struct ConfigImport {
+  std::string file;
+  std::string output;
+  std::string cluster;
+  int devices = 0;
+  int devices_per_node = 0;
+};
+
+void AddConfigOptions(CLI::App* cmd, ConfigImport* c, const std::string& what) {
+  cmd->add_option("file", c->file, what)->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", c->output, "Plan file to write")->required();
+  cmd->add_option("--cluster", c->cluster, "Cluster file: its name goes into the plan")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--devices", c->devices, "World size (the launcher's, not in the file)")
+      ->required()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--devices-per-node", c->devices_per_node, "Devices a node [default: 8]")
+      ->default_val(8)
+      ->check(CLI::Range(1, 1 << 16));
+}
+
+// The file's text and the cluster's name, or the error already printed.
+std::optional<std::pair<std::string, std::string>> ReadConfig(const ConfigImport& c) {
+  StatusOr<std::string> text = ReadFile(c.file);
+  if (!text.ok()) return PrintError(text.status()), std::nullopt;
+  StatusOr<ClusterSpec> cluster = LoadClusterSpec(c.cluster);
+  if (!cluster.ok()) return PrintError(cluster.status()), std::nullopt;
+  return std::make_pair(*std::move(text), cluster->name);
+}
+
+int RunTorchtitanImport(const ConfigImport& c) {
+  auto read = ReadConfig(c);
+  if (!read) return 1;
+  TorchtitanImportOptions options{read->second, c.devices, std::min(c.devices_per_node, c.devices)};
+  StatusOr<TorchtitanImport> imported = ImportTorchtitan(read->first, c.file, options);
+  if (!imported.ok()) return PrintError(imported.status());
+  return WriteImported(c.file, c.output, c.cluster, imported->plan, imported->ignored);
+}
+
+void AddTorchtitanImport(CLI::App* cmd, int* exit_code) {
+  auto c = std::make_shared<ConfigImport>();
+  CLI::App* sub = cmd->add_subcommand("torchtitan", "A torchtitan job TOML as a Trident plan");
+  AddConfigOptions(sub, c.get(), "Job file, e.g. llama3_8b.toml");
+  sub->footer(
+      "The keys of a plan are read with torchtitan's defaults where absent (split points as\n"
+      "torchtitan generates them); other keys are listed as ignored. Exit status: 0 written, 1 a\n"
+      "file torchtitan or Trident would refuse (the key named; nothing written).");
+  sub->callback([c, exit_code] { *exit_code = RunTorchtitanImport(*c); });
+}
+
+struct DeepSpeedFlags {
+  ConfigImport config;
+  std::string model;
+  int64_t seq_len = 0;
+  DeepSpeedImportOptions options;
+};
+
+// Each layer's trainable parameters, as PipelineModule's "parameters" partition counts them.
+std::vector<double> LayerParams(const ModelSpec& model) {
+  std::vector<double> out;
+  for (LayerKind kind : model.ExpandLayers()) {
+    double params = 0;
+    for (const ParamShape& p : MakeLayerShapes(model, kind, RankSplit{}).params)
+      params += static_cast<double>(p.FullElements());
+    out.push_back(params);
+  }
+  return out;
+}
+
+int RunDeepSpeedImport(DeepSpeedFlags f) {
+  auto read = ReadConfig(f.config);
+  if (!read) return 1;
+  StatusOr<ModelSpec> model = LoadModelSpec(f.model);
+  if (!model.ok()) return PrintError(model.status());
+  DeepSpeedImportOptions& o = f.options;
+  o.model = *model;
+  o.cluster = read->second;
+  o.devices = f.config.devices;
+  o.devices_per_node = std::min(f.config.devices_per_node, f.config.devices);
+  o.seq_len = f.seq_len > 0 ? f.seq_len : model->max_seq_len;
+  if (o.partition_method == "parameters" && o.parts.empty()) o.layer_params = LayerParams(*model);
+  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(read->first, f.config.file, o);
+  if (!imported.ok()) return PrintError(imported.status());
+  return WriteImported(f.config.file, f.config.output, f.config.cluster, imported->plan,
+                       imported->ignored);
+}
+
+void AddDeepSpeedImport(CLI::App* cmd, int* exit_code) {
+  auto f = std::make_shared<DeepSpeedFlags>();
+  CLI::App* sub = cmd->add_subcommand(
+      "deepspeed", "A DeepSpeed ds_config.json and its PipelineModule's arguments as a plan");
+  AddConfigOptions(sub, &f->config, "DeepSpeed configuration, e.g. ds_config.json");
+  sub->add_option("--model", f->model, "The training script's model, e.g. configs/models/...")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("--seq", f->seq_len, "Sequence length [default: the model's max_seq_len]")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  sub->add_option("--num-stages", f->options.num_stages, "PipelineModule num_stages")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1 << 16));
+  sub->add_option("--partition-method", f->options.partition_method,
+                  "PipelineModule partition_method")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"parameters", "uniform"}));
+  sub->add_option("--parts", f->options.parts,
+                  "Explicit stage starts and the layer count (pipeline.json's parts), e.g. "
+                  "0,10,18,26,35")
+      ->delimiter(',');
+  sub->add_option("--activation-checkpoint-interval", f->options.activation_checkpoint_interval,
+                  "PipelineModule activation_checkpoint_interval (ds_config's pipeline section "
+                  "overrides it)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 16));
+  sub->footer(
+      "Reads train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps,\n"
+      "zero_optimization.stage, bf16/fp16.enabled, tensor_parallel.autotp_size and\n"
+      "pipeline.activation_checkpoint_interval; other keys are listed as ignored. Stages are cut\n"
+      "as PipelineModule cuts them. Exit status: 0 written, 1 a configuration DeepSpeed or\n"
+      "Trident would refuse (the key named; nothing written).");
+  sub->callback([f, exit_code] { *exit_code = RunDeepSpeedImport(*f); });
+}
+
 }  // namespace
 
 void AddImportCommand(CLI::App& app, int* exit_code) {
@@ -174,6 +311,8 @@ void AddImportCommand(CLI::App& app, int* exit_code) {
                         "Model name [default: the folder holding the graph file]");
   pipedream->callback([o, exit_code] { *exit_code = RunImport(*o); });
   AddMegatronImport(cmd, exit_code);
+  AddTorchtitanImport(cmd, exit_code);
+  AddDeepSpeedImport(cmd, exit_code);
 }
 
 }  // namespace trident

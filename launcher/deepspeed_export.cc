@@ -52,7 +52,7 @@ nlohmann::json DsConfig(const Plan& plan, DeepSpeedExport* out) {
 }
 
 // pipeline.json: the stages' first layers (Trident's layer indices: the embedding, each block,
-// the final norm and the head are one layer each) and the checkpoint interval.
+// the final norm and the head are one layer each); the checkpoint interval goes to ds_config.
 nlohmann::json Pipeline(const Plan& plan, DeepSpeedExport* out) {
   nlohmann::json parts = nlohmann::json::array();
   for (const PlanStage& s : plan.stages) parts.push_back(s.first_layer);
@@ -69,9 +69,10 @@ nlohmann::json Pipeline(const Plan& plan, DeepSpeedExport* out) {
                   "DeepSpeed has no selective recompute (only every k layers)",
                   "plan with --recompute none,full");
   }
-  return {{"num_stages", plan.mesh.pp},
-          {"parts", parts},
-          {"activation_checkpoint_interval", mode == RecomputeMode::kFull ? 1 : 0}};
+  // The pipeline engine reads the interval from ds_config's pipeline section.
+  out->ds_config["pipeline"] = {
+      {"activation_checkpoint_interval", mode == RecomputeMode::kFull ? 1 : 0}};
+  return {{"num_stages", plan.mesh.pp}, {"parts", parts}};
 }
 
 std::string Launch(const Plan& plan, const std::string& plan_path) {

@@ -1,8 +1,8 @@
 // `trident export PLAN --to deepspeed -o DIR`: a plan as DeepSpeed's configuration —
-// DIR/ds_config.json (batch sizes, gradient accumulation, ZeRO stage, precision, AutoTP),
-// DIR/pipeline.json (the stage count, each stage's first layer and the activation-checkpoint
-// interval for deepspeed.pipe.PipelineModule) and DIR/launch.sh (the `deepspeed` launcher) —
-// or each of the plan's choices DeepSpeed cannot express, with its field and why.
+// DIR/ds_config.json (batch sizes, gradient accumulation, ZeRO stage, precision, AutoTP, the
+// pipeline engine's activation-checkpoint interval), DIR/pipeline.json (the stage count and
+// each stage's first layer for deepspeed.pipe.PipelineModule) and DIR/launch.sh (the `deepspeed`
+// launcher) — or each of the plan's choices DeepSpeed cannot express, with its field and why.
 //
 // Facts (deepspeedai/DeepSpeed, 2025): train_batch_size = micro-batch × gradient accumulation
 // × data-parallel size, and the pipeline engine runs gradient-accumulation-steps micro-batches

@@ -44,7 +44,7 @@ const std::map<std::string_view, std::string_view>& DeepSpeedFieldMapping() {
       {"stages[].num_layers", "pipeline.json parts"},
       {"stages[].replicas", "implied when uniform; per-stage replication cannot be said"},
       {"stages[].recompute",
-       "pipeline.json activation_checkpoint_interval: 0 none, 1 full; selective or a mix "
+       "ds_config pipeline.activation_checkpoint_interval: 0 none, 1 full; selective or a mix "
        "cannot be said"},
       {"stages[].predicted_time_ms", kTrident},
       {"stages[].predicted_memory_bytes", kTrident},

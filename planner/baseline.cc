@@ -46,6 +46,18 @@ std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework)
     r.constraints.schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B};
     return {r};
   }
+  if (framework == Framework::kTorchtitan) {
+    r.constraints.schedules = {ScheduleKind::kGpipe, ScheduleKind::k1F1B,
+                               ScheduleKind::kInterleaved1F1B};
+    r.constraints.recompute = {RecomputeMode::kNone, RecomputeMode::kFull};
+    r.constraints.zero1 = false;
+    SearchRequest data_parallel = r;
+    data_parallel.constraints.tp = 1;
+    data_parallel.constraints.pp = 1;
+    if (plan.dtype != DType::kFp32) return {data_parallel};
+    r.constraints.dp = 1;
+    return {data_parallel, r};
+  }
   r.constraints.schedules = {ScheduleKind::k1F1B};
   r.constraints.max_virtual_stages = 1;
   r.constraints.recompute = {RecomputeMode::kNone, RecomputeMode::kFull};

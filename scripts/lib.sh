@@ -7,7 +7,7 @@ TRIDENT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TRIDENT_PACKAGES=(
   cmake ninja-build g++ make pkg-config clang-format git python3
   libyaml-cpp-dev libeigen3-dev libopenmpi-dev openmpi-bin
-  libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
 )
 
 trident_log() { echo "[trident] $*" >&2; }

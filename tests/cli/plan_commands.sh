@@ -106,6 +106,40 @@ expect_rc 0 && expect_in err "DeepSpeed cannot express 1 choice of this plan; re
   [[ -s $WORK/gpipe-ds/ds_config.json ]]
 verdict "export --to deepspeed --allow-approximate re-plans within DeepSpeed's choices"
 
+run "$bin" import deepspeed "$WORK/ds/ds_config.json" -o "$WORK/ds-back.yaml" --cluster "$a100" \
+  --devices 16 --model "$configs/models/gpt3-1.3b.yaml" --seq 2048 --num-stages 2 \
+  --parts "$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["parts"])))' "$WORK/ds/pipeline.json")"
+expect_rc 0 && run "$bin" simulate "$WORK/ds-back.yaml" --cluster "$a100" --json && expect_rc 0 &&
+  expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" \
+    "$(sed -n 's/^  step_time_ms: //p' "$WORK/ds.yaml")"
+verdict "import deepspeed reads the export back to a plan simulate predicts as the original"
+
+# torchtitan: Llama 3 8B in fp32 on pp × tp (its data parallelism beside them is FSDP).
+h100="$configs/clusters/dgx-h100.yaml"
+run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 16 \
+  --global-batch 32 --seq 2048 --dtype fp32 --fix dp=1 --schedule 1f1b -o "$WORK/tt.yaml"
+run "$bin" export "$WORK/tt.yaml" --to torchtitan -o "$WORK/tt.toml"
+expect_rc 0 && expect_in out "wrote $WORK/tt.toml: the torchtitan job" &&
+  python3 -c 'import tomllib,sys; t=tomllib.load(open(sys.argv[1],"rb")); assert t["model"]["flavor"]=="8B", t' \
+    "$WORK/tt.toml" &&
+  run "$bin" import torchtitan "$WORK/tt.toml" -o "$WORK/tt-back.yaml" --cluster "$h100" \
+    --devices 16 && expect_rc 0 && run "$bin" simulate "$WORK/tt-back.yaml" --cluster "$h100" --json &&
+  expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" \
+    "$(sed -n 's/^  step_time_ms: //p' "$WORK/tt.yaml")"
+verdict "export --to torchtitan writes a job TOML that import torchtitan reads back to the same step"
+
+run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 16 \
+  --global-batch 32 --seq 2048 --fix dp=2,pp=2 -o "$WORK/tt-dp.yaml"
+run "$bin" export "$WORK/tt-dp.yaml" --to torchtitan -o "$WORK/tt-dp.toml"
+expect_rc 1 && expect_in err "mesh.dp: torchtitan's data parallelism beside tensor or pipeline" &&
+  [[ ! -e $WORK/tt-dp.toml ]]
+verdict "export --to torchtitan refuses data parallelism beside a pipeline and writes nothing"
+
+printf '[model]\nflavor = "8B"\n[parallelism\n' >"$WORK/bad.toml"
+run "$bin" import torchtitan "$WORK/bad.toml" -o "$WORK/bad.yaml" --cluster "$h100" --devices 8
+expect_rc 1 && expect_in err "$WORK/bad.toml:3:" && [[ ! -e $WORK/bad.yaml ]]
+verdict "import torchtitan of a file that is not TOML names the line and writes nothing"
+
 run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --devices 8 \
   --global-batch 64 --seq 2048 -o "$WORK/none.yaml"
 expect_rc 1 && expect_in err "fits nowhere on 8 devices" && expect_in err "try --devices" &&
@@ -168,4 +202,4 @@ run "$bin" profile "$tiny" --cluster "$cpu"
 expect_rc 2 && expect_in err "pass --analytic"
 verdict "profile without --analytic says what is available"
 
-summary 28
+summary 32

@@ -46,9 +46,9 @@ TEST(DeepSpeedExportTest, PipelinePlan) {
   EXPECT_EQ(out.ds_config, nlohmann::json::parse(R"({
       "train_batch_size": 32, "train_micro_batch_size_per_gpu": 1,
       "gradient_accumulation_steps": 16, "zero_optimization": {"stage": 1},
-      "bf16": {"enabled": true}})"));
+      "bf16": {"enabled": true}, "pipeline": {"activation_checkpoint_interval": 1}})"));
   EXPECT_EQ(out.pipeline, nlohmann::json::parse(R"({
-      "num_stages": 4, "parts": [0, 10, 18, 26, 35], "activation_checkpoint_interval": 1})"));
+      "num_stages": 4, "parts": [0, 10, 18, 26, 35]})"));
   EXPECT_THAT(out.launch, HasSubstr("exec deepspeed --num_nodes 1 --num_gpus 8 "));
 }
 
@@ -56,7 +56,7 @@ TEST(DeepSpeedExportTest, TensorParallelismIsAutoTpWithoutAPipeline) {
   const DeepSpeedExport out = ExportDeepSpeed(MakePlan(Gpt(24), 4, 2, {24}), "p.yaml");
   EXPECT_TRUE(out.inexpressible.empty());
   EXPECT_EQ(out.ds_config["tensor_parallel"], nlohmann::json::parse(R"({"autotp_size": 4})"));
-  EXPECT_EQ(out.pipeline["activation_checkpoint_interval"], 0);
+  EXPECT_EQ(out.ds_config["pipeline"]["activation_checkpoint_interval"], 0);
 }
 
 TEST(DeepSpeedExportTest, ChoicesDeepSpeedCannotExpressNameTheirField) {

@@ -1,0 +1,191 @@
+#include "launcher/torchtitan_export.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "core/text_format.h"
+#include "launcher/placement.h"
+
+namespace trident {
+namespace {
+
+std::string Str(int64_t value) { return std::to_string(value); }
+
+void Inexpressible(TorchtitanExport* out, std::string path, std::string why, std::string fix) {
+  out->inexpressible.push_back({std::move(path), std::move(why), std::move(fix)});
+}
+
+// The registered flavor whose model is the plan's (max_seq_len aside: torchtitan sets it to
+// the sequence length), or nullptr.
+const TorchtitanFlavor* FindFlavor(const ModelSpec& model) {
+  for (const TorchtitanFlavor& f : TorchtitanFlavors()) {
+    ModelSpec m = model;
+    m.name = f.model.name;
+    m.max_seq_len = f.model.max_seq_len;
+    m.dtype = f.model.dtype;
+    if (m == f.model) return &f;
+  }
+  return nullptr;
+}
+
+toml::table ModelTable(const Plan& plan, TorchtitanExport* out) {
+  const TorchtitanFlavor* flavor = FindFlavor(plan.model);
+  if (flavor == nullptr) {
+    std::string names;
+    for (const TorchtitanFlavor& f : TorchtitanFlavors())
+      names += (names.empty() ? "" : ", ") + std::string(f.name) + " " + std::string(f.flavor);
+    Inexpressible(out, "model.name",
+                  "torchtitan trains registered model flavors (" + names + "); " +
+                      plan.model.ToString() + " is none of them",
+                  "export a plan of one of them, or register a flavor with these dimensions in "
+                  "torchtitan/models/llama3/__init__.py");
+    return toml::table{{"name", "llama3"}, {"flavor", plan.model.name}};
+  }
+  return toml::table{{"name", std::string(flavor->name)}, {"flavor", std::string(flavor->flavor)}};
+}
+
+// The mesh: DDP alone, or tensor and pipeline parallelism without data parallelism (torchtitan's
+// data parallelism beside them is FSDP).
+void CheckMesh(const Plan& plan, TorchtitanExport* out) {
+  if (plan.zero1) {
+    Inexpressible(out, "zero1",
+                  "torchtitan shards with FSDP (parameters, gradients and optimizer state) or "
+                  "not at all, never the optimizer state alone",
+                  "plan with --zero1 off");
+  }
+  if (!UniformReplication(plan.stages)) {
+    Inexpressible(out, "stages[].replicas",
+                  "torchtitan replicates every pipeline stage alike; the plan's stages differ",
+                  "plan without per-stage replication");
+  } else if (plan.mesh.dp > 1 && (plan.mesh.tp > 1 || plan.mesh.pp > 1)) {
+    Inexpressible(out, "mesh.dp",
+                  "torchtitan's data parallelism beside tensor or pipeline parallelism is FSDP, "
+                  "which shards what Trident plans replicated (DDP is refused beside them)",
+                  "plan with --fix dp=1, or with --fix tp=1 --fix pp=1");
+  }
+  if (plan.dtype == DType::kFp16) {
+    Inexpressible(out, "dtype", "torchtitan trains in bfloat16 or float32, not fp16",
+                  "plan with --dtype bf16");
+  } else if (plan.dtype == DType::kBf16 && (plan.mesh.tp > 1 || plan.mesh.pp > 1)) {
+    Inexpressible(out, "dtype",
+                  "torchtitan applies bf16 mixed precision through FSDP, or through autocast "
+                  "without tensor or pipeline parallelism; this plan would train in fp32",
+                  "plan with --dtype fp32, or with --fix tp=1 --fix pp=1");
+  }
+}
+
+void CheckSchedule(const Plan& plan, TorchtitanExport* out) {
+  const ScheduleKind s = plan.schedule;
+  const bool synchronous = s != ScheduleKind::kPipeDream && s != ScheduleKind::kNaive;
+  if (plan.mesh.pp == 1 && synchronous) return;
+  if (TorchtitanScheduleName(s).empty()) {
+    Inexpressible(out, "schedule",
+                  "torchtitan's pipeline schedules Trident plans are GPipe, 1F1B and "
+                  "Interleaved1F1B, not " +
+                      NameOf(ScheduleKindNames(), s),
+                  "plan with --schedule gpipe,1f1b,interleaved_1f1b");
+  }
+}
+
+// "layers.K" for each stage after the first: torchtitan starts a stage at a block.
+toml::array SplitPoints(const Plan& plan, TorchtitanExport* out) {
+  toml::array splits;
+  const int blocks = plan.model.NumLayers() - 3;
+  for (size_t s = 1; s < plan.stages.size(); ++s) {
+    const int first = plan.stages[s].first_layer;
+    if (first > blocks) {
+      Inexpressible(out, "stages[].first_layer",
+                    "torchtitan keeps the final norm and the output layer on the last stage, "
+                    "after its last block",
+                    "cut the stages elsewhere (--cuts)");
+      break;
+    }
+    splits.push_back("layers." + Str(first - 1));
+  }
+  return splits;
+}
+
+toml::table Parallelism(const Plan& plan, TorchtitanExport* out) {
+  CheckMesh(plan, out);
+  toml::table p{{"data_parallel_replicate_degree", plan.mesh.dp},
+                {"data_parallel_shard_degree", 1},
+                {"tensor_parallel_degree", plan.mesh.tp},
+                {"pipeline_parallel_degree", plan.mesh.pp},
+                {"context_parallel_degree", 1}};
+  if (plan.mesh.pp == 1) return p;
+  CheckSchedule(plan, out);
+  p.insert("pipeline_parallel_schedule", std::string(TorchtitanScheduleName(plan.schedule)));
+  p.insert("pipeline_parallel_split_points", SplitPoints(plan, out));
+  p.insert("pipeline_parallel_microbatch_size", plan.micro_batch_size);
+  return p;
+}
+
+// Each data-parallel rank's batch: its micro-batches under a pipeline, else one micro-batch
+// per step of gradient accumulation.
+toml::table Training(const Plan& plan) {
+  const int64_t local = plan.mesh.pp > 1
+                            ? int64_t{plan.micro_batch_size} * plan.num_micro_batches / plan.mesh.dp
+                            : plan.micro_batch_size;
+  return toml::table{
+      {"local_batch_size", local},
+      {"global_batch_size", plan.global_batch},
+      {"seq_len", plan.seq_len},
+      {"mixed_precision_param", plan.dtype == DType::kBf16 ? "bfloat16" : "float32"}};
+}
+
+toml::table ActivationCheckpoint(const Plan& plan, TorchtitanExport* out) {
+  const RecomputeMode mode = plan.stages.front().recompute;
+  const bool mixed = std::any_of(plan.stages.begin(), plan.stages.end(),
+                                 [mode](const PlanStage& s) { return s.recompute != mode; });
+  if (mixed) {
+    Inexpressible(out, "stages[].recompute",
+                  "torchtitan checkpoints every stage alike; the plan's stages differ",
+                  "plan with one --recompute mode");
+  } else if (mode == RecomputeMode::kSelective) {
+    Inexpressible(out, "stages[].recompute",
+                  "torchtitan's selective checkpointing (per op, or every n-th block) is not "
+                  "the attention-core recompute Trident plans",
+                  "plan with --recompute none,full");
+  }
+  return toml::table{{"mode", mode == RecomputeMode::kFull ? "full" : "none"}};
+}
+
+std::string Comments(const Plan& plan, const std::string& plan_path) {
+  const std::vector<int> sizes = PlanNodeSizes(plan);
+  std::ostringstream c;
+  c << "# torchtitan job of " << plan_path << " (trident export --to torchtitan; keys of "
+    << TorchtitanVersion() << ")\n"
+    << "# " << plan.ToString() << "\n"
+    << "# Trident predicts " << FormatMs(plan.predicted.step_time_ms) << " a step, "
+    << FormatBytes(static_cast<double>(plan.predicted.peak_memory_bytes))
+    << " peak memory per rank.\n"
+    << "# Launch on each node: torchrun --nnodes " << sizes.size() << " --nproc-per-node "
+    << sizes.front() << " -m torchtitan.train --job.config_file THIS_FILE\n"
+    << "# Dataset, tokenizer, optimizer and steps: torchtitan's defaults, or add them here.\n";
+  return c.str();
+}
+
+}  // namespace
+
+TorchtitanExport ExportTorchtitan(const Plan& plan, const std::string& plan_path) {
+  TorchtitanExport out;
+  toml::table job{{"job", toml::table{{"description", plan.ToString()}}},
+                  {"model", ModelTable(plan, &out)},
+                  {"training", Training(plan)},
+                  {"parallelism", Parallelism(plan, &out)},
+                  {"activation_checkpoint", ActivationCheckpoint(plan, &out)}};
+  if (const std::vector<int> nodes = PlanNodeSizes(plan); nodes.back() != nodes.front()) {
+    Inexpressible(&out, "devices",
+                  Str(plan.devices) + " devices do not fill nodes of " +
+                      Str(plan.devices_per_node) + ", and torchrun starts as many on each node",
+                  "plan for a whole number of nodes");
+  }
+  std::ostringstream text;
+  text << Comments(plan, plan_path) << job << "\n";
+  out.toml = text.str();
+  return out;
+}
+
+}  // namespace trident

@@ -1,0 +1,125 @@
+// trident import deepspeed (launcher/deepspeed_import.h): DeepSpeed's partitions, export-then-
+// import round trips, a hand-written ds_config.json, and each refusal naming its key.
+#include "launcher/deepspeed_import.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/file_util.h"
+#include "launcher/deepspeed_export.h"
+#include "tests/launcher/megatron_plans.h"
+
+namespace trident {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::Llama;
+using testing::MakePlan;
+
+// deepspeed/runtime/utils.py's examples, and partition_balanced re-run on small weights.
+TEST(DeepSpeedImportTest, PartitionsAsDeepSpeed) {
+  EXPECT_THAT(PartitionUniform(10, 4), ElementsAre(0, 3, 6, 8, 10));
+  EXPECT_THAT(PartitionUniform(3, 4), ElementsAre(0, 1, 2, 3, 3));
+  EXPECT_THAT(PartitionBalanced({1, 1, 1, 1, 1}, 4), ElementsAre(0, 2, 3, 4, 5));
+  EXPECT_THAT(PartitionBalanced({5, 0, 0, 5}, 2), ElementsAre(0, 3, 4));
+  EXPECT_THAT(PartitionBalanced({0, 1, 1, 1, 1, 0}, 2), ElementsAre(0, 3, 6));
+}
+
+DeepSpeedImportOptions OptionsFor(const Plan& plan, const nlohmann::json& pipeline) {
+  DeepSpeedImportOptions o;
+  o.model = plan.model;
+  o.cluster = plan.cluster;
+  o.devices = plan.devices;
+  o.devices_per_node = plan.devices_per_node;
+  o.seq_len = plan.seq_len;
+  o.num_stages = pipeline["num_stages"].get<int>();
+  o.parts = pipeline["parts"].get<std::vector<int>>();
+  return o;
+}
+
+TEST(DeepSpeedImportTest, RoundTrips) {
+  Plan zero1 = MakePlan(Llama(32), 1, 2, {9, 8, 8, 7});
+  zero1.zero1 = true;
+  Plan full = MakePlan(Llama(32), 1, 4, {16, 16});
+  for (PlanStage& s : full.stages) s.recompute = RecomputeMode::kFull;
+  for (Plan plan : {zero1, full, MakePlan(Llama(32), 4, 2, {32})}) {
+    const DeepSpeedExport out = ExportDeepSpeed(plan, "p.yaml");
+    ASSERT_TRUE(out.inexpressible.empty());
+    StatusOr<DeepSpeedImport> back =
+        ImportDeepSpeed(out.ds_config.dump(), "ds_config.json", OptionsFor(plan, out.pipeline));
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    plan.predicted = {};
+    plan.provenance = {};
+    for (PlanStage& s : plan.stages) s.predicted_time_ms = 0, s.predicted_memory_bytes = 0;
+    EXPECT_EQ(PlanToYaml(back->plan), PlanToYaml(plan));
+    EXPECT_THAT(back->ignored, ElementsAre());
+  }
+}
+
+// DeepSpeed's documented style: two batch keys of three, an optimizer, a scheduler and logging
+// keys (listed as ignored), the pipeline section; stages cut by parameters as PipelineModule's
+// default does.
+TEST(DeepSpeedImportTest, HandWrittenConfig) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-deepspeed-hand.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  DeepSpeedImportOptions o;
+  o.model = Llama(32);
+  o.cluster = "dgx-h100";
+  o.devices = 64;
+  o.devices_per_node = 8;
+  o.seq_len = 8192;
+  o.num_stages = 4;
+  o.partition_method = "uniform";
+  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", o);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const Plan& plan = imported->plan;
+  EXPECT_EQ(plan.mesh, (Mesh{16, 4, 1}));
+  EXPECT_EQ(plan.micro_batch_size, 2);
+  EXPECT_EQ(plan.num_micro_batches, 256);  // 512 / 2: gas 16 on each of 16 replicas
+  EXPECT_TRUE(plan.zero1);
+  EXPECT_EQ(plan.dtype, DType::kBf16);
+  EXPECT_EQ(plan.stages.back().recompute, RecomputeMode::kFull);
+  std::vector<int> firsts;
+  for (const PlanStage& s : plan.stages) firsts.push_back(s.first_layer);
+  EXPECT_THAT(firsts, ElementsAre(0, 9, 18, 27));  // uniform over 35 layers
+  EXPECT_THAT(imported->ignored, ElementsAre("gradient_clipping", "optimizer.params",
+                                             "optimizer.type", "scheduler.params", "scheduler.type",
+                                             "steps_per_print", "wall_clock_breakdown"));
+}
+
+TEST(DeepSpeedImportTest, BadConfigsNameTheKey) {
+  DeepSpeedImportOptions o;
+  o.model = Llama(4);
+  o.devices = 8;
+  o.devices_per_node = 8;
+  o.seq_len = 128;
+  o.num_stages = 2;
+  o.partition_method = "uniform";
+  auto error = [&](const std::string& json) {
+    StatusOr<DeepSpeedImport> r = ImportDeepSpeed(json, "ds.json", o);
+    return r.ok() ? std::string("ok") : r.status().ToString();
+  };
+  EXPECT_THAT(error("{\"train_batch_size\": 8,"), HasSubstr("ds.json: not a JSON object"));
+  EXPECT_THAT(error(R"({"train_batch_size": "8"})"),
+              HasSubstr("train_batch_size: expected a whole number"));
+  EXPECT_THAT(error(R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 1,
+                        "gradient_accumulation_steps": 2})"),
+              HasSubstr("10 is not train_micro_batch_size_per_gpu 1"));
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 2}})"),
+              HasSubstr("pipeline engine refuses it too"));
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 3}})"),
+              HasSubstr("does not divide the world size 8"));
+  EXPECT_THAT(
+      error(R"({"train_batch_size": 8, "pipeline": {"activation_checkpoint_interval": 2}})"),
+      HasSubstr("pipeline.activation_checkpoint_interval: 2"));
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "bf16": {"enabled": "yes"}})"),
+              HasSubstr("bf16.enabled: expected true or false"));
+}
+
+}  // namespace
+}  // namespace trident

@@ -1,0 +1,240 @@
+// trident export --to torchtitan and trident import torchtitan (launcher/torchtitan_export.h,
+// torchtitan_import.h): every plan field mapped, every written key torchtitan's, the flavors
+// against Trident's presets, the job file against a golden one, export-then-import round trips
+// for each schedule, mesh and recompute torchtitan can run, torchtitan's own split points, a
+// hand-written job file, and each refusal naming its field or key.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "core/file_util.h"
+#include "core/plan_fields.h"
+#include "launcher/torchtitan_export.h"
+#include "launcher/torchtitan_import.h"
+#include "tests/launcher/megatron_plans.h"
+
+namespace trident {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::Gpt;
+using ::testing::HasSubstr;
+using testing::Llama;
+using testing::MakePlan;
+
+std::vector<std::string> Inexpressible(const Plan& plan) {
+  std::vector<std::string> paths;
+  for (const FieldError& e : ExportTorchtitan(plan, "p.yaml").inexpressible)
+    paths.push_back(e.key_path);
+  return paths;
+}
+
+// A plan torchtitan runs: fp32 unless data parallelism alone.
+Plan Runnable(int tp, int dp, std::vector<int> blocks, int v = 1,
+              ScheduleKind schedule = ScheduleKind::k1F1B) {
+  Plan plan = MakePlan(Llama(32), tp, dp, std::move(blocks), v, schedule);
+  if (tp > 1 || plan.mesh.pp > 1) {
+    plan.dtype = DType::kFp32;
+    plan.model.dtype = DType::kFp32;
+  }
+  return plan;
+}
+
+StatusOr<TorchtitanImport> Import(const std::string& toml, int devices) {
+  return ImportTorchtitan(toml, "job.toml", {"test", devices, std::min(devices, 8)});
+}
+
+// `plan` as the import gives it back: no predictions, torchtitan's max_seq_len, and a job
+// smaller than a node on a node of its size.
+Plan AsImported(Plan plan) {
+  plan.devices_per_node = std::min(plan.devices_per_node, plan.devices);
+  plan.predicted = {};
+  plan.provenance = {};
+  for (PlanStage& s : plan.stages) s.predicted_time_ms = 0, s.predicted_memory_bytes = 0;
+  plan.model.max_seq_len = plan.seq_len;
+  plan.model.dtype = plan.dtype;
+  return plan;
+}
+
+TEST(TorchtitanExportTest, EveryPlanFieldHasAMapping) {
+  std::set<std::string> fields, mapped;
+  for (const PlanFieldUse& f : PlanFieldUses()) fields.insert(std::string(f.path));
+  for (const auto& [path, how] : TorchtitanFieldMapping()) mapped.insert(std::string(path));
+  EXPECT_EQ(mapped, fields) << "core/plan_fields.cc and launcher/torchtitan_fields.cc disagree";
+}
+
+TEST(TorchtitanExportTest, EveryWrittenKeyIsTorchtitans) {
+  const TorchtitanExport out =
+      ExportTorchtitan(Runnable(2, 1, {7, 9, 8, 8}, 2, ScheduleKind::kInterleaved1F1B), "p.yaml");
+  ASSERT_TRUE(out.inexpressible.empty());
+  const toml::table job = toml::parse(out.toml);
+  const auto& keys = TorchtitanKeys();
+  int written = 0;
+  for (const auto& [section, node] : job) {
+    ASSERT_TRUE(node.is_table()) << section.str();
+    for (const auto& [key, value] : *node.as_table()) {
+      const std::string path = std::string(section.str()) + "." + std::string(key.str());
+      EXPECT_NE(std::find(keys.begin(), keys.end(), path), keys.end()) << path;
+      ++written;
+    }
+  }
+  EXPECT_EQ(written, 16);
+}
+
+// torchtitan's FeedForward width: 4·dim·2/3, times the multiplier, up to a multiple; and each
+// flavor is Trident's preset of that name.
+TEST(TorchtitanExportTest, FlavorsAreTheLlama3Presets) {
+  auto ffn = [](int64_t dim, double multiplier, int64_t multiple) {
+    const int64_t hidden = static_cast<int64_t>(multiplier * static_cast<double>(2 * 4 * dim / 3));
+    return multiple * ((hidden + multiple - 1) / multiple);
+  };
+  const std::vector<int64_t> expected = {ffn(4096, 1.3, 1024), ffn(8192, 1.3, 4096),
+                                         ffn(16384, 1.2, 4096)};
+  ASSERT_EQ(TorchtitanFlavors().size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const ModelSpec& flavor = TorchtitanFlavors()[i].model;
+    EXPECT_EQ(flavor.ffn_hidden, expected[i]);
+    StatusOr<ModelSpec> preset =
+        LoadModelSpec(TRIDENT_SOURCE_DIR "/configs/models/" + flavor.name + ".yaml");
+    ASSERT_TRUE(preset.ok()) << preset.status().ToString();
+    preset->max_seq_len = flavor.max_seq_len;
+    EXPECT_EQ(*preset, flavor) << flavor.name;
+  }
+}
+
+TEST(TorchtitanExportTest, JobFileMatchesGolden) {
+  Plan plan = Runnable(2, 1, {7, 9, 8, 8}, 2, ScheduleKind::kInterleaved1F1B);
+  for (PlanStage& s : plan.stages) s.recompute = RecomputeMode::kFull;
+  const std::string golden = TRIDENT_SOURCE_DIR "/tests/data/export/llama-torchtitan.toml";
+  const TorchtitanExport out = ExportTorchtitan(plan, "plan.yaml");
+  ASSERT_TRUE(out.inexpressible.empty());
+  if (std::getenv("TRIDENT_UPDATE_GOLDEN") != nullptr) {
+    ASSERT_TRUE(WriteFileAtomic(golden, out.toml).ok());
+  }
+  StatusOr<std::string> expected = ReadFile(golden);
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  EXPECT_EQ(out.toml, *expected) << "regenerate with TRIDENT_UPDATE_GOLDEN=1";
+}
+
+TEST(TorchtitanExportTest, RoundTripsEveryRunnableChoice) {
+  std::vector<Plan> plans = {
+      Runnable(1, 8, {32}),                               // DDP, bf16
+      Runnable(4, 1, {32}),                               // tp alone
+      Runnable(1, 1, {9, 8, 8, 7}),                       // 1F1B, uneven
+      Runnable(2, 1, {16, 16}, 1, ScheduleKind::kGpipe),  // GPipe
+      Runnable(1, 1, {4, 4, 4, 4, 4, 4, 4, 4}, 2, ScheduleKind::kInterleaved1F1B),
+      Runnable(1, 1, {0, 16, 16}),  // embedding alone
+  };
+  Plan full = Runnable(1, 2, {32});
+  for (PlanStage& s : full.stages) s.recompute = RecomputeMode::kFull;
+  plans.push_back(full);
+  for (const Plan& plan : plans) {
+    const TorchtitanExport out = ExportTorchtitan(plan, "p.yaml");
+    ASSERT_TRUE(out.inexpressible.empty()) << FormatFieldError(out.inexpressible.front());
+    StatusOr<TorchtitanImport> back = Import(out.toml, plan.devices);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(PlanToYaml(back->plan), PlanToYaml(AsImported(plan)));
+    EXPECT_THAT(back->ignored, ElementsAre()) << "job.description is read as a plan key";
+  }
+}
+
+TEST(TorchtitanExportTest, ChoicesTorchtitanCannotExpressNameTheirField) {
+  EXPECT_THAT(Inexpressible(MakePlan(Gpt(8), 1, 2, {8})), ElementsAre("model.name"));
+  Plan zero1 = Runnable(1, 2, {32});
+  zero1.zero1 = true;
+  EXPECT_THAT(Inexpressible(zero1), ElementsAre("zero1"));
+  EXPECT_THAT(Inexpressible(Runnable(2, 2, {32})), ElementsAre("mesh.dp"));
+  EXPECT_THAT(Inexpressible(MakePlan(Llama(32), 1, 1, {16, 16})), ElementsAre("dtype"));
+  EXPECT_THAT(Inexpressible(Runnable(1, 1, {16, 16}, 1, ScheduleKind::kZbH1)),
+              ElementsAre("schedule"));
+  Plan selective = Runnable(1, 2, {32});
+  for (PlanStage& s : selective.stages) s.recompute = RecomputeMode::kSelective;
+  EXPECT_THAT(Inexpressible(selective), ElementsAre("stages[].recompute"));
+  Plan norm_cut = Runnable(1, 1, {32, 0});
+  EXPECT_THAT(Inexpressible(norm_cut), ElementsAre("stages[].first_layer"));
+}
+
+// torchtitan's generate_split_points: Llama 3 8B on 4 ranks under 1F1B starts stages at
+// layers.8, .17 and .25 (the embedding and the output weigh a block each).
+TEST(TorchtitanImportTest, GeneratesTorchtitansSplitPoints) {
+  EXPECT_THAT(*TorchtitanSplitPoints(32, 4, true, 0), ElementsAre(8, 17, 25));
+  EXPECT_THAT(*TorchtitanSplitPoints(32, 2, false, 0), ElementsAre(8, 17, 25));
+  EXPECT_THAT(*TorchtitanSplitPoints(16, 2, false, 3), ElementsAre(2, 5, 8, 11, 14));
+  EXPECT_FALSE(TorchtitanSplitPoints(16, 2, true, 3).ok());
+  StatusOr<TorchtitanImport> generated = Import(R"(
+      [model]
+      flavor = "8B"
+      [parallelism]
+      pipeline_parallel_degree = 4
+      data_parallel_shard_degree = 1
+      [activation_checkpoint]
+      mode = "none")",
+                                                4);
+  ASSERT_TRUE(generated.ok()) << generated.status().ToString();
+  std::vector<int> firsts;
+  for (const PlanStage& s : generated->plan.stages) firsts.push_back(s.first_layer);
+  EXPECT_THAT(firsts, ElementsAre(0, 9, 18, 26));
+  EXPECT_EQ(generated->plan.dtype, DType::kFp32) << "no FSDP: torchtitan trains fp32 with pp";
+  EXPECT_EQ(generated->plan.num_micro_batches, 8);  // local_batch_size 8 of micro-batches of 1
+}
+
+TEST(TorchtitanImportTest, HandWrittenJobFile) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-70b-torchtitan-hand.toml");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  StatusOr<TorchtitanImport> imported = Import(*text, 64);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const Plan& plan = imported->plan;
+  EXPECT_EQ(plan.model.name, "llama3-70b");
+  EXPECT_EQ(plan.mesh, (Mesh{1, 8, 8}));
+  EXPECT_EQ(plan.virtual_stages, 2);
+  EXPECT_EQ(plan.schedule, ScheduleKind::kInterleaved1F1B);
+  EXPECT_EQ(plan.global_batch, 64);
+  EXPECT_EQ(plan.num_micro_batches, 64);
+  EXPECT_EQ(plan.stages.front().recompute, RecomputeMode::kFull);
+  EXPECT_THAT(
+      imported->ignored,
+      ElementsAre("checkpoint.enable_checkpoint", "checkpoint.interval", "job.dump_folder",
+                  "lr_scheduler.warmup_steps", "metrics.log_freq", "model.tokenizer_path",
+                  "optimizer.lr", "optimizer.name", "parallelism.enable_async_tensor_parallel",
+                  "training.dataset", "training.max_norm", "training.steps"));
+}
+
+TEST(TorchtitanImportTest, BadFilesNameTheKey) {
+  auto error = [](const std::string& toml, int devices = 8) {
+    StatusOr<TorchtitanImport> r = Import(toml, devices);
+    return r.ok() ? std::string("ok") : r.status().ToString();
+  };
+  EXPECT_THAT(error("[model\nflavor = 1"), HasSubstr("job.toml:1:"));
+  EXPECT_THAT(error("[model]\nflavor = \"8B\"\n[parallelism]\ndata_parallel_shard_degree = 1\n"
+                    "[training]\nseq_len = \"long\"",
+                    1),
+              HasSubstr("training.seq_len: expected a whole number"));
+  EXPECT_THAT(error("[model]\nflavor = \"8B\"\n[parallelism]\ntensor_parallel_degree = 3\n"
+                    "data_parallel_shard_degree = 1"),
+              HasSubstr("is not the world size 8"));
+  EXPECT_THAT(error("[model]\nflavor = \"13B\""), HasSubstr("model.flavor: llama3 13B"));
+  EXPECT_THAT(error("[model]\nflavor = \"8B\""),
+              HasSubstr("data_parallel_shard_degree: 8 shards parameters"));
+  EXPECT_THAT(error("[model]\nflavor = \"8B\"\n[parallelism]\ndata_parallel_shard_degree = 1\n"
+                    "data_parallel_replicate_degree = 4\ntensor_parallel_degree = 2"),
+              HasSubstr("refuses DDP beside"));
+  EXPECT_THAT(error("[model]\nflavor = \"8B\"\n[parallelism]\ndata_parallel_shard_degree = 1\n"
+                    "data_parallel_replicate_degree = 8"),
+              HasSubstr("activation_checkpoint.mode: selective"));
+  EXPECT_THAT(error("[model]\nflavor = \"8B\"\n[parallelism]\ndata_parallel_shard_degree = 1\n"
+                    "pipeline_parallel_degree = 2\npipeline_parallel_split_points = [\"norm\"]\n"
+                    "[activation_checkpoint]\nmode = \"none\"",
+                    2),
+              HasSubstr("'norm' is not layers.K"));
+}
+
+}  // namespace
+}  // namespace trident
