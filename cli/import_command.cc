@@ -246,7 +246,15 @@ int RunDeepSpeedImport(DeepSpeedFlags f) {
   o.devices = f.config.devices;
   o.devices_per_node = std::min(f.config.devices_per_node, f.config.devices);
   o.seq_len = f.seq_len > 0 ? f.seq_len : model->max_seq_len;
-  if (o.partition_method == "parameters" && o.parts.empty()) o.layer_params = LayerParams(*model);
+  if (o.partition_method == "parameters" && o.parts.empty()) {
+    if (model->IsGeneric()) {
+      return PrintError(
+          InvalidArgument(f.model +
+                          ": generic layers have no parameter shapes to partition by; give "
+                          "--partition-method uniform or --parts"));
+    }
+    o.layer_params = LayerParams(*model);
+  }
   StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(read->first, f.config.file, o);
   if (!imported.ok()) return PrintError(imported.status());
   return WriteImported(f.config.file, f.config.output, f.config.cluster, imported->plan,
