@@ -40,4 +40,9 @@ DeepSpeedExport ExportDeepSpeed(const Plan& plan, const std::string& plan_path);
 // Every field of core/plan_fields.h: how the export writes it, or why it does not.
 const std::map<std::string_view, std::string_view>& DeepSpeedFieldMapping();
 
+// The ds_config.json keys of a plan ("section.key" for nested ones), as DeepSpeed's
+// runtime/config.py, runtime/pipe/engine.py and runtime/tensor_parallel/config.py read them:
+// the export writes only these, the import reads these and lists any other as ignored.
+const std::vector<std::string_view>& DeepSpeedKeys();
+
 }  // namespace trident

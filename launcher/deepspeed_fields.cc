@@ -59,4 +59,16 @@ const std::map<std::string_view, std::string_view>& DeepSpeedFieldMapping() {
   return mapping;
 }
 
+const std::vector<std::string_view>& DeepSpeedKeys() {
+  static const std::vector<std::string_view> keys = {"train_batch_size",
+                                                     "train_micro_batch_size_per_gpu",
+                                                     "gradient_accumulation_steps",
+                                                     "zero_optimization.stage",
+                                                     "bf16.enabled",
+                                                     "fp16.enabled",
+                                                     "tensor_parallel.autotp_size",
+                                                     "pipeline.activation_checkpoint_interval"};
+  return keys;
+}
+
 }  // namespace trident

@@ -6,23 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launcher/deepspeed_export.h"
+
 namespace trident {
 namespace {
 
 std::string Str(int64_t value) { return std::to_string(value); }
-
-// The keys the import reads ("section.key" for nested ones).
-const std::vector<std::string>& ReadKeys() {
-  static const std::vector<std::string> keys = {"train_batch_size",
-                                                "train_micro_batch_size_per_gpu",
-                                                "gradient_accumulation_steps",
-                                                "zero_optimization.stage",
-                                                "bf16.enabled",
-                                                "fp16.enabled",
-                                                "tensor_parallel.autotp_size",
-                                                "pipeline.activation_checkpoint_interval"};
-  return keys;
-}
 
 class Config {
  public:
@@ -54,12 +43,12 @@ class Config {
     if (!v->is_boolean()) return Error(key, "expected true or false, got " + v->dump());
     return v->get<bool>();
   }
-  // Every key that ReadKeys() does not hold, nested ones as "section.key".
+  // Every key that DeepSpeedKeys() does not hold, nested ones as "section.key".
   std::vector<std::string> Unread() const {
     std::vector<std::string> out;
     auto unread = [&](const std::string& path) {
-      if (std::find(ReadKeys().begin(), ReadKeys().end(), path) == ReadKeys().end())
-        out.push_back(path);
+      const auto& keys = DeepSpeedKeys();
+      if (std::find(keys.begin(), keys.end(), path) == keys.end()) out.push_back(path);
     };
     for (const auto& [key, value] : json_.items()) {
       if (!value.is_object() || value.empty()) {

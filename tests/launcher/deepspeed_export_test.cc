@@ -6,10 +6,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/file_util.h"
 #include "core/plan_fields.h"
 #include "tests/launcher/megatron_plans.h"
 
@@ -50,6 +54,38 @@ TEST(DeepSpeedExportTest, PipelinePlan) {
   EXPECT_EQ(out.pipeline, nlohmann::json::parse(R"({
       "num_stages": 4, "parts": [0, 10, 18, 26, 35]})"));
   EXPECT_THAT(out.launch, HasSubstr("exec deepspeed --num_nodes 1 --num_gpus 8 "));
+}
+
+// Every key written is DeepSpeed's; the whole export of a pipeline plan against golden files.
+TEST(DeepSpeedExportTest, FilesMatchGoldenAndKeysAreDeepSpeeds) {
+  Plan plan = MakePlan(Llama(32), 1, 2, {9, 8, 8, 7});
+  for (PlanStage& s : plan.stages) s.recompute = RecomputeMode::kFull;
+  const DeepSpeedExport out = ExportDeepSpeed(plan, "plan.yaml");
+  ASSERT_TRUE(out.inexpressible.empty());
+  const auto& keys = DeepSpeedKeys();
+  for (const auto& [key, value] : out.ds_config.items()) {
+    if (!value.is_object()) {
+      EXPECT_NE(std::find(keys.begin(), keys.end(), key), keys.end()) << key;
+      continue;
+    }
+    for (const auto& [inner, unused] : value.items()) {
+      EXPECT_NE(std::find(keys.begin(), keys.end(), key + "." + inner), keys.end())
+          << key << "." << inner;
+    }
+  }
+  const std::string dir = TRIDENT_SOURCE_DIR "/tests/data/export/llama-deepspeed/";
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"ds_config.json", out.ds_config.dump(2) + "\n"},  // as trident export writes JSON
+      {"pipeline.json", out.pipeline.dump(2) + "\n"},
+      {"launch.sh", out.launch}};
+  for (const auto& [name, text] : files) {
+    if (std::getenv("TRIDENT_UPDATE_GOLDEN") != nullptr) {
+      ASSERT_TRUE(WriteFileAtomic(dir + name, text).ok());
+    }
+    StatusOr<std::string> expected = ReadFile(dir + name);
+    ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+    EXPECT_EQ(text, *expected) << name << ": regenerate with TRIDENT_UPDATE_GOLDEN=1";
+  }
 }
 
 TEST(DeepSpeedExportTest, TensorParallelismIsAutoTpWithoutAPipeline) {
