@@ -144,13 +144,11 @@ StatusOr<RecomputeMode> ReadRecompute(const JobKeys& k) {
 
 Status ReadStages(const JobKeys& k, int pp, Plan* plan) {
   bool single_stage = true;
-  TRIDENT_ASSIGN_OR_RETURN(plan->schedule, ReadSchedule(k, &single_stage));
-  const int blocks = plan->model.NumLayers() - 3;
+  plan->schedule = ScheduleKind::k1F1B;  // without a pipeline torchtitan reads no schedule
   std::vector<int> splits;
   if (pp > 1) {
-    TRIDENT_ASSIGN_OR_RETURN(splits, ReadSplits(k, blocks, pp, single_stage));
-  } else {
-    plan->schedule = ScheduleKind::k1F1B;
+    TRIDENT_ASSIGN_OR_RETURN(plan->schedule, ReadSchedule(k, &single_stage));
+    TRIDENT_ASSIGN_OR_RETURN(splits, ReadSplits(k, plan->model.NumLayers() - 3, pp, single_stage));
   }
   const int stages = static_cast<int>(splits.size()) + 1;
   if (stages % pp != 0 || (single_stage && stages != pp)) {
