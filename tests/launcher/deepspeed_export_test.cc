@@ -7,31 +7,27 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/file_util.h"
 #include "core/plan_fields.h"
-#include "tests/launcher/megatron_plans.h"
+#include "tests/launcher/export_plans.h"
 
 namespace trident {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::ExpectGolden;
 using testing::Gpt;
 using ::testing::HasSubstr;
+using testing::KeyPaths;
 using testing::Llama;
 using testing::MakePlan;
 
 std::vector<std::string> Inexpressible(const Plan& plan) {
-  std::vector<std::string> paths;
-  for (const FieldError& e : ExportDeepSpeed(plan, "p.yaml").inexpressible) {
-    paths.push_back(e.key_path);
-  }
-  return paths;
+  return KeyPaths(ExportDeepSpeed(plan, "p.yaml").inexpressible);
 }
 
 TEST(DeepSpeedExportTest, EveryPlanFieldHasAMapping) {
@@ -78,14 +74,7 @@ TEST(DeepSpeedExportTest, FilesMatchGoldenAndKeysAreDeepSpeeds) {
       {"ds_config.json", out.ds_config.dump(2) + "\n"},  // as trident export writes JSON
       {"pipeline.json", out.pipeline.dump(2) + "\n"},
       {"launch.sh", out.launch}};
-  for (const auto& [name, text] : files) {
-    if (std::getenv("TRIDENT_UPDATE_GOLDEN") != nullptr) {
-      ASSERT_TRUE(WriteFileAtomic(dir + name, text).ok());
-    }
-    StatusOr<std::string> expected = ReadFile(dir + name);
-    ASSERT_TRUE(expected.ok()) << expected.status().ToString();
-    EXPECT_EQ(text, *expected) << name << ": regenerate with TRIDENT_UPDATE_GOLDEN=1";
-  }
+  for (const auto& [name, text] : files) ExpectGolden(dir + name, text);
 }
 
 TEST(DeepSpeedExportTest, TensorParallelismIsAutoTpWithoutAPipeline) {

@@ -8,19 +8,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "core/file_util.h"
 #include "core/plan_fields.h"
-#include "tests/launcher/megatron_plans.h"
+#include "tests/launcher/export_plans.h"
 
 namespace trident {
 namespace {
 
+using testing::ExpectGolden;
 using testing::Gpt;
+using testing::KeyPaths;
 using testing::Llama;
 using testing::MakePlan;
 
@@ -43,9 +43,7 @@ std::string ValueOf(const std::vector<std::string>& args, const std::string& fla
 }
 
 std::vector<std::string> Inexpressible(const Plan& plan) {
-  std::vector<std::string> paths;
-  for (const FieldError& e : ExportMegatron(plan).inexpressible) paths.push_back(e.key_path);
-  return paths;
+  return KeyPaths(ExportMegatron(plan).inexpressible);
 }
 
 TEST(MegatronExportTest, EveryPlanFieldHasAMapping) {
@@ -162,14 +160,8 @@ TEST(MegatronExportTest, ScriptMatchesTheGoldenFile) {
   for (PlanStage& s : plan.stages) s.recompute = RecomputeMode::kSelective;
   const MegatronExport out = ExportMegatron(plan);
   ASSERT_TRUE(out.inexpressible.empty());
-  const std::string script = MegatronScript(plan, out, "llama.plan.yaml");
-  const std::string golden = TRIDENT_SOURCE_DIR "/tests/data/export/llama-megatron.sh";
-  if (std::getenv("TRIDENT_UPDATE_GOLDEN") != nullptr) {
-    ASSERT_TRUE(WriteFileAtomic(golden, script).ok());
-  }
-  StatusOr<std::string> want = ReadFile(golden);
-  ASSERT_TRUE(want.ok()) << want.status().ToString();
-  EXPECT_EQ(script, *want);
+  ExpectGolden(TRIDENT_SOURCE_DIR "/tests/data/export/llama-megatron.sh",
+               MegatronScript(plan, out, "llama.plan.yaml"));
 }
 
 }  // namespace

@@ -12,11 +12,12 @@
 
 #include "core/file_util.h"
 #include "launcher/megatron_export.h"
-#include "tests/launcher/megatron_plans.h"
+#include "tests/launcher/export_plans.h"
 
 namespace trident {
 namespace {
 
+using testing::AsImported;
 using ::testing::ElementsAre;
 using testing::Gpt;
 using ::testing::HasSubstr;
@@ -53,13 +54,7 @@ void ExpectRoundTrip(const Plan& plan) {
   StatusOr<MegatronImport> back =
       ImportMegatron(MegatronScript(plan, out, "p.yaml"), "run.sh", options);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  Plan want = plan;
-  want.model.dtype = plan.dtype;
-  // torchrun starts --nproc-per-node ranks on each node: a job smaller than a node is one node.
-  want.devices_per_node = std::min(plan.devices, plan.devices_per_node);
-  want.predicted = {};
-  want.provenance = {};
-  for (PlanStage& s : want.stages) s.predicted_time_ms = 0, s.predicted_memory_bytes = 0;
+  const Plan want = AsImported(plan);
   EXPECT_EQ(back->plan.ToString(), want.ToString());
   EXPECT_EQ(PlanToYaml(back->plan), PlanToYaml(want));
 }

@@ -1,8 +1,12 @@
-#include "tests/launcher/megatron_plans.h"
+#include "tests/launcher/export_plans.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
+
+#include "core/file_util.h"
 
 namespace trident::testing {
 
@@ -48,6 +52,30 @@ Plan MakePlan(const ModelSpec& model, int tp, int dp, std::vector<int> blocks, i
   p.provenance = {"test", "", ""};
   EXPECT_FALSE(p.Check().has_value()) << FormatFieldError(*p.Check());
   return p;
+}
+
+std::vector<std::string> KeyPaths(const std::vector<FieldError>& errors) {
+  std::vector<std::string> paths;
+  for (const FieldError& e : errors) paths.push_back(e.key_path);
+  return paths;
+}
+
+Plan AsImported(Plan plan) {
+  plan.model.dtype = plan.dtype;
+  plan.devices_per_node = std::min(plan.devices, plan.devices_per_node);
+  plan.predicted = {};
+  plan.provenance = {};
+  for (PlanStage& s : plan.stages) s.predicted_time_ms = 0, s.predicted_memory_bytes = 0;
+  return plan;
+}
+
+void ExpectGolden(const std::string& path, const std::string& text) {
+  if (std::getenv("TRIDENT_UPDATE_GOLDEN") != nullptr) {
+    ASSERT_TRUE(WriteFileAtomic(path, text).ok()) << path;
+  }
+  StatusOr<std::string> expected = ReadFile(path);
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  EXPECT_EQ(text, *expected) << path << ": regenerate with TRIDENT_UPDATE_GOLDEN=1";
 }
 
 }  // namespace trident::testing
