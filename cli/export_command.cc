@@ -139,55 +139,73 @@ struct FileExport {
   std::string text;
   std::vector<FieldError> inexpressible;
 };
-using FileExporter = std::function<FileExport(const Plan& plan, const std::string& label)>;
 
-FileExport MegatronFile(const Plan& plan, const std::string& label) {
-  MegatronExport out = ExportMegatron(plan);
-  return {out.inexpressible.empty() ? MegatronScript(plan, out, label) : "",
-          std::move(out.inexpressible)};
+// A framework whose export is one file: its names, how a plan becomes the file, whether the
+// file is a script to run, and what to do with it once written.
+struct FileFormat {
+  Framework framework;
+  std::string_view name;     // "Megatron-LM"
+  std::string_view version;  // the version its names are facts of
+  std::string_view what;     // what the file is: "launch", "job"
+  std::function<FileExport(const Plan& plan, const std::string& label)> exporter;
+  bool executable;
+  std::function<std::string(const Plan& plan, const std::string& output)> next_step;
+};
+
+FileFormat Megatron() {
+  auto exporter = [](const Plan& plan, const std::string& label) -> FileExport {
+    MegatronExport out = ExportMegatron(plan);
+    return {out.inexpressible.empty() ? MegatronScript(plan, out, label) : "",
+            std::move(out.inexpressible)};
+  };
+  auto next = [](const Plan&, const std::string& output) {
+    return "run it on each node with the training arguments, e.g. " + output +
+           " --data-path DATA --tokenizer-type ... --train-iters N";
+  };
+  return {Framework::kMegatron, "Megatron-LM", MegatronVersion(), "launch", exporter, true, next};
 }
 
-FileExport TorchtitanFile(const Plan& plan, const std::string& label) {
-  TorchtitanExport out = ExportTorchtitan(plan, label);
-  return {std::move(out.toml), std::move(out.inexpressible)};
+FileFormat Torchtitan() {
+  auto exporter = [](const Plan& plan, const std::string& label) -> FileExport {
+    TorchtitanExport out = ExportTorchtitan(plan, label);
+    return {std::move(out.toml), std::move(out.inexpressible)};
+  };
+  auto next = [](const Plan& plan, const std::string& output) {
+    const std::vector<int> nodes = PlanNodeSizes(plan);
+    return "run it on each node: torchrun --nnodes " + std::to_string(nodes.size()) +
+           " --nproc-per-node " + std::to_string(nodes.front()) +
+           " -m torchtitan.train --job.config_file " + output;
+  };
+  return {Framework::kTorchtitan, "torchtitan", TorchtitanVersion(), "job", exporter, false, next};
 }
 
 // Megatron-LM's script or torchtitan's job file, on stdout or in -o FILE.
-int RunFileExport(const ExportOptions& o, Plan loaded, Framework framework, std::string_view name,
-                  std::string_view version, const FileExporter& exporter) {
+int RunFileExport(const ExportOptions& o, Plan loaded, const FileFormat& format) {
   std::optional<Plan> plan = std::move(loaded);
   std::string label = o.plan;  // what the file says it holds
-  FileExport out = exporter(*plan, label);
+  FileExport out = format.exporter(*plan, label);
   if (!out.inexpressible.empty() && o.allow_approximate) {
-    StatusOr<Plan> replanned = ApproximatePlan(o, *plan, framework, name, out.inexpressible);
+    StatusOr<Plan> replanned =
+        ApproximatePlan(o, *plan, format.framework, format.name, out.inexpressible);
     if (!replanned.ok()) return PrintError(replanned.status());
     plan = *std::move(replanned);
-    label = o.plan + ", re-planned within " + std::string(name) + "'s choices";
-    out = exporter(*plan, label);
+    label = o.plan + ", re-planned within " + std::string(format.name) + "'s choices";
+    out = format.exporter(*plan, label);
   }
   if (!out.inexpressible.empty()) {
     return PrintError(FailedPrecondition(
-        Inexpressible(o.plan, version, out.inexpressible, "nothing was written")));
+        Inexpressible(o.plan, format.version, out.inexpressible, "nothing was written")));
   }
   if (o.output.empty()) {
     std::cout << out.text;
     return 0;
   }
-  if (framework == Framework::kMegatron) {
-    if (Status written = WriteScript(o.output, out.text); !written.ok()) return PrintError(written);
-    std::cout << "wrote " << o.output << ": the Megatron-LM launch of " << o.plan << " ("
-              << plan->ToString() << ")\n"
-              << "run it on each node with the training arguments, e.g. " << o.output
-              << " --data-path DATA --tokenizer-type ... --train-iters N\n";
-    return 0;
-  }
-  if (Status written = WriteFileAtomic(o.output, out.text); !written.ok())
-    return PrintError(written);
-  std::cout << "wrote " << o.output << ": the torchtitan job of " << o.plan << " ("
-            << plan->ToString() << ")\n"
-            << "run it on each node: torchrun --nnodes " << PlanNodeSizes(*plan).size()
-            << " --nproc-per-node " << PlanNodeSizes(*plan).front()
-            << " -m torchtitan.train --job.config_file " << o.output << "\n";
+  Status written =
+      format.executable ? WriteScript(o.output, out.text) : WriteFileAtomic(o.output, out.text);
+  if (!written.ok()) return PrintError(written);
+  std::cout << "wrote " << o.output << ": the " << format.name << " " << format.what << " of "
+            << o.plan << " (" << plan->ToString() << ")\n"
+            << format.next_step(*plan, o.output) << "\n";
   return 0;
 }
 
@@ -195,12 +213,7 @@ int RunExport(const ExportOptions& o) {
   StatusOr<Plan> plan = LoadPlan(o.plan);
   if (!plan.ok()) return PrintError(plan.status());
   if (o.to == "deepspeed") return RunDeepSpeedExport(o, *std::move(plan));
-  if (o.to == "torchtitan") {
-    return RunFileExport(o, *std::move(plan), Framework::kTorchtitan, "torchtitan",
-                         TorchtitanVersion(), TorchtitanFile);
-  }
-  return RunFileExport(o, *std::move(plan), Framework::kMegatron, "Megatron-LM", MegatronVersion(),
-                       MegatronFile);
+  return RunFileExport(o, *std::move(plan), o.to == "torchtitan" ? Torchtitan() : Megatron());
 }
 
 }  // namespace

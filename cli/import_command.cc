@@ -121,13 +121,21 @@ int WriteImported(const std::string& file, const std::string& output,
   return 0;
 }
 
+// The file's text and the cluster's name, or the error already printed.
+std::optional<std::pair<std::string, std::string>> ReadConfig(const std::string& file,
+                                                              const std::string& cluster_path) {
+  StatusOr<std::string> text = ReadFile(file);
+  if (!text.ok()) return PrintError(text.status()), std::nullopt;
+  StatusOr<ClusterSpec> cluster = LoadClusterSpec(cluster_path);
+  if (!cluster.ok()) return PrintError(cluster.status()), std::nullopt;
+  return std::make_pair(*std::move(text), cluster->name);
+}
+
 int RunMegatronImport(MegatronFlags f) {
-  StatusOr<std::string> text = ReadFile(f.file);
-  if (!text.ok()) return PrintError(text.status());
-  StatusOr<ClusterSpec> cluster = LoadClusterSpec(f.cluster);
-  if (!cluster.ok()) return PrintError(cluster.status());
-  f.options.cluster = cluster->name;
-  StatusOr<MegatronImport> imported = ImportMegatron(*text, f.file, f.options);
+  auto read = ReadConfig(f.file, f.cluster);
+  if (!read) return 1;
+  f.options.cluster = read->second;
+  StatusOr<MegatronImport> imported = ImportMegatron(read->first, f.file, f.options);
   if (!imported.ok()) return PrintError(imported.status());
   return WriteImported(f.file, f.output, f.cluster, imported->plan, imported->ignored);
 }
@@ -187,17 +195,8 @@ void AddConfigOptions(CLI::App* cmd, ConfigImport* c, const std::string& what) {
       ->check(CLI::Range(1, 1 << 16));
 }
 
-// The file's text and the cluster's name, or the error already printed.
-std::optional<std::pair<std::string, std::string>> ReadConfig(const ConfigImport& c) {
-  StatusOr<std::string> text = ReadFile(c.file);
-  if (!text.ok()) return PrintError(text.status()), std::nullopt;
-  StatusOr<ClusterSpec> cluster = LoadClusterSpec(c.cluster);
-  if (!cluster.ok()) return PrintError(cluster.status()), std::nullopt;
-  return std::make_pair(*std::move(text), cluster->name);
-}
-
 int RunTorchtitanImport(const ConfigImport& c) {
-  auto read = ReadConfig(c);
+  auto read = ReadConfig(c.file, c.cluster);
   if (!read) return 1;
   TorchtitanImportOptions options{read->second, c.devices, std::min(c.devices_per_node, c.devices)};
   StatusOr<TorchtitanImport> imported = ImportTorchtitan(read->first, c.file, options);
@@ -236,7 +235,7 @@ std::vector<double> LayerParams(const ModelSpec& model) {
 }
 
 int RunDeepSpeedImport(DeepSpeedFlags f) {
-  auto read = ReadConfig(f.config);
+  auto read = ReadConfig(f.config.file, f.config.cluster);
   if (!read) return 1;
   StatusOr<ModelSpec> model = LoadModelSpec(f.model);
   if (!model.ok()) return PrintError(model.status());

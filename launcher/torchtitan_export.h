@@ -61,8 +61,8 @@ struct TorchtitanFlavor {
 };
 const std::vector<TorchtitanFlavor>& TorchtitanFlavors();
 
-// torchtitan's pipeline_parallel_schedule name of a Trident schedule ("" when it has none),
-// and back (case-insensitive, as torch.distributed.pipelining reads it).
+// torchtitan's pipeline_parallel_schedule name of a Trident schedule ("" when it has none;
+// torch.distributed.pipelining reads the names case-insensitively, and so does the import).
 std::string_view TorchtitanScheduleName(ScheduleKind schedule);
 
 }  // namespace trident
