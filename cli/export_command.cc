@@ -1,7 +1,7 @@
 // trident export PLAN --to megatron|torchtitan [-o FILE] | --to deepspeed -o DIR: the plan as
 // another framework's launch (launcher/megatron_export.h, torchtitan_export.h,
-// deepspeed_export.h), or, exit 1 with
-// nothing written, each of the plan's choices the framework cannot express, with the fix.
+// deepspeed_export.h), or, exit 1 with nothing written, each of the plan's choices the
+// framework cannot express, with the fix.
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -240,12 +240,12 @@ void AddExportCommand(CLI::App& app, int* exit_code) {
       "megatron: a script that runs Megatron-LM's pretrain_gpt.py with the model's and the\n"
       "parallel arguments under torchrun (or srun and torchrun under Slurm); data, tokenizer and\n"
       "optimizer arguments are the script's own. torchtitan: the job TOML for torchtitan.train\n"
-      "(a registered model flavor: Llama 3 8B, 70B, 405B). deepspeed: ds_config.json, "
-      "pipeline.json (the\n"
-      "stage cuts) and launch.sh in -o DIR. A plan choice the framework cannot express (a\n"
-      "schedule it lacks, per-stage replication, mixed recompute, ...) is named with the fix,\n"
-      "and nothing is written, unless --allow-approximate re-plans the job within the\n"
-      "framework's choices. Exit status: 0 written, 1 not expressible or bad plan, 2 usage.");
+      "(of a registered model flavor: Llama 3 8B, 70B or 405B). deepspeed: ds_config.json,\n"
+      "pipeline.json (the stage cuts) and launch.sh in -o DIR. A plan choice the framework\n"
+      "cannot express (a schedule it lacks, per-stage replication, mixed recompute, ...) is\n"
+      "named with the fix, and nothing is written, unless --allow-approximate re-plans the job\n"
+      "within the framework's choices. Exit status: 0 written, 1 not expressible or bad plan,\n"
+      "2 usage.");
   cmd->callback([o, exit_code] { *exit_code = RunExport(*o); });
 }
 

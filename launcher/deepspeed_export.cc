@@ -29,7 +29,24 @@ void CheckSchedule(const Plan& plan, DeepSpeedExport* out) {
   }
 }
 
-// ds_config.json's parallel, batch and precision keys.
+// The pipeline engine's activation_checkpoint_interval: 1 checkpoints every layer, 0 none.
+int CheckpointInterval(const Plan& plan, DeepSpeedExport* out) {
+  const RecomputeMode mode = plan.stages.front().recompute;
+  const bool mixed = std::any_of(plan.stages.begin(), plan.stages.end(),
+                                 [mode](const PlanStage& s) { return s.recompute != mode; });
+  if (mixed) {
+    Inexpressible(out, "stages[].recompute",
+                  "DeepSpeed checkpoints every stage at one interval; the plan's stages differ",
+                  "plan with one --recompute mode");
+  } else if (mode == RecomputeMode::kSelective) {
+    Inexpressible(out, "stages[].recompute",
+                  "DeepSpeed has no selective recompute (only every k layers)",
+                  "plan with --recompute none,full");
+  }
+  return mode == RecomputeMode::kFull ? 1 : 0;
+}
+
+// ds_config.json's parallel, batch, precision and checkpointing keys.
 nlohmann::json DsConfig(const Plan& plan, DeepSpeedExport* out) {
   const int dp = plan.mesh.dp;
   nlohmann::json c;
@@ -48,30 +65,16 @@ nlohmann::json DsConfig(const Plan& plan, DeepSpeedExport* out) {
                     "plan with --fix tp=1 or --fix pp=1");
     }
   }
+  c["pipeline"] = {{"activation_checkpoint_interval", CheckpointInterval(plan, out)}};
   return c;
 }
 
 // pipeline.json: the stages' first layers (Trident's layer indices: the embedding, each block,
-// the final norm and the head are one layer each); the checkpoint interval goes to ds_config.
-nlohmann::json Pipeline(const Plan& plan, DeepSpeedExport* out) {
+// the final norm and the head are one layer each).
+nlohmann::json Pipeline(const Plan& plan) {
   nlohmann::json parts = nlohmann::json::array();
   for (const PlanStage& s : plan.stages) parts.push_back(s.first_layer);
   parts.push_back(plan.model.NumLayers());
-  const RecomputeMode mode = plan.stages.front().recompute;
-  const bool mixed = std::any_of(plan.stages.begin(), plan.stages.end(),
-                                 [mode](const PlanStage& s) { return s.recompute != mode; });
-  if (mixed) {
-    Inexpressible(out, "stages[].recompute",
-                  "DeepSpeed checkpoints every stage at one interval; the plan's stages differ",
-                  "plan with one --recompute mode");
-  } else if (mode == RecomputeMode::kSelective) {
-    Inexpressible(out, "stages[].recompute",
-                  "DeepSpeed has no selective recompute (only every k layers)",
-                  "plan with --recompute none,full");
-  }
-  // The pipeline engine reads the interval from ds_config's pipeline section.
-  out->ds_config["pipeline"] = {
-      {"activation_checkpoint_interval", mode == RecomputeMode::kFull ? 1 : 0}};
   return {{"num_stages", plan.mesh.pp}, {"parts", parts}};
 }
 
@@ -118,7 +121,7 @@ DeepSpeedExport ExportDeepSpeed(const Plan& plan, const std::string& plan_path) 
                   "plan for a whole number of nodes");
   }
   out.ds_config = DsConfig(plan, &out);
-  out.pipeline = Pipeline(plan, &out);
+  out.pipeline = Pipeline(plan);
   out.launch = Launch(plan, plan_path);
   return out;
 }
