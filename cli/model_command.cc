@@ -20,8 +20,19 @@ struct ModelOptions {
   int tp = 1;
   std::string recompute = "none";
   std::string dtype;  // "": the model's dtype
+  bool sequence_parallel = false;
   bool json = false;
 };
+
+nlohmann::json TpCallsJson(const TpCalls& calls) {
+  return {{"count", calls.count}, {"bytes", calls.bytes}};
+}
+
+nlohmann::json TpTrafficJson(const TpTraffic& t) {
+  return {{"all_reduce", TpCallsJson(t.all_reduce)},
+          {"all_gather", TpCallsJson(t.all_gather)},
+          {"reduce_scatter", TpCallsJson(t.reduce_scatter)}};
+}
 
 nlohmann::json CostJson(const LayerCost& c) {
   return {{"params", c.params},
@@ -33,10 +44,8 @@ nlohmann::json CostJson(const LayerCost& c) {
           {"recompute_flops", c.recompute_flops},
           {"output_bytes", c.output_bytes},
           {"stashed_bytes", c.stashed_bytes},
-          {"tp_fwd_allreduces", c.tp_fwd_allreduces},
-          {"tp_fwd_allreduce_bytes", c.tp_fwd_allreduce_bytes},
-          {"tp_bwd_allreduces", c.tp_bwd_allreduces},
-          {"tp_bwd_allreduce_bytes", c.tp_bwd_allreduce_bytes}};
+          {"tp_fwd", TpTrafficJson(c.tp_fwd)},
+          {"tp_bwd", TpTrafficJson(c.tp_bwd)}};
 }
 
 std::vector<std::string> CostRow(std::string label, int count, const LayerCost& c) {
@@ -52,7 +61,9 @@ std::vector<std::string> CostRow(std::string label, int count, const LayerCost& 
 void PrintTable(const ModelSpec& model, const LayerShape& shape, const ModelCost& cost) {
   std::cout << model.ToString() << "\n"
             << "per rank, one micro-batch: micro-batch " << shape.micro_batch << ", seq "
-            << shape.seq_len << ", tp " << shape.tp << ", " << DTypeName(shape.dtype)
+            << shape.seq_len << ", tp " << shape.tp
+            << (shape.sequence_parallel ? " with sequence parallelism" : "") << ", "
+            << DTypeName(shape.dtype)
             << ", recompute " << NameOf(RecomputeModeNames(), shape.recompute) << "\n\n";
   TextTable table({"layers", "count", "params/layer", "fwd/layer", "bwd/layer", "output/layer",
                    "stashed/layer"});
@@ -85,6 +96,7 @@ void PrintJson(const ModelSpec& model, const LayerShape& shape, const ModelCost&
                         {"micro_batch", shape.micro_batch},
                         {"seq_len", shape.seq_len},
                         {"tp", shape.tp},
+                        {"sequence_parallel", shape.sequence_parallel},
                         {"dtype", DTypeName(shape.dtype)},
                         {"recompute", NameOf(RecomputeModeNames(), shape.recompute)},
                         {"layers", layers},
@@ -101,6 +113,15 @@ Status ResolveShape(const ModelOptions& options, const ModelSpec& model, LayerSh
   TRIDENT_RETURN_IF_ERROR(CheckSequenceLength(model, shape->seq_len));
   if (std::string problem = model.TensorParallelProblem(options.tp); !problem.empty()) {
     return InvalidArgument("--tp: " + problem + " of " + model.name);
+  }
+  shape->sequence_parallel = options.sequence_parallel;
+  if (options.sequence_parallel && options.tp == 1) {
+    return InvalidArgument("--sp needs --tp 2 or more: sequence parallelism splits what a tp "
+                           "group leaves whole");
+  }
+  if (options.sequence_parallel && shape->seq_len % options.tp != 0) {
+    return InvalidArgument("--sp: tp " + std::to_string(options.tp) + " does not divide --seq " +
+                           std::to_string(shape->seq_len) + "; pick a sequence length it divides");
   }
   return Status::Ok();
 }
@@ -164,6 +185,8 @@ void AddModelCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember(NamesOf(RecomputeModeNames())));
   cmd->add_option("--dtype", options->dtype, "Training dtype [default: the model's]")
       ->check(CLI::IsMember(NamesOf(DTypeNames())));
+  cmd->add_flag("--sp,--sequence-parallel", options->sequence_parallel,
+                "Megatron's sequence parallelism in the tp group (needs --tp 2 or more)");
   cmd->add_flag("--json", options->json, "Print JSON with every layer instead of the table");
   cmd->callback([options, exit_code] { *exit_code = RunModel(*options); });
 }

@@ -29,6 +29,7 @@ struct PlanOptions {
   // off: the runtime does not shard optimizer state yet, and refuses a zero1 plan
   // (runtime/train/plan_contract.h); auto and on plan it for comparison or another runtime.
   std::string zero1 = "off";
+  std::string sequence_parallel = "auto";
   double max_memory_gib = 0;
   std::vector<int> cuts;
   int runners_up = 5;
@@ -63,6 +64,18 @@ Status ParseFix(const std::vector<std::string>& fix, SearchConstraints* c) {
   return Status::Ok();
 }
 
+// --sequence-parallel auto|on|off, checked against --fix tp.
+Status ParseSequenceParallel(const std::string& mode, SearchConstraints* c) {
+  if (mode == "auto") return Status::Ok();
+  c->sequence_parallel = mode == "on";
+  if (mode == "on" && c->tp == 1) {
+    return InvalidArgument(
+        "--sequence-parallel on contradicts --fix tp=1: sequence parallelism splits what a tp "
+        "group leaves whole, so it needs tp > 1; drop one of them");
+  }
+  return Status::Ok();
+}
+
 Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterSpec& cluster,
                     SearchRequest* r) {
   r->model = model;
@@ -77,6 +90,7 @@ Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterS
   for (const std::string& s : o.schedules) c.schedules.push_back(*ValueOf(ScheduleKindNames(), s));
   for (const std::string& m : o.recompute) c.recompute.push_back(*ValueOf(RecomputeModeNames(), m));
   if (o.zero1 != "auto") c.zero1 = o.zero1 == "on";
+  TRIDENT_RETURN_IF_ERROR(ParseSequenceParallel(o.sequence_parallel, &c));
   TRIDENT_RETURN_IF_ERROR(CheckMaxMemory(o.max_memory_gib));
   c.max_memory_bytes = MaxMemoryBytes(o.max_memory_gib);
   c.cuts = o.cuts;
@@ -183,6 +197,11 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--zero1", o->zero1,
                   "Shard optimizer state over replicas: off, on, or auto (both); trident launch "
                   "refuses zero1 plans until the runtime shards")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--sequence-parallel", o->sequence_parallel,
+                  "Megatron's sequence parallelism in tp groups (norms, dropout and residuals "
+                  "split along the sequence): on (wherever tp > 1), off, or auto (both)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--baseline", o->baseline,

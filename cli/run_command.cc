@@ -33,6 +33,7 @@ struct RunFlags {
   int threads = 1;
   std::vector<std::string> fix;
   std::vector<std::string> schedules;
+  std::string sequence_parallel = "auto";
   std::string out = "run";
   std::string cache;
   double time_limit_s = 0;
@@ -72,6 +73,7 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   o.threads = f.threads;
   o.fix = f.fix;
   o.schedules = f.schedules;
+  o.sequence_parallel = f.sequence_parallel;
   o.out = f.out;
   o.cache = f.cache;
   o.time_limit_s = f.time_limit_s;
@@ -177,6 +179,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--fix", f->fix, "Fixed degrees for the planner, e.g. pp=2 (see trident plan)")
       ->delimiter(',');
   cmd->add_option("--schedule", f->schedules, "Schedules the planner considers")->delimiter(',');
+  cmd->add_option("--sequence-parallel", f->sequence_parallel,
+                  "Sequence parallelism where tp > 1: on, off or auto (see trident plan)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--out", f->out, "Folder for the plan, metrics, summary and trace")
       ->capture_default_str();
   cmd->add_option("--cache", f->cache,

@@ -82,6 +82,15 @@ FieldCheck CheckMesh(const Plan& p) {
                           " devices per node, so a tp group would span nodes",
                       "use a tp that divides devices_per_node"};
   }
+  if (p.sequence_parallel && p.mesh.tp == 1) {
+    return FieldError{"sequence_parallel", "needs tp > 1: it splits what tp leaves whole",
+                      "set it to false, or plan with --tp 2 or more"};
+  }
+  if (p.sequence_parallel && p.seq_len % p.mesh.tp != 0) {
+    return FieldError{"sequence_parallel",
+                      "tp " + Str(p.mesh.tp) + " does not divide seq_len " + Str(p.seq_len),
+                      "set it to false, or use a seq_len that tp divides"};
+  }
   return std::nullopt;
 }
 
@@ -253,7 +262,8 @@ FieldCheck Plan::Check() const {
 
 std::string Plan::ToString() const {
   return model.name + " on " + Str(devices) + " devices: dp " + Str(mesh.dp) + " × pp " +
-         Str(mesh.pp) + " × tp " + Str(mesh.tp) + ", " + NameOf(ScheduleKindNames(), schedule) +
+         Str(mesh.pp) + " × tp " + Str(mesh.tp) + (sequence_parallel ? " + sp" : "") + ", " +
+         NameOf(ScheduleKindNames(), schedule) +
          ", micro-batch " + Str(micro_batch_size) + " × " + Str(num_micro_batches) + ", seq " +
          Str(seq_len);
 }

@@ -82,6 +82,9 @@ struct Plan {
   DType dtype = DType::kFp32;
   ScheduleKind schedule = ScheduleKind::k1F1B;
   bool zero1 = false;
+  // Megatron's sequence parallelism inside every tp group (models/layer_shapes.h).
+  // REQUIRES: mesh.tp > 1 dividing seq_len when set.
+  bool sequence_parallel = false;
   std::vector<PlanStage> stages;
   PlanPrediction predicted;
   Provenance provenance;

@@ -45,6 +45,8 @@ const std::vector<PlanFieldUse>& PlanFieldUses() {
       {"dtype", kRestricted, "fp32 only: the runtime trains in fp32"},
       {"schedule", kExecuted, "each rank's list of forward and backward actions"},
       {"zero1", kRestricted, "false only: every replica keeps the whole optimizer state"},
+      {"sequence_parallel", kExecuted,
+       "the residual stream, norms and loss input split over the tp group along the sequence"},
       {"stages[].first_layer", kExecuted, "the stage's first layer"},
       {"stages[].num_layers", kExecuted, "the stage's layers"},
       {"stages[].replicas", kRestricted,

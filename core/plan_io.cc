@@ -61,6 +61,7 @@ Status ReadPlan(YamlMap& map, Plan* p) {
   TRIDENT_RETURN_IF_ERROR(map.GetEnum("dtype", DTypeNames(), &p->dtype));
   TRIDENT_RETURN_IF_ERROR(map.GetEnum("schedule", ScheduleKindNames(), &p->schedule));
   TRIDENT_RETURN_IF_ERROR(map.GetOptional("zero1", &p->zero1));
+  TRIDENT_RETURN_IF_ERROR(map.GetOptional("sequence_parallel", &p->sequence_parallel));
   TRIDENT_RETURN_IF_ERROR(
       map.ForEachMap("stages", [p](YamlMap& item, int) { return ReadStage(item, &p->stages); }));
   TRIDENT_RETURN_IF_ERROR(ReadPrediction(map, &p->predicted));
@@ -125,7 +126,8 @@ std::string PlanToYaml(const Plan& p) {
       .Field("seq_len", p.seq_len)
       .Field("dtype", DTypeName(p.dtype))
       .Field("schedule", NameOf(ScheduleKindNames(), p.schedule))
-      .Field("zero1", p.zero1);
+      .Field("zero1", p.zero1)
+      .Field("sequence_parallel", p.sequence_parallel);
   WriteStages(out, p.stages);
   WriteTail(out, p);
   out.EndMap();

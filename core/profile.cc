@@ -16,11 +16,15 @@ const NameTable<ProfileSource>& ProfileSourceNames() {
   return kNames;
 }
 
-const ProfileEntry* Profile::Find(int index, int micro_batch, int tp) const {
+const ProfileEntry* Profile::Find(int index, int micro_batch, int tp,
+                                  bool sequence_parallel) const {
   for (const LayerProfile& layer : layers) {
     if (index < layer.first_layer || index >= layer.first_layer + layer.num_layers) continue;
     for (const ProfileEntry& entry : layer.entries) {
-      if (entry.micro_batch == micro_batch && entry.tp == tp) return &entry;
+      if (entry.micro_batch == micro_batch && entry.tp == tp &&
+          entry.sequence_parallel == sequence_parallel) {
+        return &entry;
+      }
     }
   }
   return nullptr;
@@ -35,6 +39,12 @@ FieldCheck CheckEntryShape(const ProfileEntry& e, int64_t seq_len, const std::st
   }
   if (FieldCheck error = CheckRange(JoinKeyPath(path, "tp"), e.tp, 1, limits::kMaxHeads)) {
     return error;
+  }
+  if (e.sequence_parallel && (e.tp == 1 || seq_len % e.tp != 0)) {
+    return FieldError{JoinKeyPath(path, "sequence_parallel"),
+                      "needs tp > 1 dividing seq_len " + std::to_string(seq_len) + ", got tp " +
+                          std::to_string(e.tp),
+                      "remove the key from this entry"};
   }
   if (e.micro_batch * seq_len > limits::kMaxMicroBatchTokens) {
     return FieldError{micro_batch,
@@ -100,9 +110,11 @@ FieldCheck CheckLayer(const LayerProfile& layer, int64_t seq_len, int64_t expect
     if (FieldCheck error = CheckEntry(layer.entries[j], seq_len, entry_path)) return error;
     for (size_t k = 0; k < j; ++k) {
       if (layer.entries[k].micro_batch == layer.entries[j].micro_batch &&
-          layer.entries[k].tp == layer.entries[j].tp) {
-        return FieldError{entry_path, "duplicate entry for this micro_batch and tp",
-                          "keep one entry per (micro_batch, tp)"};
+          layer.entries[k].tp == layer.entries[j].tp &&
+          layer.entries[k].sequence_parallel == layer.entries[j].sequence_parallel) {
+        return FieldError{entry_path,
+                          "duplicate entry for this micro_batch, tp and sequence_parallel",
+                          "keep one entry per (micro_batch, tp, sequence_parallel)"};
       }
     }
   }
@@ -192,6 +204,7 @@ Status ReadEntry(YamlMap& item, std::vector<ProfileEntry>* entries) {
   ProfileEntry e;
   TRIDENT_RETURN_IF_ERROR(item.Get("micro_batch", &e.micro_batch));
   TRIDENT_RETURN_IF_ERROR(item.Get("tp", &e.tp));
+  TRIDENT_RETURN_IF_ERROR(item.GetOptional("sequence_parallel", &e.sequence_parallel));
   TRIDENT_RETURN_IF_ERROR(item.Get("fwd_ms", &e.fwd_ms));
   TRIDENT_RETURN_IF_ERROR(item.Get("bwd_input_ms", &e.bwd_input_ms));
   TRIDENT_RETURN_IF_ERROR(item.Get("bwd_weight_ms", &e.bwd_weight_ms));
@@ -247,10 +260,9 @@ void WriteByMode(YamlWriter& out, std::string_view key, int64_t none, int64_t se
 }
 
 void WriteEntry(YamlWriter& out, const ProfileEntry& e) {
-  out.BeginMap()
-      .Field("micro_batch", e.micro_batch)
-      .Field("tp", e.tp)
-      .Field("fwd_ms", e.fwd_ms)
+  out.BeginMap().Field("micro_batch", e.micro_batch).Field("tp", e.tp);
+  if (e.sequence_parallel) out.Field("sequence_parallel", true);
+  out.Field("fwd_ms", e.fwd_ms)
       .Field("bwd_input_ms", e.bwd_input_ms)
       .Field("bwd_weight_ms", e.bwd_weight_ms)
       .Field("recompute_selective_ms", e.recompute_selective_ms)

@@ -1,4 +1,5 @@
-// Profile: what each layer costs on one device, per (micro-batch size, tp degree), either
+// Profile: what each layer costs on one device, per (micro-batch size, tp degree, sequence
+// parallelism), either
 // measured by `trident profile` or computed analytically from a cluster description.
 //
 // Identical layers (the transformer blocks) share one entry: a LayerProfile covers the
@@ -24,11 +25,12 @@ namespace trident {
 enum class ProfileSource { kMeasured, kAnalytic, kImported };
 const NameTable<ProfileSource>& ProfileSourceNames();
 
-// Costs of one layer for one micro-batch size and tp degree, as one rank of the tp group
-// sees them (tp collectives included in the times).
+// Costs of one layer for one micro-batch size and tp degree, with or without sequence
+// parallelism, as one rank of the tp group sees them (tp collectives included in the times).
 struct ProfileEntry {
   int micro_batch = 1;
   int tp = 1;
+  bool sequence_parallel = false;  // only with tp > 1; written only when true
   double fwd_ms = 0;
   double bwd_input_ms = 0;
   double bwd_weight_ms = 0;
@@ -91,8 +93,9 @@ struct Profile {
 
   bool operator==(const Profile&) const = default;
 
-  // The entry of layer `index` for (micro_batch, tp), or nullptr when not profiled.
-  const ProfileEntry* Find(int index, int micro_batch, int tp) const;
+  // The entry of layer `index` for (micro_batch, tp, sequence_parallel), or nullptr when not
+  // profiled.
+  const ProfileEntry* Find(int index, int micro_batch, int tp, bool sequence_parallel) const;
 
   FieldCheck Check() const;
   Status Validate() const { return ToStatus(Check()); }

@@ -56,6 +56,11 @@ nlohmann::json DsConfig(const Plan& plan, DeepSpeedExport* out) {
   c["zero_optimization"] = {{"stage", plan.zero1 ? 1 : 0}};
   if (plan.dtype == DType::kBf16) c["bf16"] = {{"enabled", true}};
   if (plan.dtype == DType::kFp16) c["fp16"] = {{"enabled", true}};
+  if (plan.sequence_parallel) {
+    Inexpressible(out, "sequence_parallel",
+                  "DeepSpeed's pipeline engine and AutoTP have no sequence parallelism",
+                  "plan with --sequence-parallel off");
+  }
   if (plan.mesh.tp > 1) {
     c["tensor_parallel"] = {{"autotp_size", plan.mesh.tp}};
     if (plan.mesh.pp > 1) {

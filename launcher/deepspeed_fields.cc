@@ -40,6 +40,7 @@ const std::map<std::string_view, std::string_view>& DeepSpeedFieldMapping() {
       {"dtype", "bf16.enabled or fp16.enabled"},
       {"schedule", "1f1b (TrainSchedule); others only without a pipeline"},
       {"zero1", "zero_optimization.stage 1 (else 0)"},
+      {"sequence_parallel", "cannot be said: DeepSpeed's pipeline engine has no sequence parallelism"},
       {"stages[].first_layer", "pipeline.json parts"},
       {"stages[].num_layers", "pipeline.json parts"},
       {"stages[].replicas", "implied when uniform; per-stage replication cannot be said"},

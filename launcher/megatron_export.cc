@@ -210,6 +210,7 @@ void ParallelArgs(const Plan& plan, MegatronExport* out) {
   RecomputeArgs(plan, out);
   Args a(&out->parallel_args);
   if (plan.zero1) a.Flag("--use-distributed-optimizer");
+  if (plan.sequence_parallel) a.Flag("--sequence-parallel");
   if (plan.dtype == DType::kBf16) a.Flag("--bf16");
   if (plan.dtype == DType::kFp16) a.Flag("--fp16");
   if (const std::vector<int> nodes = PlanNodeSizes(plan); nodes.back() != nodes.front()) {

@@ -44,6 +44,7 @@ const std::map<std::string_view, std::string_view>& MegatronFieldMapping() {
        "1f1b: Megatron-LM's default; interleaved_1f1b: virtual stages; gpipe, zb_h1, "
        "pipedream and naive cannot be said (any synchronous one without a pipeline)"},
       {"zero1", "--use-distributed-optimizer"},
+      {"sequence_parallel", "--sequence-parallel"},
       {"stages[].first_layer",
        "the blocks of each stage: Megatron-LM's even split, "
        "--decoder-first/last-pipeline-num-layers or --pipeline-model-parallel-layout"},
@@ -110,6 +111,7 @@ const std::vector<MegatronFlag>& MegatronFlags() {
       {"--recompute-method", MegatronFlagKind::kText},
       {"--recompute-num-layers", MegatronFlagKind::kInt},
       {"--use-distributed-optimizer", MegatronFlagKind::kSwitch},
+      {"--sequence-parallel", MegatronFlagKind::kSwitch},
       {"--bf16", MegatronFlagKind::kSwitch},
       {"--fp16", MegatronFlagKind::kSwitch},
   };

@@ -265,6 +265,8 @@ Status ReadParallel(const Flags& f, const MegatronImportOptions& o, Plan* plan) 
   plan->micro_batch_size = static_cast<int>(mbs);
   plan->num_micro_batches = static_cast<int>(plan->global_batch / mbs);
   plan->zero1 = f.Has("--use-distributed-optimizer");
+  // Megatron-LM turns sequence parallelism off by itself when tp is 1.
+  plan->sequence_parallel = f.Has("--sequence-parallel") && tp > 1;
   TRIDENT_ASSIGN_OR_RETURN(std::vector<int> blocks,
                            StageBlocks(f, plan->model.NumLayers() - 3, pp, &plan->virtual_stages));
   plan->schedule = plan->virtual_stages > 1 ? ScheduleKind::kInterleaved1F1B : ScheduleKind::k1F1B;

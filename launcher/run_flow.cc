@@ -116,6 +116,7 @@ std::vector<std::string> PlanArgv(const RunFlowOptions& o, const RunFlowFiles& f
   if (o.seq_len > 0) argv.insert(argv.end(), {"--seq", std::to_string(o.seq_len)});
   for (const std::string& fix : o.fix) argv.insert(argv.end(), {"--fix", fix});
   for (const std::string& s : o.schedules) argv.insert(argv.end(), {"--schedule", s});
+  argv.insert(argv.end(), {"--sequence-parallel", o.sequence_parallel});
   return argv;
 }
 

@@ -65,6 +65,12 @@ void CheckMesh(const Plan& plan, TorchtitanExport* out) {
                   "which shards what Trident plans replicated (DDP is refused beside them)",
                   "plan with --fix dp=1, or with --fix tp=1 --fix pp=1");
   }
+  if (plan.mesh.tp > 1 && !plan.sequence_parallel) {
+    Inexpressible(out, "sequence_parallel",
+                  "torchtitan's tensor parallelism always runs the norms sequence-parallel "
+                  "(SequenceParallel in its parallelize.py); this plan keeps them whole",
+                  "plan with --sequence-parallel on");
+  }
   if (plan.dtype == DType::kFp16) {
     Inexpressible(out, "dtype", "torchtitan trains in bfloat16 or float32, not fp16",
                   "plan with --dtype bf16");

@@ -50,6 +50,9 @@ const std::map<std::string_view, std::string_view>& TorchtitanFieldMapping() {
        "parallelism.pipeline_parallel_schedule GPipe, 1F1B or Interleaved1F1B; zb_h1, "
        "pipedream and naive cannot be said (any synchronous one without a pipeline)"},
       {"zero1", "cannot be said: torchtitan shards with FSDP or not at all"},
+      {"sequence_parallel",
+       "implied: torchtitan's tensor parallelism always shards the norms along the sequence; "
+       "tp without it cannot be said"},
       {"stages[].first_layer", "parallelism.pipeline_parallel_split_points (layers.K)"},
       {"stages[].num_layers", "as stages[].first_layer"},
       {"stages[].replicas", "implied when uniform; per-stage replication cannot be said"},

@@ -210,6 +210,7 @@ Status ReadMesh(const JobKeys& k, Plan* plan) {
                    "supported > 1D parallelism\")");
   }
   plan->mesh = {static_cast<int>(replicate), static_cast<int>(pp), static_cast<int>(tp)};
+  plan->sequence_parallel = tp > 1;  // torchtitan's tensor parallelism always is
   return Status::Ok();
 }
 

@@ -42,6 +42,9 @@ namespace trident {
 // Example gpt2-small, b 1, s 1024, bf16, dropout 0.1, t 1:
 // 34·786,432 + 5·12·1024² = 26,738,688 + 62,914,560 = 89,653,248 bytes.
 // Selective recompute drops the attention terms; full keeps only the block input, e·bsh.
+// Sequence parallel: the replicated terms hold S/t tokens, so everything divides by t:
+// bsh(34 + 5as/h)/t at e = 2 (Korthikanti et al. Table 2, "sequence parallelism"), 34bsh/t with
+// selective recompute, e·bsh/t with full. Example gpt2-small as above, t 2: 44,826,624 bytes.
 //
 // Tensor parallel: 2 forward all-reduces (after proj and FC2) and 2 backward all-reduces
 // (the gradients of the QKV and FC1 inputs), each of the e·bsh activation.
@@ -87,14 +90,28 @@ namespace trident {
 //            keeps the FC1 input, which is the block input, e·bsh.
 //   tp       1 forward all-reduce (after FC2), 1 backward (the FC1 input gradient), e·bsh.
 //
-// A block issues `tp_allreduces` all-reduces each way: 2 for GPT and Llama, 1 for MLP.
-LayerCost BlockCost(const LayerCostInputs& in, int tp_allreduces) {
+// A block has `tp_regions` tensor-parallel regions: 2 for GPT and Llama (attention, MLP), 1 for
+// MLP. Without sequence parallelism each issues one all-reduce of e·bsh each way. With it, each
+// is entered by an all-gather and left by a reduce-scatter in forward; in backward the output
+// gradient is gathered, the input gradient reduce-scattered, and the sharded region input
+// gathered again for the weight gradient: per region 1 all-gather + 1 reduce-scatter forward,
+// 2 all-gathers + 1 reduce-scatter backward, each of the whole e·bsh.
+LayerCost BlockCost(const LayerCostInputs& in, int tp_regions) {
   LayerCost cost;
   SetLayerParams(in, &cost);
   SetBlockFlops(in, &cost);
   cost.stashed_bytes = LayerStashBytes(in);
-  cost.output_bytes = in.ActivationBytes();
-  SetTpAllReduces(in, tp_allreduces, cost.output_bytes, tp_allreduces, cost.output_bytes, &cost);
+  cost.output_bytes = in.LocalActivationBytes();
+  const int64_t act = in.ActivationBytes();
+  if (in.SequenceParallel()) {
+    cost.tp_fwd.all_gather = TpCallsOf(in, tp_regions, act);
+    cost.tp_fwd.reduce_scatter = TpCallsOf(in, tp_regions, act);
+    cost.tp_bwd.all_gather = TpCallsOf(in, 2 * tp_regions, act);
+    cost.tp_bwd.reduce_scatter = TpCallsOf(in, tp_regions, act);
+  } else {
+    cost.tp_fwd.all_reduce = TpCallsOf(in, tp_regions, act);
+    cost.tp_bwd.all_reduce = TpCallsOf(in, tp_regions, act);
+  }
   return cost;
 }
 

@@ -28,10 +28,14 @@ int64_t CountedBytes(StashElement element, int64_t e) {
 
 int64_t LayerCostInputs::ActivationBytes() const { return e * ElementsOf(shapes.Hidden(tokens)); }
 
+int64_t LayerCostInputs::LocalActivationBytes() const {
+  return e * ElementsOf(shapes.Hidden(shapes.Local(tokens)));
+}
+
 LayerCostInputs MakeLayerCostInputs(const ModelSpec& model, LayerKind kind,
                                     const LayerShape& shape) {
   LayerCostInputs in;
-  in.shapes = MakeLayerShapes(model, kind, {shape.tp, 0});
+  in.shapes = MakeLayerShapes(model, kind, {shape.tp, 0, shape.sequence_parallel});
   in.tokens = {shape.micro_batch, shape.seq_len};
   in.e = DTypeBytes(shape.dtype);
   in.recompute = shape.recompute;
@@ -75,13 +79,9 @@ void SetBlockFlops(const LayerCostInputs& in, LayerCost* cost) {
   }
 }
 
-void SetTpAllReduces(const LayerCostInputs& in, int fwd_count, int64_t fwd_bytes, int bwd_count,
-                     int64_t bwd_bytes, LayerCost* cost) {
-  if (in.Tp() <= 1) return;
-  cost->tp_fwd_allreduces = fwd_count;
-  cost->tp_fwd_allreduce_bytes = fwd_count > 0 ? fwd_bytes : 0;
-  cost->tp_bwd_allreduces = bwd_count;
-  cost->tp_bwd_allreduce_bytes = bwd_count > 0 ? bwd_bytes : 0;
+TpCalls TpCallsOf(const LayerCostInputs& in, int count, int64_t bytes) {
+  if (in.Tp() <= 1) return {};
+  return {count, count * bytes};
 }
 
 LayerCost AnalyticLayerCost(const ModelSpec& model, LayerKind kind, const LayerShape& shape) {

@@ -17,7 +17,11 @@
 //    LM head. Per-rank figures divide the sharded parts by tp and keep replicated parts whole.
 //    Vocabulary-parallel tables hold ceil(V/tp) rows per rank (Megatron pads the vocabulary);
 //    FLOPs use V/tp, so FLOPs summed over the tp group always equal the tp = 1 figure.
-//  - With tp = 1 there is no tp group: the all-reduce counts and payloads are 0.
+//  - With tp = 1 there is no tp group: the collective counts and payloads are 0.
+//  - Sequence parallelism (LayerShape::sequence_parallel, models/layer_shapes.h) divides the
+//    residual-stream terms of the stash and the output by t, and turns each tp all-reduce of an
+//    activation into an all-gather entering a tp region and a reduce-scatter leaving it; the
+//    weight gradients gather the sharded inputs they need again.
 //  - Tied embeddings: the embedding owns and counts the shared matrix; the LM head of a tied
 //    model reports 0 params and total_params (its FLOPs are unchanged).
 //  - A generic layer (core/model_spec.h) has no shapes: every figure is 0. Its costs exist only
@@ -47,6 +51,21 @@ struct LayerShape {
   int tp = 1;               // t: tensor-parallel degree
   DType dtype = DType::kFp32;
   RecomputeMode recompute = RecomputeMode::kNone;
+  bool sequence_parallel = false;  // REQUIRES: tp > 1 and tp divides seq_len when set
+};
+
+// Calls of one tp collective: how many, and their payloads summed (each call's payload is its
+// whole buffer: the gathered tensor of an all-gather, the input of a reduce-scatter).
+struct TpCalls {
+  int count = 0;
+  int64_t bytes = 0;
+  bool operator==(const TpCalls&) const = default;
+};
+
+// The tp collectives of one pass (forward, or input plus weight gradient).
+struct TpTraffic {
+  TpCalls all_reduce, all_gather, reduce_scatter;
+  bool operator==(const TpTraffic&) const = default;
 };
 
 struct LayerCost {
@@ -59,10 +78,8 @@ struct LayerCost {
   int64_t param_bytes = 0;             // params · dtype bytes
   int64_t output_bytes = 0;            // activation handed to the next layer, per micro-batch
   int64_t stashed_bytes = 0;           // kept from forward to backward, for `recompute`
-  int64_t tp_fwd_allreduce_bytes = 0;  // payload of each forward all-reduce in the tp group
-  int tp_fwd_allreduces = 0;
-  int64_t tp_bwd_allreduce_bytes = 0;  // payload of each backward all-reduce in the tp group
-  int tp_bwd_allreduces = 0;
+  TpTraffic tp_fwd;                    // the forward's collectives in the tp group
+  TpTraffic tp_bwd;                    // the backward's (input and weight gradient)
 
   double TotalFlops() const {
     return fwd_flops + bwd_input_flops + bwd_weight_flops + recompute_flops;

@@ -21,8 +21,12 @@ struct LayerCostInputs {
   RecomputeMode recompute = RecomputeMode::kNone;
 
   int64_t Tp() const { return shapes.split.tp; }
-  // Bytes of one [b, s, h] activation, the payload of a block's tp all-reduces: e·bsh.
+  bool SequenceParallel() const { return shapes.split.sequence_parallel; }
+  // Bytes of one whole [b, s, h] activation, the payload of a block's tp collectives: e·bsh.
   int64_t ActivationBytes() const;
+  // Bytes of the [b, s, h] activation this rank's residual stream holds: e·bsh, or e·bsh/t
+  // under sequence parallelism. What a layer hands to the next.
+  int64_t LocalActivationBytes() const;
 };
 LayerCostInputs MakeLayerCostInputs(const ModelSpec& model, LayerKind kind,
                                     const LayerShape& shape);
@@ -45,12 +49,11 @@ int64_t LayerStashBytes(const LayerCostInputs& in);
 // So fwd + bwd = 3·(linear + attention): 72bsh² + 12bs²h for a GPT block with f = 4h.
 void SetBlockFlops(const LayerCostInputs& in, LayerCost* cost);
 
-// Sets the tp all-reduce counts and payloads; all zero when t = 1 (no tp group).
-void SetTpAllReduces(const LayerCostInputs& in, int fwd_count, int64_t fwd_bytes, int bwd_count,
-                     int64_t bwd_bytes, LayerCost* cost);
+// `count` calls of `bytes` each; none when t = 1 (no tp group).
+TpCalls TpCallsOf(const LayerCostInputs& in, int count, int64_t bytes);
 
 // The cost of one layer, by family.
-LayerCost BlockCost(const LayerCostInputs& in, int tp_allreduces);  // block_cost.cc
+LayerCost BlockCost(const LayerCostInputs& in, int tp_regions);     // block_cost.cc
 LayerCost EmbeddingCost(const LayerCostInputs& in);                 // vocab_layer_cost.cc
 LayerCost FinalNormCost(const LayerCostInputs& in);                 // vocab_layer_cost.cc
 LayerCost LmHeadCost(const LayerCostInputs& in);                    // vocab_layer_cost.cc

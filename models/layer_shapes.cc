@@ -56,6 +56,18 @@ const ParamShape& LayerShapes::Param(std::string_view name) const {
   return params.front();
 }
 
+TokenBlock LayerShapes::Local(const TokenBlock& tb) const {
+  if (!split.sequence_parallel) return tb;
+  TRIDENT_CHECK(tb.seq % split.tp == 0)
+      << "sequence parallelism over tp " << split.tp << " needs a sequence length divisible by "
+      << "it, got " << tb.seq;
+  return {tb.batch, tb.seq / split.tp};
+}
+
+TokenBlock LayerShapes::Gathered(const TokenBlock& local) const {
+  return split.sequence_parallel ? TokenBlock{local.batch, local.seq * split.tp} : local;
+}
+
 std::vector<int64_t> LayerShapes::Hidden(const TokenBlock& tb) const {
   return {tb.batch, tb.seq, hidden};
 }
@@ -147,6 +159,7 @@ void SetAttentionDims(const ModelSpec& model, LayerKind kind, int tp, LayerShape
 LayerShapes MakeLayerShapes(const ModelSpec& model, LayerKind kind, const RankSplit& split) {
   TRIDENT_CHECK(split.tp >= 1 && split.tp_rank >= 0 && split.tp_rank < split.tp)
       << "tp rank " << split.tp_rank << " of " << split.tp;
+  TRIDENT_CHECK(!split.sequence_parallel || split.tp > 1) << "sequence parallelism needs tp > 1";
   const std::string problem = model.TensorParallelProblem(split.tp);
   TRIDENT_CHECK(problem.empty()) << model.name << ": " << problem;
   LayerShapes s;

@@ -14,6 +14,12 @@
 // their weight's rows (output features), row-parallel ones its columns (input features);
 // vocabulary-parallel tables split rows with the padded split ceil(V/t) (the last ranks hold
 // fewer rows, possibly none), the rule of runtime/checkpoint's ShardSlice.
+//
+// Sequence parallelism (Megatron's, Korthikanti et al. 2022 §4.2.2) splits what tp leaves whole
+// along the sequence: the residual stream, the norms and dropout run on this rank's S/t tokens
+// of every sequence (rank r holds tokens [r·S/t, (r+1)·S/t) of each), and each tp region
+// (attention, MLP, LM head) is entered by an all-gather of its input along S and left by a
+// reduce-scatter. Local(tb) is the residual stream's share; the tp regions see the whole tb.
 // A context-parallel degree (splitting S) is meant to join RankSplit; it is not modelled yet.
 #pragma once
 
@@ -29,8 +35,9 @@ namespace trident {
 
 // The rank of a layer's parallel group whose shapes are wanted.
 struct RankSplit {
-  int tp = 1;       // tensor-parallel degree
-  int tp_rank = 0;  // 0 <= tp_rank < tp; rank 0 holds the most vocabulary rows
+  int tp = 1;                      // tensor-parallel degree
+  int tp_rank = 0;                 // 0 <= tp_rank < tp; rank 0 holds the most vocabulary rows
+  bool sequence_parallel = false;  // REQUIRES: tp > 1 when set
 };
 
 // The sequences of one micro-batch (on one rank).
@@ -125,7 +132,13 @@ struct LayerShapes {
   // REQUIRES: a parameter of that name exists (aborts otherwise).
   const ParamShape& Param(std::string_view name) const;
 
-  // Activation shapes of one micro-batch `tb`.
+  // The tokens of micro-batch `tb` this rank's residual stream holds: {B, S/t} under sequence
+  // parallelism (REQUIRES: t divides S), else tb.
+  TokenBlock Local(const TokenBlock& tb) const;
+  // The inverse: the micro-batch whose Local() is `local`.
+  TokenBlock Gathered(const TokenBlock& local) const;
+
+  // Activation shapes of tokens `tb` (the whole micro-batch, or Local(tb) of it).
   std::vector<int64_t> Hidden(const TokenBlock& tb) const;         // [B, S, H]
   std::vector<int64_t> Ids(const TokenBlock& tb) const;            // [B, S]
   std::vector<int64_t> Qkv(const TokenBlock& tb) const;            // [B, S, qkv_width]

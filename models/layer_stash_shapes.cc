@@ -26,26 +26,30 @@ void AddAttentionCore(const LayerShapes& s, const TokenBlock& tb, bool dropout,
 
 // GPT block: x (the block input), the two LayerNorms' statistics, x1 (LN2 input), the QKV
 // input (LN1 output), qkv, the context, the FC1 input (LN2 output), the GELU input and the FC2
-// input; with dropout the masks after proj and FC2 and the attention core's dropout.
+// input; with dropout the masks after proj and FC2 and the attention core's dropout. Under
+// sequence parallelism the residual-stream tensors (x, x1, the norms' inputs, outputs and
+// statistics, the masks) hold this rank's Local(tb) tokens: the norm outputs are kept sharded
+// and gathered again for the weight gradients (Korthikanti et al. 2022 §4.2.2).
 std::vector<StashTensor> GptBlockStash(const LayerShapes& s, const TokenBlock& tb) {
+  const TokenBlock local = s.Local(tb);
   std::vector<StashTensor> out = {
-      {"x", s.Hidden(tb), kAct, Rebuilt::kNever},
-      {"mean1", s.NormStat(tb), kStat, Rebuilt::kByFull},
-      {"rstd1", s.NormStat(tb), kStat, Rebuilt::kByFull},
-      {"x1", s.Hidden(tb), kAct, Rebuilt::kByFull},
-      {"mean2", s.NormStat(tb), kStat, Rebuilt::kByFull},
-      {"rstd2", s.NormStat(tb), kStat, Rebuilt::kByFull},
-      {"attn.in", s.Hidden(tb), kAct, Rebuilt::kByFull},
+      {"x", s.Hidden(local), kAct, Rebuilt::kNever},
+      {"mean1", s.NormStat(local), kStat, Rebuilt::kByFull},
+      {"rstd1", s.NormStat(local), kStat, Rebuilt::kByFull},
+      {"x1", s.Hidden(local), kAct, Rebuilt::kByFull},
+      {"mean2", s.NormStat(local), kStat, Rebuilt::kByFull},
+      {"rstd2", s.NormStat(local), kStat, Rebuilt::kByFull},
+      {"attn.in", s.Hidden(local), kAct, Rebuilt::kByFull},
       {"attn.qkv", s.Qkv(tb), kAct, Rebuilt::kByFull},
   };
   AddAttentionCore(s, tb, s.dropout, &out);
   out.push_back({"attn.ctx", s.Query(tb), kAct, Rebuilt::kByFull});
-  out.push_back({"ffn.in", s.Hidden(tb), kAct, Rebuilt::kByFull});
+  out.push_back({"ffn.in", s.Hidden(local), kAct, Rebuilt::kByFull});
   out.push_back({"ffn.h", s.Ffn(tb), kAct, Rebuilt::kByFull});
   out.push_back({"ffn.act", s.Ffn(tb), kAct, Rebuilt::kByFull});
   if (s.dropout) {
-    out.push_back({"attn.proj_mask", s.Hidden(tb), kMask, Rebuilt::kByFull});
-    out.push_back({"ffn.fc2_mask", s.Hidden(tb), kMask, Rebuilt::kByFull});
+    out.push_back({"attn.proj_mask", s.Hidden(local), kMask, Rebuilt::kByFull});
+    out.push_back({"ffn.fc2_mask", s.Hidden(local), kMask, Rebuilt::kByFull});
   }
   return out;
 }
@@ -53,28 +57,30 @@ std::vector<StashTensor> GptBlockStash(const LayerShapes& s, const TokenBlock& t
 // Llama block (no dropout): x, N1's rstd and output, q, k and v after RoPE, the softmax output,
 // the context, x1, N2's rstd and output, gate, up and the SwiGLU output.
 std::vector<StashTensor> LlamaBlockStash(const LayerShapes& s, const TokenBlock& tb) {
+  const TokenBlock local = s.Local(tb);
   std::vector<StashTensor> out = {
-      {"x", s.Hidden(tb), kAct, Rebuilt::kNever},
-      {"rstd1", s.NormStat(tb), kStat, Rebuilt::kByFull},
-      {"n1", s.Hidden(tb), kAct, Rebuilt::kByFull},
+      {"x", s.Hidden(local), kAct, Rebuilt::kNever},
+      {"rstd1", s.NormStat(local), kStat, Rebuilt::kByFull},
+      {"n1", s.Hidden(local), kAct, Rebuilt::kByFull},
       {"q", s.Query(tb), kAct, Rebuilt::kByFull},
       {"k", s.KeyValue(tb), kAct, Rebuilt::kByFull},
       {"v", s.KeyValue(tb), kAct, Rebuilt::kByFull},
   };
   AddAttentionCore(s, tb, false, &out);
   out.push_back({"ctx", s.Query(tb), kAct, Rebuilt::kByFull});
-  out.push_back({"x1", s.Hidden(tb), kAct, Rebuilt::kByFull});
-  out.push_back({"rstd2", s.NormStat(tb), kStat, Rebuilt::kByFull});
-  out.push_back({"n2", s.Hidden(tb), kAct, Rebuilt::kByFull});
+  out.push_back({"x1", s.Hidden(local), kAct, Rebuilt::kByFull});
+  out.push_back({"rstd2", s.NormStat(local), kStat, Rebuilt::kByFull});
+  out.push_back({"n2", s.Hidden(local), kAct, Rebuilt::kByFull});
   for (const char* name : {"gate", "up", "act"}) {
     out.push_back({name, s.Ffn(tb), kAct, Rebuilt::kByFull});
   }
   return out;
 }
 
-// MLP block (no norm, no dropout): the FC1 input (the block input), GELU input, FC2 input.
+// MLP block (no norm, no dropout): the FC1 input (the block input, sharded under sequence
+// parallelism and gathered again for the weight gradient), GELU input, FC2 input.
 std::vector<StashTensor> MlpBlockStash(const LayerShapes& s, const TokenBlock& tb) {
-  return {{"in", s.Hidden(tb), kAct, Rebuilt::kNever},
+  return {{"in", s.Hidden(s.Local(tb)), kAct, Rebuilt::kNever},
           {"h", s.Ffn(tb), kAct, Rebuilt::kByFull},
           {"act", s.Ffn(tb), kAct, Rebuilt::kByFull}};
 }
@@ -83,18 +89,22 @@ std::vector<StashTensor> MlpBlockStash(const LayerShapes& s, const TokenBlock& t
 //   embedding   this rank's token ids, int32 [B, S] (the weight gradient scatter-adds by them)
 //   final norm  its input and statistics (LayerNorm mean and rstd, or RMSNorm rstd)
 //   LM head     its input and the softmax probabilities over this rank's vocabulary rows
+// Under sequence parallelism the final norm's tensors and the head's input hold Local(tb)
+// tokens (the head gathers its input again for the weight gradient); ids and probabilities
+// cover the whole micro-batch.
 std::vector<StashTensor> VocabLayerStash(const LayerShapes& s, const TokenBlock& tb) {
+  const TokenBlock local = s.Local(tb);
   switch (s.kind) {
     case LayerKind::kEmbedding:
       return {{"local_ids", s.Ids(tb), StashElement::kTokenId, Rebuilt::kNever}};
     case LayerKind::kFinalNorm: {
-      std::vector<StashTensor> out = {{"x", s.Hidden(tb), kAct, Rebuilt::kNever}};
-      if (s.layer_norm) out.push_back({"mean", s.NormStat(tb), kStat, Rebuilt::kNever});
-      out.push_back({"rstd", s.NormStat(tb), kStat, Rebuilt::kNever});
+      std::vector<StashTensor> out = {{"x", s.Hidden(local), kAct, Rebuilt::kNever}};
+      if (s.layer_norm) out.push_back({"mean", s.NormStat(local), kStat, Rebuilt::kNever});
+      out.push_back({"rstd", s.NormStat(local), kStat, Rebuilt::kNever});
       return out;
     }
     case LayerKind::kLmHead:
-      return {{"x", s.Hidden(tb), kAct, Rebuilt::kNever},
+      return {{"x", s.Hidden(local), kAct, Rebuilt::kNever},
               {"probs", s.Logits(tb), kAct, Rebuilt::kNever}};
     default:
       return {};

@@ -1,6 +1,18 @@
 #include "models/model_cost.h"
 
 namespace trident {
+namespace {
+
+TpCalls AddTpCalls(const TpCalls& a, const TpCalls& b) {
+  return {a.count + b.count, a.bytes + b.bytes};
+}
+
+TpTraffic AddTpTraffic(const TpTraffic& a, const TpTraffic& b) {
+  return {AddTpCalls(a.all_reduce, b.all_reduce), AddTpCalls(a.all_gather, b.all_gather),
+          AddTpCalls(a.reduce_scatter, b.reduce_scatter)};
+}
+
+}  // namespace
 
 LayerCost AddLayerCosts(const LayerCost& a, const LayerCost& b) {
   LayerCost sum;
@@ -13,10 +25,8 @@ LayerCost AddLayerCosts(const LayerCost& a, const LayerCost& b) {
   sum.param_bytes = a.param_bytes + b.param_bytes;
   sum.output_bytes = a.output_bytes + b.output_bytes;
   sum.stashed_bytes = a.stashed_bytes + b.stashed_bytes;
-  sum.tp_fwd_allreduce_bytes = a.tp_fwd_allreduce_bytes + b.tp_fwd_allreduce_bytes;
-  sum.tp_fwd_allreduces = a.tp_fwd_allreduces + b.tp_fwd_allreduces;
-  sum.tp_bwd_allreduce_bytes = a.tp_bwd_allreduce_bytes + b.tp_bwd_allreduce_bytes;
-  sum.tp_bwd_allreduces = a.tp_bwd_allreduces + b.tp_bwd_allreduces;
+  sum.tp_fwd = AddTpTraffic(a.tp_fwd, b.tp_fwd);
+  sum.tp_bwd = AddTpTraffic(a.tp_bwd, b.tp_bwd);
   return sum;
 }
 

@@ -23,23 +23,32 @@ constexpr int64_t kFp32Bytes = 4;  // the loss and cross-entropy statistics are 
 //   stash    the token ids, 4·b·s bytes, which the weight gradient scatter-adds by.
 //   tp       each rank looks up the ids in its row range (zeros elsewhere); 1 forward
 //            all-reduce of e·bsh sums them. The output gradient is already whole on every
-//            rank, so backward needs none.
+//            rank, so backward needs none. Sequence parallel: a reduce-scatter instead,
+//            handing on e·bsh/t, and the weight gradient gathers the output gradient (1
+//            backward all-gather of e·bsh).
 LayerCost EmbeddingCost(const LayerCostInputs& in) {
   LayerCost cost;
   SetLayerParams(in, &cost);
   cost.stashed_bytes = LayerStashBytes(in);
-  cost.output_bytes = in.ActivationBytes();
-  SetTpAllReduces(in, 1, cost.output_bytes, 0, 0, &cost);
+  cost.output_bytes = in.LocalActivationBytes();
+  const int64_t act = in.ActivationBytes();
+  if (in.SequenceParallel()) {
+    cost.tp_fwd.reduce_scatter = TpCallsOf(in, 1, act);
+    cost.tp_bwd.all_gather = TpCallsOf(in, 1, act);
+  } else {
+    cost.tp_fwd.all_reduce = TpCallsOf(in, 1, act);
+  }
   return cost;
 }
 
 // Final LayerNorm (weight + bias, 2h) or RMSNorm (weight, h), replicated on every rank.
-// No matmul FLOPs; stashes its input e·bsh; hands on e·bsh; no tp collective.
+// No matmul FLOPs; stashes its input e·bsh; hands on e·bsh; no tp collective. Sequence
+// parallel: e·bsh/t each.
 LayerCost FinalNormCost(const LayerCostInputs& in) {
   LayerCost cost;
   SetLayerParams(in, &cost);
   cost.stashed_bytes = LayerStashBytes(in);
-  cost.output_bytes = in.ActivationBytes();
+  cost.output_bytes = in.LocalActivationBytes();
   return cost;
 }
 
@@ -57,6 +66,9 @@ LayerCost FinalNormCost(const LayerCostInputs& in) {
 //   tp       vocabulary-parallel cross-entropy all-reduces 3 fp32 statistics per token
 //            forward (max logit, sum of exponentials, target logit), each 4·b·s bytes; the
 //            input gradient is a sum over vocabulary shards, 1 backward all-reduce of e·bsh.
+//            Sequence parallel: the input (e·bsh/t in the stash) is gathered forward and
+//            again for the weight gradient (2 all-gathers of e·bsh), and the input gradient
+//            reduce-scattered instead of all-reduced.
 //   recompute  no mode changes the head: recomputation covers the blocks, and the head's
 //            stash is its input and logits whatever the mode.
 LayerCost LmHeadCost(const LayerCostInputs& in) {
@@ -71,7 +83,14 @@ LayerCost LmHeadCost(const LayerCostInputs& in) {
   cost.bwd_weight_flops = flops;
   cost.stashed_bytes = LayerStashBytes(in);
   cost.output_bytes = kFp32Bytes;
-  SetTpAllReduces(in, 3, kFp32Bytes * tokens, 1, in.ActivationBytes(), &cost);
+  cost.tp_fwd.all_reduce = TpCallsOf(in, 3, kFp32Bytes * tokens);
+  if (in.SequenceParallel()) {
+    cost.tp_fwd.all_gather = TpCallsOf(in, 1, in.ActivationBytes());
+    cost.tp_bwd.all_gather = TpCallsOf(in, 1, in.ActivationBytes());
+    cost.tp_bwd.reduce_scatter = TpCallsOf(in, 1, in.ActivationBytes());
+  } else {
+    cost.tp_bwd.all_reduce = TpCallsOf(in, 1, in.ActivationBytes());
+  }
   return cost;
 }
 

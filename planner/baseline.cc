@@ -51,6 +51,7 @@ std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework)
                                ScheduleKind::kInterleaved1F1B};
     r.constraints.recompute = {RecomputeMode::kNone, RecomputeMode::kFull};
     r.constraints.zero1 = false;
+    r.constraints.sequence_parallel = true;
     SearchRequest data_parallel = r;
     data_parallel.constraints.tp = 1;
     data_parallel.constraints.pp = 1;
@@ -60,6 +61,7 @@ std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework)
   }
   r.constraints.schedules = {ScheduleKind::k1F1B};
   r.constraints.max_virtual_stages = 1;
+  r.constraints.sequence_parallel = false;
   r.constraints.recompute = {RecomputeMode::kNone, RecomputeMode::kFull};
   SearchRequest no_pipeline = r;
   r.constraints.tp = 1;
@@ -98,6 +100,8 @@ std::string ChangedChoices(const Plan& baseline, const Plan& best) {
   compare("", ScheduleText(baseline), ScheduleText(best));
   compare("", Recompute(baseline), Recompute(best));
   compare("", baseline.zero1 ? "zero1" : "no zero1", best.zero1 ? "zero1" : "no zero1");
+  compare("", baseline.sequence_parallel ? "sequence parallelism" : "no sequence parallelism",
+          best.sequence_parallel ? "sequence parallelism" : "no sequence parallelism");
   if (baseline.stages.size() == best.stages.size()) {
     if (!SameStages(baseline, best, &PlanStage::first_layer)) changes.push_back("other stage cuts");
     if (baseline.mesh.dp == best.mesh.dp && !SameStages(baseline, best, &PlanStage::replicas)) {

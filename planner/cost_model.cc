@@ -2,23 +2,28 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 namespace trident {
 namespace {
 
-// (micro_batch, tp) pairs present in every layer of the profile.
-std::set<std::pair<int, int>> CommonKeys(const Profile& profile) {
-  std::set<std::pair<int, int>> common;
+using EntryKey = std::tuple<int, int, bool>;  // micro_batch, tp, sequence_parallel
+
+// Entry keys present in every layer of the profile.
+std::set<EntryKey> CommonKeys(const Profile& profile) {
+  std::set<EntryKey> common;
   bool first = true;
   for (const LayerProfile& layer : profile.layers) {
-    std::set<std::pair<int, int>> keys;
-    for (const ProfileEntry& e : layer.entries) keys.insert({e.micro_batch, e.tp});
+    std::set<EntryKey> keys;
+    for (const ProfileEntry& e : layer.entries) {
+      keys.insert({e.micro_batch, e.tp, e.sequence_parallel});
+    }
     if (first) {
       common = keys;
       first = false;
       continue;
     }
-    std::set<std::pair<int, int>> both;
+    std::set<EntryKey> both;
     std::set_intersection(common.begin(), common.end(), keys.begin(), keys.end(),
                           std::inserter(both, both.begin()));
     common = both;
@@ -38,7 +43,7 @@ void ScaleTimes(double factor, ProfileEntry& e) {
 ProfileCostModel::ProfileCostModel(const Profile& profile, const ClusterSpec& cluster)
     : profile_(profile), cluster_(cluster) {
   std::set<int> micro_batches, tps;
-  for (const auto& [mb, tp] : CommonKeys(profile)) {
+  for (const auto& [mb, tp, sp] : CommonKeys(profile)) {
     micro_batches.insert(mb);
     tps.insert(tp);
   }
@@ -51,10 +56,13 @@ ProfileCostModel::ProfileCostModel(const Profile& profile, const ClusterSpec& cl
   }
 }
 
-const ProfileEntry* ProfileCostModel::Layer(int index, int micro_batch, int tp) const {
+const ProfileEntry* ProfileCostModel::Layer(int index, int micro_batch, int tp,
+                                            bool sequence_parallel) const {
   if (index < 0 || index >= static_cast<int>(layer_of_.size())) return nullptr;
   for (const ProfileEntry& e : layer_of_[index]->entries) {
-    if (e.micro_batch == micro_batch && e.tp == tp) return &e;
+    if (e.micro_batch == micro_batch && e.tp == tp && e.sequence_parallel == sequence_parallel) {
+      return &e;
+    }
   }
   return nullptr;
 }

@@ -30,8 +30,10 @@ class CostModel {
   virtual ~CostModel() = default;
 
   virtual int NumLayers() const = 0;
-  // Costs of layer `index` at (micro_batch, tp) on one rank, or nullptr when unknown.
-  virtual const ProfileEntry* Layer(int index, int micro_batch, int tp) const = 0;
+  // Costs of layer `index` at (micro_batch, tp, sequence_parallel) on one rank, or nullptr
+  // when unknown.
+  virtual const ProfileEntry* Layer(int index, int micro_batch, int tp,
+                                    bool sequence_parallel) const = 0;
   // Micro-batch sizes and tp degrees for which every layer has costs, ascending.
   virtual std::vector<int> MicroBatches() const = 0;
   virtual std::vector<int> TensorParallelDegrees() const = 0;
@@ -66,7 +68,8 @@ class ProfileCostModel : public CostModel {
   ProfileCostModel(const Profile& profile, const ClusterSpec& cluster);
 
   int NumLayers() const override { return profile_.num_layers; }
-  const ProfileEntry* Layer(int index, int micro_batch, int tp) const override;
+  const ProfileEntry* Layer(int index, int micro_batch, int tp,
+                            bool sequence_parallel) const override;
   std::vector<int> MicroBatches() const override { return micro_batches_; }
   std::vector<int> TensorParallelDegrees() const override { return tps_; }
   double CollectiveMsAtLevel(Collective collective, double bytes, int group_size,

@@ -29,12 +29,13 @@ struct Config {
   RecomputeMode recompute = RecomputeMode::kNone;
   bool zero1 = false;
   int micro_batches = 1;  // over all replicas
+  bool sp = false;        // sequence parallelism in the tp group
   int PerReplica() const { return micro_batches / dp; }
-  auto Key() const { return std::tuple(tp, pp, micro_batch, schedule, v, recompute, zero1); }
+  auto Key() const { return std::tuple(tp, sp, pp, micro_batch, schedule, v, recompute, zero1); }
 };
 
 std::string Describe(const Config& c) {
-  std::string text = "tp " + std::to_string(c.tp) + ", pp " + std::to_string(c.pp) + ", dp " +
+  std::string text = "tp " + std::to_string(c.tp) + (c.sp ? " + sp" : "") + ", pp " + std::to_string(c.pp) + ", dp " +
                      std::to_string(c.dp) + ", micro-batch " + std::to_string(c.micro_batch) +
                      ", " + NameOf(ScheduleKindNames(), c.schedule);
   if (c.v > 1) text += " v " + std::to_string(c.v);
@@ -208,10 +209,10 @@ class Searcher {
  private:
   Status CheckRequest() const;
   void ForTp(int tp);
-  void ForMesh(int tp, int pp, int dp);
-  void ForReplicated(int tp, int units);
+  void ForMesh(int tp, bool sp, int pp, int dp);
+  void ForReplicated(int tp, bool sp, int units);
   void TryConfig(const Config& c, const StageCosts& sc);
-  void TryReplicated(int tp, int pp, int mb, RecomputeMode recompute, const StageCosts& sc);
+  void TryReplicated(const Config& base, const StageCosts& sc);
   void ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
                        std::vector<PlanStage> stages);
   void TrackLeastMemory(const Config& c);
@@ -221,7 +222,7 @@ class Searcher {
   void RememberEstimate(double estimate);
   void Score(const Config& c, const DpCosts& dp_costs, const StageCosts& sc,
              std::vector<PlanStage> stages);
-  const StageCosts* CostsFor(int mb, int tp, RecomputeMode recompute);
+  const StageCosts* CostsFor(int mb, int tp, bool sp, RecomputeMode recompute);
   Plan MakePlan(const Scored& scored) const;
   StatusOr<SearchResult> Rank();
   std::vector<ScheduleKind> Schedules() const;
@@ -231,7 +232,7 @@ class Searcher {
   const SearchRequest& request_;
   const SearchConstraints& constraints_;
   int64_t memory_limit_ = 0;
-  std::map<std::tuple<int, int, RecomputeMode>, std::optional<StageCosts>> stage_costs_;
+  std::map<std::tuple<int, int, bool, RecomputeMode>, std::optional<StageCosts>> stage_costs_;
   std::vector<Scored> pool_;
   std::vector<Config> infeasible_;  // for the "nothing fits" message
   // The best `rerank` estimates so far (a max-heap): a configuration whose lower bound is
@@ -271,11 +272,11 @@ Status Searcher::CheckRequest() const {
   return Status::Ok();
 }
 
-const StageCosts* Searcher::CostsFor(int mb, int tp, RecomputeMode recompute) {
-  auto key = std::tuple(mb, tp, recompute);
+const StageCosts* Searcher::CostsFor(int mb, int tp, bool sp, RecomputeMode recompute) {
+  auto key = std::tuple(mb, tp, sp, recompute);
   auto it = stage_costs_.find(key);
   if (it == stage_costs_.end()) {
-    StatusOr<StageCosts> created = StageCosts::Create(costs_, mb, tp, recompute);
+    StatusOr<StageCosts> created = StageCosts::Create(costs_, mb, tp, sp, recompute);
     it = stage_costs_.emplace(key, created.ok() ? std::optional(*created) : std::nullopt).first;
   }
   return it->second ? &*it->second : nullptr;
@@ -285,39 +286,44 @@ void Searcher::ForTp(int tp) {
   if (!Allowed(constraints_.tp, tp) || costs_.DevicesPerNode() % tp != 0) return;
   if (!request_.model.TensorParallelProblem(tp).empty() || request_.devices % tp != 0) return;
   const int units = request_.devices / tp;
-  for (int pp : Divisors(units)) {
-    if (pp > request_.model.NumLayers() || !Allowed(constraints_.pp, pp)) continue;
-    int dp = units / pp;
-    if (Allowed(constraints_.dp, dp)) ForMesh(tp, pp, dp);
-  }
-  if (constraints_.replicate_stages && !constraints_.dp && constraints_.cuts.empty() &&
-      units <= kMaxReplicatedUnits) {
-    ForReplicated(tp, units);
+  for (bool sp : {false, true}) {
+    if (tp == 1 ? sp : !Allowed(constraints_.sequence_parallel, sp)) continue;
+    for (int pp : Divisors(units)) {
+      if (pp > request_.model.NumLayers() || !Allowed(constraints_.pp, pp)) continue;
+      int dp = units / pp;
+      if (Allowed(constraints_.dp, dp)) ForMesh(tp, sp, pp, dp);
+    }
+    if (constraints_.replicate_stages && !constraints_.dp && constraints_.cuts.empty() &&
+        units <= kMaxReplicatedUnits) {
+      ForReplicated(tp, sp, units);
+    }
   }
 }
 
 // Per-stage replication: any pp from 2 to the units (it need not divide them).
-void Searcher::ForReplicated(int tp, int units) {
+void Searcher::ForReplicated(int tp, bool sp, int units) {
   for (int pp = 2; pp <= std::min(units, request_.model.NumLayers()); ++pp) {
     if (!Allowed(constraints_.pp, pp)) continue;
     for (int mb : costs_.MicroBatches()) {
       if (!Allowed(constraints_.micro_batch, mb) || request_.global_batch % mb != 0) continue;
       if (request_.global_batch / mb > Plan::kMaxMicroBatches) continue;
       for (RecomputeMode recompute : RecomputeModes()) {
-        const StageCosts* sc = CostsFor(mb, tp, recompute);
-        if (sc != nullptr) TryReplicated(tp, pp, mb, recompute, *sc);
+        const StageCosts* sc = CostsFor(mb, tp, sp, recompute);
+        Config base{tp, pp, 1, mb, 1, ScheduleKind::k1F1B, recompute, false,
+                    static_cast<int>(request_.global_batch / mb), sp};
+        if (sc != nullptr) TryReplicated(base, *sc);
       }
     }
   }
 }
 
-void Searcher::ForMesh(int tp, int pp, int dp) {
+void Searcher::ForMesh(int tp, bool sp, int pp, int dp) {
   for (int mb : costs_.MicroBatches()) {
     if (!Allowed(constraints_.micro_batch, mb) || request_.global_batch % mb != 0) continue;
     int64_t micro_batches = request_.global_batch / mb;
     if (micro_batches % dp != 0 || micro_batches > Plan::kMaxMicroBatches) continue;
     for (RecomputeMode recompute : RecomputeModes()) {
-      const StageCosts* sc = CostsFor(mb, tp, recompute);
+      const StageCosts* sc = CostsFor(mb, tp, sp, recompute);
       if (sc == nullptr) continue;
       for (ScheduleKind schedule : Schedules()) {
         if (pp == 1 && schedule != ScheduleKind::k1F1B && Schedules().size() > 1) continue;
@@ -326,8 +332,8 @@ void Searcher::ForMesh(int tp, int pp, int dp) {
         for (int v = schedule == ScheduleKind::kInterleaved1F1B ? 2 : 1; v <= max_v; ++v) {
           for (bool zero1 : {false, true}) {
             if (!Allowed(constraints_.zero1, zero1) || (zero1 && dp == 1)) continue;
-            Config c{
-                tp, pp, dp, mb, v, schedule, recompute, zero1, static_cast<int>(micro_batches)};
+            Config c{tp, pp,        dp,    mb, v, schedule, recompute,
+                     zero1, static_cast<int>(micro_batches), sp};
             TryConfig(c, *sc);
           }
         }
@@ -406,10 +412,9 @@ void Searcher::RememberEstimate(double estimate) {
   }
 }
 
-void Searcher::TryReplicated(int tp, int pp, int mb, RecomputeMode recompute,
-                             const StageCosts& sc) {
-  const int units = request_.devices / tp;
-  const int micro_batches = static_cast<int>(request_.global_batch / mb);
+void Searcher::TryReplicated(const Config& base, const StageCosts& sc) {
+  const int units = request_.devices / base.tp;
+  const int micro_batches = base.micro_batches;
   std::vector<int> dividing, any;
   for (int r = 1; r <= std::min(units, micro_batches); ++r) {
     any.push_back(r);
@@ -419,7 +424,8 @@ void Searcher::TryReplicated(int tp, int pp, int mb, RecomputeMode recompute,
   for (ScheduleKind schedule :
        {ScheduleKind::k1F1B, ScheduleKind::kGpipe, ScheduleKind::kZbH1, ScheduleKind::kPipeDream}) {
     if (std::find(schedules.begin(), schedules.end(), schedule) == schedules.end()) continue;
-    Config c{tp, pp, 1, mb, 1, schedule, recompute, false, micro_batches};
+    Config c = base;
+    c.schedule = schedule;
     DpCosts dp_costs(costs_, sc, c, memory_limit_);
     // Counts dividing M balance every replica's lanes; round robin (core/replica_lanes.h) also
     // takes the others, which the DP's busiest-lane costs judge only roughly, so both are
@@ -427,10 +433,10 @@ void Searcher::TryReplicated(int tp, int pp, int mb, RecomputeMode recompute,
     Partition previous;
     for (const std::vector<int>* allowed : {&dividing, &any}) {
       if (allowed == &any && schedule == ScheduleKind::kPipeDream) break;
-      Partition partition = PartitionReplicated(dp_costs, pp, units, *allowed);
+      Partition partition = PartitionReplicated(dp_costs, c.pp, units, *allowed);
       if (!partition.feasible() || partition.stages == previous.stages) continue;
       previous = partition;
-      ScoreReplicated(c, dp_costs, sc, StagesOf(partition, recompute));
+      ScoreReplicated(c, dp_costs, sc, StagesOf(partition, c.recompute));
     }
   }
 }
@@ -455,7 +461,7 @@ void Searcher::ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCos
 // For the "nothing fits" message: the least memory this configuration would need, taking the
 // fastest partition that ignores memory.
 void Searcher::TrackLeastMemory(const Config& c) {
-  const StageCosts& sc = *CostsFor(c.micro_batch, c.tp, c.recompute);
+  const StageCosts& sc = *CostsFor(c.micro_batch, c.tp, c.sp, c.recompute);
   DpCosts dp_costs(costs_, sc, c, memory_limit_);
   Partition partition = PartitionUniform(
       DpCosts(costs_, sc, c, std::numeric_limits<int64_t>::max()), c.pp * c.v, c.dp);
@@ -492,6 +498,7 @@ Plan Searcher::MakePlan(const Scored& scored) const {
   plan.num_micro_batches = c.micro_batches;
   plan.schedule = c.schedule;
   plan.zero1 = c.zero1;
+  plan.sequence_parallel = c.sp;
   plan.stages = scored.stages;
   plan.provenance.planner_version = TridentBuild();
   return plan;
@@ -501,8 +508,8 @@ auto CandidateKey(const Candidate& c) {
   const Plan& p = c.plan;
   std::vector<int> cuts;
   for (const PlanStage& st : p.stages) cuts.push_back(st.first_layer);
-  return std::tuple(c.evaluation.step_ms, c.evaluation.peak_memory_bytes, p.mesh.tp, p.mesh.pp,
-                    p.micro_batch_size, p.schedule, p.virtual_stages, p.stages.front().recompute,
+  return std::tuple(c.evaluation.step_ms, c.evaluation.peak_memory_bytes, p.mesh.tp,
+                    p.sequence_parallel, p.mesh.pp, p.micro_batch_size, p.schedule, p.virtual_stages, p.stages.front().recompute,
                     p.zero1, cuts);
 }
 

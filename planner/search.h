@@ -1,10 +1,10 @@
-// The planner's search: the outer loop over tp, pp, dp, micro-batch size, schedule (with its
-// virtual stages), recompute and ZeRO-1; for each, the partition DP (planner/partition.h)
+// The planner's search: the outer loop over tp (with or without sequence parallelism), pp, dp,
+// micro-batch size, schedule (with its virtual stages), recompute and ZeRO-1; for each, the partition DP (planner/partition.h)
 // chooses the stage cuts (and, for small meshes, per-stage replication) that minimize the
 // slowest stage subject to every position's memory; a closed-form estimate ranks them and the
 // best candidates are re-ranked by simulating their exact schedules (planner/evaluate.h).
-// Ties break deterministically: the smaller (step time, peak memory, tp, pp, micro-batch,
-// schedule, virtual stages, recompute, zero1, cuts) wins.
+// Ties break deterministically: the smaller (step time, peak memory, tp, sequence parallelism
+// (off first), pp, micro-batch, schedule, virtual stages, recompute, zero1, cuts) wins.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,8 @@ struct SearchConstraints {
                                          // whose asynchronous updates change the training)
   std::vector<RecomputeMode> recompute;  // empty: none, selective, full
   std::optional<bool> zero1;             // unset: both
+  // Sequence parallelism where tp > 1 (tp 1 never has it); unset: both.
+  std::optional<bool> sequence_parallel;
   int64_t max_memory_bytes = 0;          // 0: the device's memory
   std::vector<int> cuts;                 // first layer of each stage; only evaluated
   int max_virtual_stages = 4;

@@ -6,7 +6,7 @@
 namespace trident {
 
 StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch, int tp,
-                                        RecomputeMode recompute) {
+                                        bool sequence_parallel, RecomputeMode recompute) {
   StageCosts c;
   const int n = model.NumLayers();
   c.fwd_.assign(n + 1, 0);
@@ -18,11 +18,12 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
   c.stash_.assign(n + 1, 0);
   c.workspace_.assign(1, {});
   for (int i = 0; i < n; ++i) {
-    const ProfileEntry* e = model.Layer(i, micro_batch, tp);
+    const ProfileEntry* e = model.Layer(i, micro_batch, tp, sequence_parallel);
     if (e == nullptr) {
+      const char* sp = sequence_parallel ? " with sequence parallelism" : "";
       return NotFound("no costs for layer " + std::to_string(i) + " at micro-batch " +
-                      std::to_string(micro_batch) + ", tp " + std::to_string(tp) +
-                      "; use a profile with that micro-batch size and tp degree");
+                      std::to_string(micro_batch) + ", tp " + std::to_string(tp) + sp +
+                      "; use a profile with that micro-batch size and tp degree" + sp);
     }
     c.fwd_[i + 1] = c.fwd_[i] + e->fwd_ms;
     c.bwd_input_[i + 1] = c.bwd_input_[i] + e->bwd_input_ms + e->RecomputeMs(recompute);

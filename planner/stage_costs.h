@@ -1,4 +1,5 @@
-// StageCosts: the layer costs of one (micro-batch size, tp, recompute) configuration as prefix
+// StageCosts: the layer costs of one (micro-batch size, tp, sequence parallelism, recompute)
+// configuration as prefix
 // sums, so the cost of any contiguous range of layers is O(1). This is what the partition DP
 // and the step-time estimate read.
 #pragma once
@@ -22,9 +23,9 @@ struct RangeTimes {
 
 class StageCosts {
  public:
-  // NotFound when a layer has no costs at (micro_batch, tp).
+  // NotFound when a layer has no costs at (micro_batch, tp, sequence_parallel).
   static StatusOr<StageCosts> Create(const CostModel& model, int micro_batch, int tp,
-                                     RecomputeMode recompute);
+                                     bool sequence_parallel, RecomputeMode recompute);
 
   int NumLayers() const { return static_cast<int>(fwd_.size()) - 1; }
   // Layers [first, last], inclusive.

@@ -34,13 +34,20 @@ double GemmMs(const GemmShape& g, int64_t dtype_bytes, const DeviceRates& r) {
   return std::max(compute, bytes / r.bytes_per_ms) + r.launch_ms;
 }
 
-// Ring all-reduce over t ranks: each rank sends and receives 2(t−1)/t of the payload in
-// 2(t−1) steps. Example t 8, 6 MiB over 300 GB/s: 1.75 · 6.29 MB / 300 GB/s = 36.7 µs +
-// 14 · 3 µs latency = 78.7 µs.
-double RingAllReduceMs(int64_t bytes, int t, const DeviceRates& r) {
-  if (t <= 1 || bytes == 0) return 0;
-  double steps = 2.0 * (t - 1);
-  return steps / t * static_cast<double>(bytes) / r.link_bytes_per_ms + steps * r.link_latency_ms;
+// `calls` ring collectives over t ranks of `bytes` in all, each of `phases` halves: an
+// all-reduce is a reduce-scatter then an all-gather, each rank sending and receiving (t−1)/t of
+// the payload in t−1 steps per half. Example one all-reduce, t 8, 6 MiB over 300 GB/s:
+// 1.75 · 6.29 MB / 300 GB/s = 36.7 µs + 14 · 3 µs latency = 78.7 µs.
+double RingMs(const TpCalls& calls, int phases, int t, const DeviceRates& r) {
+  if (t <= 1 || calls.count == 0) return 0;
+  double steps = static_cast<double>(phases) * (t - 1);
+  return steps / t * static_cast<double>(calls.bytes) / r.link_bytes_per_ms +
+         steps * calls.count * r.link_latency_ms;
+}
+
+double TpTrafficMs(const TpTraffic& traffic, int t, const DeviceRates& r) {
+  return RingMs(traffic.all_reduce, 2, t, r) + RingMs(traffic.all_gather, 1, t, r) +
+         RingMs(traffic.reduce_scatter, 1, t, r);
 }
 
 struct GemmTimes {
@@ -67,11 +74,11 @@ ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape, con
   ProfileEntry e;
   e.micro_batch = static_cast<int>(shape.micro_batch);
   e.tp = shape.tp;
+  e.sequence_parallel = shape.sequence_parallel;
   e.fwd_ms = gemm.linear_ms + gemm.attention_ms + elementwise_ms +
-             cost.tp_fwd_allreduces * RingAllReduceMs(cost.tp_fwd_allreduce_bytes, shape.tp, r);
-  e.bwd_input_ms =
-      gemm.linear_ms + 2 * gemm.attention_ms + 2 * elementwise_ms +
-      cost.tp_bwd_allreduces * RingAllReduceMs(cost.tp_bwd_allreduce_bytes, shape.tp, r);
+             TpTrafficMs(cost.tp_fwd, shape.tp, r);
+  e.bwd_input_ms = gemm.linear_ms + 2 * gemm.attention_ms + 2 * elementwise_ms +
+                   TpTrafficMs(cost.tp_bwd, shape.tp, r);
   e.bwd_weight_ms = gemm.linear_ms;
   e.param_bytes = cost.param_bytes;
   e.grad_bytes = cost.params * 4;
@@ -152,6 +159,9 @@ StatusOr<Profile> AnalyticProfile(const ModelSpec& model, const ClusterSpec& clu
     for (int mb : options.micro_batches) {
       for (int tp : tps) {
         LayerShape shape{mb, p.seq_len, tp, options.dtype, RecomputeMode::kNone};
+        layer.entries.push_back(Entry(model, group.kind, shape, rates));
+        if (tp == 1 || p.seq_len % tp != 0) continue;
+        shape.sequence_parallel = true;
         layer.entries.push_back(Entry(model, group.kind, shape, rates));
       }
     }

@@ -10,8 +10,10 @@
 //  - memory-bound work (norms, softmax, GELU, residual adds, dropout, loss) as 2 × the bytes
 //    the layer stashes (every stashed tensor is written once and read back at least once),
 //    twice that in backward, at memory bandwidth;
-//  - the layer's tp all-reduces as a ring over the intra-node link (a tp group never spans
-//    nodes): 2(t−1)/t · bytes / bandwidth + 2(t−1) · latency.
+//  - the layer's tp collectives as rings over the intra-node link (a tp group never spans
+//    nodes): an all-reduce 2(t−1)/t · bytes / bandwidth + 2(t−1) · latency, an all-gather or
+//    reduce-scatter half that (the two halves of a ring all-reduce), on the critical path.
+// Every tp > 1 that divides the sequence gets a second entry with sequence parallelism.
 // Backward splits as in models/layer_cost.h: input gradient = linear GEMMs + 2 × attention
 // GEMMs, weight gradient = linear GEMMs. Selective recompute reruns the attention GEMMs and
 // their memory-bound work; full recompute reruns the forward.

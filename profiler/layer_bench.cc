@@ -107,6 +107,7 @@ class Bench {
   void Prime();
   const std::vector<RecomputeMode>& modes() const { return modes_; }
   int tp() const { return tp_comm_ == nullptr ? 1 : tp_comm_->Size(); }
+  bool sequence_parallel() const { return setup_.sequence_parallel && tp() > 1; }
   int tp_rank() const { return tp_comm_ == nullptr ? 0 : tp_comm_->Rank(); }
 
  private:
@@ -151,7 +152,9 @@ Bench::Bench(const ModelSpec& model, const LayerBenchSetup& setup)
 
 void Bench::SetMicroBatch(int micro_batch) {
   micro_batch_ = micro_batch;
-  activation_shape_ = {micro_batch, setup_.seq_len, model_.hidden};
+  // The layer's input and output: this rank's S/t tokens under sequence parallelism.
+  const int64_t seq = sequence_parallel() ? setup_.seq_len / tp() : setup_.seq_len;
+  activation_shape_ = {micro_batch, seq, model_.hidden};
   std::mt19937 rng(kInputSeed);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(model_.vocab_size - 1));
@@ -177,6 +180,7 @@ LayerContext Bench::Context(RecomputeMode mode) {
   c.seed = kInitSeed;
   c.layer_index = FirstIndexOf(model_, setup_.kind);
   c.recompute = mode;
+  c.sequence_parallel = sequence_parallel();
   if (setup_.kind == LayerKind::kLmHead && model_.tied_embeddings) {
     c.tied_weight = &tied_table_VlH_;
     c.tied_weight_grad = &tied_grad_VlH_;
@@ -424,6 +428,7 @@ StatusOr<std::unique_ptr<LayerBench>> LayerBench::Create(const ModelSpec& model,
                                                          const LayerBenchSetup& setup) {
   auto impl = std::make_unique<Impl>(model, setup);
   impl->built.tp = impl->bench.tp();
+  impl->built.sequence_parallel = impl->bench.sequence_parallel();
   TRIDENT_RETURN_IF_ERROR(impl->bench.Build(&impl->built));
   return std::unique_ptr<LayerBench>(new LayerBench(std::move(impl)));
 }

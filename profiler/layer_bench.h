@@ -54,6 +54,8 @@ struct LayerBenchSetup {
   // The whole job, when several tp groups measure at once (see above). nullptr: no job.
   Comm* world = nullptr;
   TimingClock clock = TimingClock::kWall;
+  // Megatron's sequence parallelism in the tp group. REQUIRES: the group's size divides seq_len.
+  bool sequence_parallel = false;
 };
 
 struct LayerMeasurement {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "core/version.h"
 
@@ -61,7 +62,8 @@ void AddLayers(const ModelSpec& model, std::map<LayerKind, std::vector<ProfileEn
   for (const LayerGroup& group : model.layers) {
     std::vector<ProfileEntry>& mine = entries[group.kind];
     std::sort(mine.begin(), mine.end(), [](const ProfileEntry& a, const ProfileEntry& b) {
-      return std::pair(a.micro_batch, a.tp) < std::pair(b.micro_batch, b.tp);
+      return std::tuple(a.micro_batch, a.tp, a.sequence_parallel) <
+             std::tuple(b.micro_batch, b.tp, b.sequence_parallel);
     });
     p->layers.push_back({first, group.repeat, group.kind, mine});
     first += group.repeat;
@@ -113,12 +115,15 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
   std::vector<Measurement> measurements;
   for (int tp : options.tps) {
     TRIDENT_ASSIGN_OR_RETURN(groups.emplace_back(), TpGroup(world, tp));
-    for (LayerKind kind : DistinctKinds(model)) {
-      LayerBenchSetup setup{kind,  profile.seq_len, &compute, groups.back().get(),
-                            world, options.clock};
-      TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<LayerBench> bench,
-                               LayerBench::Create(runnable, setup));
-      measurements.push_back({kind, tp, std::move(bench)});
+    for (bool sp : {false, true}) {
+      if (sp && (tp == 1 || profile.seq_len % tp != 0)) continue;
+      for (LayerKind kind : DistinctKinds(model)) {
+        LayerBenchSetup setup{kind,  profile.seq_len, &compute,     groups.back().get(),
+                              world, options.clock,   /*sp=*/sp};
+        TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<LayerBench> bench,
+                                 LayerBench::Create(runnable, setup));
+        measurements.push_back({kind, tp, std::move(bench)});
+      }
     }
   }
   TRIDENT_RETURN_IF_ERROR(TakeTurns(measurements, options, progress));

@@ -2,8 +2,8 @@
 // runtime's own layers and CPU backend (`trident profile MODEL --device cpu`).
 //
 // Each distinct layer kind is measured once (the transformer blocks of a model are identical,
-// so one block stands for all of them) at every requested (micro-batch size, tp degree); the
-// profile then lists the model's layer groups in order, each with its kind's entries, so the
+// so one block stands for all of them) at every requested (micro-batch size, tp degree), and
+// for each tp > 1 dividing the sequence also with sequence parallelism; the profile then lists the model's layer groups in order, each with its kind's entries, so the
 // entries cover every layer exactly once, as an analytic profile does. How one measurement
 // runs, and what each figure means: layer_bench.h; when it stops repeating: repeat_policy.h.
 //

@@ -3,9 +3,10 @@
 //   per sequence b and head i (one strided-batched GEMM over the heads, no permutes):
 //     P_i = causal-softmax(Q_i·K_iᵀ / √D)        [S, S]
 //     C_i = P_i·V_i                              [S, D], written at columns i·D of ctx_BSHl
-//   out = all-reduce(ctx·Wprojᵀ) + bproj          (row-parallel)
-// Backward: dC = dout·Wproj; dP_i = dC_i·V_iᵀ; dV_i = P_iᵀ·dC_i; dS = softmax'(dP);
-//   dQ_i = dS_i·K_i / √D; dK_i = dS_iᵀ·Q_i / √D; din = all-reduce(dqkv·Wqkv).
+//   out = reduce(ctx·Wprojᵀ) + bproj              (row-parallel)
+// Backward: dout' = gather(dout); dC = dout'·Wproj; dP_i = dC_i·V_iᵀ; dV_i = P_iᵀ·dC_i;
+//   dS = softmax'(dP); dQ_i = dS_i·K_i / √D; dK_i = dS_iᵀ·Q_i / √D; din = reduce(dqkv·Wqkv).
+// qkv's input is gather(in); gather and reduce as in ffn.cc.
 #include <cmath>
 
 #include "runtime/layers/block_parts.h"
@@ -22,10 +23,15 @@ struct Heads {
   int64_t head_stride = 0;              // 3D: from one head's q to the next's, in qkv
 };
 
-Heads HeadsOf(const LayerShapes& shapes, const Tensor& in_BSH) {
+// The whole micro-batch of the stashed input (this rank's share under sequence parallelism).
+TokenBlock WholeTokens(const LayerShapes& shapes, const Tensor& in_BSH) {
   TRIDENT_CHECK(in_BSH.rank() == 3)
       << "attention input must be [B, S, H], got " << in_BSH.ToString();
-  const TokenBlock tb = TokensOf(in_BSH);
+  return shapes.Gathered(TokensOf(in_BSH));
+}
+
+Heads HeadsOf(const LayerShapes& shapes, const Tensor& in_BSH) {
+  const TokenBlock tb = WholeTokens(shapes, in_BSH);
   return {tb.batch,       tb.seq,           shapes.heads,          shapes.head_dim,
           shapes.q_width, shapes.qkv_width, shapes.qkv_head_stride};
 }
@@ -51,7 +57,7 @@ void HeadGemm(Compute& compute, const Heads& g, bool trans_a, bool trans_b, floa
 float Scale(const Heads& g) { return 1.0f / std::sqrt(static_cast<float>(g.d)); }
 
 void ComputeProbs(Compute& compute, const LayerShapes& shapes, const Heads& g, AttentionStash& st) {
-  st.probs_BAlSS = compute.Allocate(shapes.Scores(TokensOf(st.in_BSH)));
+  st.probs_BAlSS = compute.Allocate(shapes.Scores(WholeTokens(shapes, st.in_BSH)));
   for (int64_t b = 0; b < g.b; ++b) {
     HeadGemm(compute, g, false, true, Scale(g), QkvLayout(g, b, 0), QkvLayout(g, b, 1),
              ScoreLayout(g, b), st.qkv_BS3Hl, st.qkv_BS3Hl, st.probs_BAlSS);
@@ -61,7 +67,7 @@ void ComputeProbs(Compute& compute, const LayerShapes& shapes, const Heads& g, A
 
 void ComputeContext(Compute& compute, const LayerShapes& shapes, const Heads& g,
                     AttentionStash& st) {
-  st.ctx_BSHl = compute.Allocate(shapes.Query(TokensOf(st.in_BSH)));
+  st.ctx_BSHl = compute.Allocate(shapes.Query(WholeTokens(shapes, st.in_BSH)));
   for (int64_t b = 0; b < g.b; ++b) {
     HeadGemm(compute, g, false, false, 1.0f, ScoreLayout(g, b), QkvLayout(g, b, 2), CtxLayout(g, b),
              st.probs_BAlSS, st.qkv_BS3Hl, st.ctx_BSHl);
@@ -114,8 +120,9 @@ void AttentionRecompute(const LayerContext& context, const LayerShapes& shapes, 
   const Heads g = HeadsOf(shapes, stash.in_BSH);
   const bool full = !stash.qkv_BS3Hl.defined();
   if (full) {
-    stash.qkv_BS3Hl = compute.Allocate(shapes.Qkv(TokensOf(stash.in_BSH)));
-    LinearForward(compute, stash.in_BSH, p.qkv_weight.value, &p.qkv_bias.value, stash.qkv_BS3Hl);
+    const Tensor in_BSH = TpGatherKept(context, stash.in_BSH);
+    stash.qkv_BS3Hl = compute.Allocate(shapes.Qkv(TokensOf(in_BSH)));
+    LinearForward(compute, in_BSH, p.qkv_weight.value, &p.qkv_bias.value, stash.qkv_BS3Hl);
   }
   if (!stash.probs_BAlSS.defined()) ComputeProbs(compute, shapes, g, stash);
   if (full) ComputeContext(compute, shapes, g, stash);
@@ -125,17 +132,18 @@ Tensor AttentionForward(const LayerContext& context, const LayerShapes& shapes, 
                         Tensor in_BSH, AttentionStash& stash) {
   stash.in_BSH = std::move(in_BSH);
   AttentionRecompute(context, shapes, p, stash);
-  Tensor out_BSH = context.compute->Allocate(stash.in_BSH.shape());
-  LinearForward(*context.compute, stash.ctx_BSHl, p.proj_weight.value, nullptr, out_BSH);
-  TpAllReduce(context, out_BSH);
+  Tensor partial_BSH = context.compute->Allocate(shapes.Hidden(TokensOf(stash.ctx_BSHl)));
+  LinearForward(*context.compute, stash.ctx_BSHl, p.proj_weight.value, nullptr, partial_BSH);
+  Tensor out_BSH = TpReduce(context, std::move(partial_BSH));
   context.compute->AddBias(p.proj_bias.value, out_BSH);
   return out_BSH;
 }
 
 Tensor AttentionBackwardInput(const LayerContext& context, const LayerShapes& shapes,
-                              AttentionParams& p, AttentionStash& stash, Tensor dout_BSH) {
+                              AttentionParams& p, AttentionStash& stash, Tensor dout_local) {
   Compute& compute = *context.compute;
   const Heads g = HeadsOf(shapes, stash.in_BSH);
+  Tensor dout_BSH = TpGather(context, std::move(dout_local));
   Tensor dctx_BSHl = compute.Allocate(stash.ctx_BSHl.shape());
   LinearBackwardInput(compute, dout_BSH, p.proj_weight.value, dctx_BSHl);
   Tensor dqkv_BS3Hl = compute.Allocate(stash.qkv_BS3Hl.shape());
@@ -145,12 +153,11 @@ Tensor AttentionBackwardInput(const LayerContext& context, const LayerShapes& sh
   ScoreBackward(compute, g, stash, dscores_BAlSS, dqkv_BS3Hl);
   stash.probs_BAlSS = Tensor();
   stash.qkv_BS3Hl = Tensor();
-  Tensor din_BSH = compute.Allocate(stash.in_BSH.shape());
+  Tensor din_BSH = compute.Allocate(dout_BSH.shape());
   LinearBackwardInput(compute, dqkv_BS3Hl, p.qkv_weight.value, din_BSH);
-  TpAllReduce(context, din_BSH);
   stash.dqkv_BS3Hl = std::move(dqkv_BS3Hl);
   stash.dout_BSH = std::move(dout_BSH);
-  return din_BSH;
+  return TpReduce(context, std::move(din_BSH));
 }
 
 void AttentionBackwardWeight(const LayerContext& context, AttentionParams& p,
@@ -158,8 +165,8 @@ void AttentionBackwardWeight(const LayerContext& context, AttentionParams& p,
   Compute& compute = *context.compute;
   LinearBackwardWeight(compute, stash.ctx_BSHl, stash.dout_BSH, p.proj_weight.grad,
                        &p.proj_bias.grad);
-  LinearBackwardWeight(compute, stash.in_BSH, stash.dqkv_BS3Hl, p.qkv_weight.grad,
-                       &p.qkv_bias.grad);
+  LinearBackwardWeight(compute, TpGatherKept(context, stash.in_BSH), stash.dqkv_BS3Hl,
+                       p.qkv_weight.grad, &p.qkv_bias.grad);
   stash = AttentionStash();
 }
 

@@ -40,11 +40,11 @@ class GptBlock final : public Layer {
  public:
   GptBlock(const ModelSpec& model, const LayerShapes& shapes, const LayerContext& context)
       : context_(context), shapes_(shapes), eps_(static_cast<float>(model.norm_eps)) {
-    ln1_weight_ = MakeParameter(context, shapes.Param("ln1.weight"), InitKind::Ones());
-    ln1_bias_ = MakeParameter(context, shapes.Param("ln1.bias"), InitKind::Zeros());
+    ln1_weight_ = MakeNormParameter(context, shapes.Param("ln1.weight"), InitKind::Ones());
+    ln1_bias_ = MakeNormParameter(context, shapes.Param("ln1.bias"), InitKind::Zeros());
     attn_ = MakeAttentionParams(context, shapes, "attn.");
-    ln2_weight_ = MakeParameter(context, shapes.Param("ln2.weight"), InitKind::Ones());
-    ln2_bias_ = MakeParameter(context, shapes.Param("ln2.bias"), InitKind::Zeros());
+    ln2_weight_ = MakeNormParameter(context, shapes.Param("ln2.weight"), InitKind::Ones());
+    ln2_bias_ = MakeNormParameter(context, shapes.Param("ln2.bias"), InitKind::Zeros());
     ffn_ = MakeFfnParams(context, shapes, "mlp.");
   }
 

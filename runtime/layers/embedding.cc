@@ -1,10 +1,12 @@
 // Token (+ learned position) embedding, vocabulary-parallel. Legend in layer.h.
-//   x_BSH = all-reduce(token_VlH[ids − begin], 0 where ids lie outside [begin, end))
-//           + position_SH[s]                  (added after the all-reduce, once)
+//   x_BSH = reduce(token_VlH[ids − begin], 0 where ids lie outside [begin, end))
+//           + position_SH[s]                  (added after the reduce, once)
 // Rank r holds the token rows of its VocabShard (models/layer_shapes.h: Megatron's padded
-// split, as ShardSlice cuts the table). The output
-// gradient is whole on every rank, so backward needs no collective; the weight gradient
-// scatter-adds it into the local rows. Stash: the local ids, 4·B·S bytes (as the cost model).
+// split, as ShardSlice cuts the table). reduce is TpReduce (layer_ops.h): an all-reduce, or
+// under sequence parallelism a reduce-scatter to this rank's S/t tokens (positions from
+// tp_rank·S/t). The weight gradient gathers the output gradient (TpGatherKept: nothing to do
+// without sequence parallelism) and scatter-adds it into the local rows. Stash: the local ids,
+// 4·B·S bytes (as the cost model).
 #include <span>
 #include <vector>
 
@@ -44,7 +46,7 @@ class Embedding final : public Layer {
       Tensor row = RowOf(x_BSH, n);
       compute.Fill(0.0f, row);
     }
-    TpAllReduce(context_, x_BSH);
+    x_BSH = TpReduce(context_, std::move(x_BSH));
     if (position_.value.defined()) AddPositions(x_BSH);
     stashes_.Put(micro_batch, std::move(stash));
     return x_BSH;
@@ -58,15 +60,16 @@ class Embedding final : public Layer {
   void BackwardWeight(int micro_batch) override {
     Compute& compute = *context_.compute;
     EmbeddingStash& st = stashes_.Get(micro_batch);
+    Tensor dy_BSH = TpGatherKept(context_, st.dy_BSH);
     if (position_.value.defined()) {
-      Tensor positions_BS = PositionIds(TokensOf(st.dy_BSH));
-      compute.EmbeddingBackward(positions_BS, st.dy_BSH, position_.grad);
+      Tensor positions_BS = PositionIds(TokensOf(dy_BSH), 0);
+      compute.EmbeddingBackward(positions_BS, dy_BSH, position_.grad);
     }
     for (int64_t n : st.masked_tokens) {
-      Tensor row = RowOf(st.dy_BSH, n);
+      Tensor row = RowOf(dy_BSH, n);
       compute.Fill(0.0f, row);
     }
-    compute.EmbeddingBackward(st.local_ids_BS, st.dy_BSH, token_.grad);
+    compute.EmbeddingBackward(st.local_ids_BS, dy_BSH, token_.grad);
     stashes_.Erase(micro_batch);
   }
 
@@ -101,12 +104,15 @@ class Embedding final : public Layer {
     return stash;
   }
 
-  // [B, S] int32 holding s in column s.
-  Tensor PositionIds(const TokenBlock& tb) {
-    TRIDENT_CHECK(tb.seq <= position_.value.dim(0))
-        << "sequence of " << tb.seq << " tokens exceeds max_seq_len " << position_.value.dim(0);
+  // [B, S] int32 holding first + s in column s.
+  Tensor PositionIds(const TokenBlock& tb, int64_t first) {
+    TRIDENT_CHECK(first + tb.seq <= position_.value.dim(0))
+        << "sequence of " << first + tb.seq << " tokens exceeds max_seq_len "
+        << position_.value.dim(0);
     std::vector<int32_t> ids(static_cast<size_t>(tb.Tokens()));
-    for (size_t n = 0; n < ids.size(); ++n) ids[n] = static_cast<int32_t>(n % tb.seq);
+    for (size_t n = 0; n < ids.size(); ++n) {
+      ids[n] = static_cast<int32_t>(first + static_cast<int64_t>(n) % tb.seq);
+    }
     Tensor positions_BS = context_.compute->Allocate(shapes_.Ids(tb), ElementType::kInt32);
     context_.compute->CopyFromHost(std::span<const int32_t>(ids), positions_BS);
     return positions_BS;
@@ -114,7 +120,9 @@ class Embedding final : public Layer {
 
   void AddPositions(Tensor& x_BSH) {
     Compute& compute = *context_.compute;
-    Tensor positions_BS = PositionIds(TokensOf(x_BSH));
+    const TokenBlock tb = TokensOf(x_BSH);
+    const int64_t first = context_.sequence_parallel ? context_.tp_rank * tb.seq : 0;
+    Tensor positions_BS = PositionIds(tb, first);
     Tensor pos_BSH = compute.Allocate(x_BSH.shape());
     compute.Embedding(positions_BS, position_.value, pos_BSH);
     compute.Add(x_BSH, pos_BSH, x_BSH);

@@ -7,7 +7,9 @@
 //               logits' gradient (e·B·S·V), as the cost model; targets are the caller's.
 // Under tp > 1 the head is vocabulary-parallel (rank r holds the rows of its VocabShard of W and
 // those logit columns) and its loss is vocab_parallel_loss.cc's; the input gradient is
-// all-reduced. A tied head uses LayerContext::tied_weight and holds no parameters (layer.h).
+// all-reduced. Under sequence parallelism the final norm runs on this rank's S/t tokens, the
+// head gathers its input (TpGather; again for the weight gradient, as it stashes its share)
+// and reduce-scatters the input gradient (TpReduce). A tied head uses LayerContext::tied_weight and holds no parameters (layer.h).
 #include <span>
 #include <vector>
 
@@ -26,8 +28,10 @@ class FinalNorm final : public Layer {
  public:
   FinalNorm(const ModelSpec& model, const LayerShapes& shapes, const LayerContext& context)
       : context_(context), shapes_(shapes), eps_(static_cast<float>(model.norm_eps)) {
-    weight_ = MakeParameter(context, shapes.Param("weight"), InitKind::Ones());
-    if (shapes.layer_norm) bias_ = MakeParameter(context, shapes.Param("bias"), InitKind::Zeros());
+    weight_ = MakeNormParameter(context, shapes.Param("weight"), InitKind::Ones());
+    if (shapes.layer_norm) {
+      bias_ = MakeNormParameter(context, shapes.Param("bias"), InitKind::Zeros());
+    }
   }
 
   Tensor Forward(int micro_batch, Tensor x_BSH, const Tensor* /*targets*/) override {
@@ -117,8 +121,9 @@ class LmHead final : public Layer {
     TRIDENT_CHECK(targets_BS != nullptr) << "the LM head needs targets";
     HeadStash st;
     st.targets_BS = targets_BS;
-    st.probs_BSV = compute.Allocate(shapes_.Logits(TokensOf(x_BSH)));
-    LinearForward(compute, x_BSH, *weight_, nullptr, st.probs_BSV);
+    const Tensor whole_BSH = TpGatherKept(context_, x_BSH);
+    st.probs_BSV = compute.Allocate(shapes_.Logits(TokensOf(whole_BSH)));
+    LinearForward(compute, whole_BSH, *weight_, nullptr, st.probs_BSV);
     Tensor loss_1 = compute.Allocate({1});
     if (context_.tp_size == 1) {
       compute.CrossEntropy(st.probs_BSV, *targets_BS, st.probs_BSV, loss_1);
@@ -143,15 +148,15 @@ class LmHead final : public Layer {
       VocabParallelCrossEntropyBackward(context_, *st.targets_BS, shapes_.vocab_shard, dloss,
                                         st.probs_BSV);
     }
-    Tensor dx_BSH = compute.Allocate(st.x_BSH.shape());
+    Tensor dx_BSH = compute.Allocate(shapes_.Hidden(TokensOf(st.probs_BSV)));
     LinearBackwardInput(compute, st.probs_BSV, *weight_, dx_BSH);
-    TpAllReduce(context_, dx_BSH);
-    return dx_BSH;
+    return TpReduce(context_, std::move(dx_BSH));
   }
 
   void BackwardWeight(int micro_batch) override {
     HeadStash& st = stashes_.Get(micro_batch);
-    LinearBackwardWeight(*context_.compute, st.x_BSH, st.probs_BSV, *weight_grad_, nullptr);
+    LinearBackwardWeight(*context_.compute, TpGatherKept(context_, st.x_BSH), st.probs_BSV,
+                         *weight_grad_, nullptr);
     stashes_.Erase(micro_batch);
   }
 

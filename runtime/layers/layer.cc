@@ -18,6 +18,8 @@ void CheckContext(const ModelSpec& model, const LayerContext& context) {
         << "tp_comm is rank " << context.tp_comm->Rank() << " of " << context.tp_comm->Size()
         << " but the context says " << context.tp_rank << " of " << context.tp_size;
   }
+  TRIDENT_CHECK(!context.sequence_parallel || context.tp_size > 1)
+      << "sequence parallelism needs a tp group of 2 or more";
   TRIDENT_CHECK(model.dropout == 0) << model.name << ": dropout " << model.dropout
                                     << " is not implemented by the layers; set dropout: 0";
 }
@@ -27,7 +29,8 @@ void CheckContext(const ModelSpec& model, const LayerContext& context) {
 std::unique_ptr<Layer> MakeLayer(const ModelSpec& model, LayerKind kind,
                                  const LayerContext& context) {
   CheckContext(model, context);
-  const LayerShapes shapes = MakeLayerShapes(model, kind, {context.tp_size, context.tp_rank});
+  const LayerShapes shapes =
+      MakeLayerShapes(model, kind, {context.tp_size, context.tp_rank, context.sequence_parallel});
   switch (kind) {
     case LayerKind::kEmbedding:
       return MakeEmbedding(model, shapes, context);

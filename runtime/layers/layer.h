@@ -79,6 +79,9 @@ struct LayerContext {
   uint64_t seed = 0;           // the model's initialization seed
   int layer_index = 0;         // index in ModelSpec::ExpandLayers(); keys the initializer
   RecomputeMode recompute = RecomputeMode::kNone;
+  // Megatron's sequence parallelism (models/layer_shapes.h): the residual stream between layers
+  // is this rank's [B, S/t, H]. REQUIRES: tp_size > 1 and t divides S when set.
+  bool sequence_parallel = false;
   // Tied LM head only: the embedding's token table [Vl, H] and its gradient (see above).
   Tensor* tied_weight = nullptr;
   Tensor* tied_weight_grad = nullptr;
@@ -91,6 +94,9 @@ struct Parameter {
   Tensor* grad = nullptr;   // same shape; accumulated by backward, zeroed by the caller
   Shape full_shape;         // of the whole tensor (all tp ranks)
   Slice slice;              // the part of full_shape this rank holds
+  // The gradient covers this rank's share of the sequence only (a norm's weight under
+  // sequence parallelism): the caller sums it over the tp group before the optimizer step.
+  bool tp_partial_grad = false;
 };
 
 class Layer {

@@ -37,6 +37,13 @@ OwnedParameter MakeParameter(const LayerContext& context, const ParamShape& shap
   return p;
 }
 
+OwnedParameter MakeNormParameter(const LayerContext& context, const ParamShape& shape,
+                                 const InitKind& init) {
+  OwnedParameter p = MakeParameter(context, shape, init);
+  p.tp_partial_grad = context.sequence_parallel;
+  return p;
+}
+
 void LinearForward(Compute& compute, const Tensor& x_NI, const Tensor& w_OI, const Tensor* bias_O,
                    Tensor& y_NO) {
   compute.Gemm(false, true, 1.0f, x_NI, w_OI, 0.0f, y_NO);
@@ -53,14 +60,82 @@ void LinearBackwardWeight(Compute& compute, const Tensor& x_NI, const Tensor& dy
   if (dbias_O != nullptr) compute.BiasGrad(dy_NO, *dbias_O);
 }
 
-void TpAllReduce(const LayerContext& context, Tensor& t) {
-  if (context.tp_comm == nullptr || context.tp_size == 1) return;
-  // Host buffers: the CPU backend's tensors live in host memory (an NCCL backend will take
-  // device pointers instead).
-  context.compute->Synchronize();
-  Status status = context.tp_comm->AllReduceSum(t.span<float>());
-  TRIDENT_CHECK(status.ok()) << "tp all-reduce of " << t.ToString() << " in layer "
+namespace {
+
+void CheckTp(const Status& status, const char* what, const Tensor& t, const LayerContext& context) {
+  TRIDENT_CHECK(status.ok()) << "tp " << what << " of " << t.ToString() << " in layer "
                              << context.layer_index << " failed: " << status.ToString();
+}
+
+// Moves the [S/t, C] blocks of `from` [outer, inner, S/t, C] to `to` [inner, outer, S/t, C]:
+// between the rank-major layout of the collectives' buffers ([t, B, ...]) and the sequence-
+// major one of the tensors ([B, t, ...] = [B, S, C]).
+void SwapBlockOrder(Compute& compute, Tensor& from, Tensor& to, int64_t outer, int64_t inner) {
+  const int64_t block = from.numel() / (outer * inner);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      Tensor src = from.View((o * inner + i) * block, {block});
+      Tensor dst = to.View((i * outer + o) * block, {block});
+      compute.Copy(src, dst);
+    }
+  }
+}
+
+bool SequenceSplit(const LayerContext& context) {
+  return context.sequence_parallel && context.tp_comm != nullptr && context.tp_size > 1;
+}
+
+}  // namespace
+
+// Host buffers on the CPU backend, device pointers on CUDA (the Comm takes what the backend
+// holds); Synchronize orders the collective after the ops that wrote the tensor.
+Tensor TpGatherKept(const LayerContext& context, Tensor& local_BSC) {
+  if (!SequenceSplit(context)) return local_BSC.View(0, local_BSC.shape());
+  Compute& compute = *context.compute;
+  const int64_t t = context.tp_size, b = local_BSC.dim(0);
+  std::vector<int64_t> whole = local_BSC.shape();
+  whole[1] *= t;
+  Tensor by_rank = compute.Allocate(whole);
+  compute.Synchronize();
+  const Tensor& send = local_BSC;
+  CheckTp(context.tp_comm->AllGather(send.span<float>(), by_rank.span<float>()), "all-gather",
+          local_BSC, context);
+  if (b == 1) return by_rank;
+  Tensor out = compute.Allocate(whole);
+  SwapBlockOrder(compute, by_rank, out, t, b);
+  return out;
+}
+
+Tensor TpGather(const LayerContext& context, Tensor local_BSC) {
+  if (!SequenceSplit(context)) return local_BSC;
+  return TpGatherKept(context, local_BSC);
+}
+
+Tensor TpReduce(const LayerContext& context, Tensor partial_BSC) {
+  if (context.tp_comm == nullptr || context.tp_size == 1) return partial_BSC;
+  Compute& compute = *context.compute;
+  if (!SequenceSplit(context)) {
+    compute.Synchronize();
+    CheckTp(context.tp_comm->AllReduceSum(partial_BSC.span<float>()), "all-reduce", partial_BSC,
+            context);
+    return partial_BSC;
+  }
+  const int64_t t = context.tp_size, b = partial_BSC.dim(0);
+  TRIDENT_CHECK(partial_BSC.dim(1) % t == 0)
+      << "sequence parallelism: tp " << t << " does not divide " << partial_BSC.ToString();
+  std::vector<int64_t> local = partial_BSC.shape();
+  local[1] /= t;
+  if (b > 1) {
+    Tensor by_rank = compute.Allocate(partial_BSC.shape());
+    SwapBlockOrder(compute, partial_BSC, by_rank, b, t);
+    partial_BSC = std::move(by_rank);
+  }
+  Tensor out = compute.Allocate(local);
+  compute.Synchronize();
+  const Tensor& send = partial_BSC;
+  CheckTp(context.tp_comm->ReduceScatterSum(send.span<float>(), out.span<float>()),
+          "reduce-scatter", partial_BSC, context);
+  return out;
 }
 
 Tensor Clone(Compute& compute, const Tensor& src) {

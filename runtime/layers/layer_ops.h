@@ -24,8 +24,9 @@ struct OwnedParameter {
   Tensor grad;
   Shape full_shape;
   Slice slice;
+  bool tp_partial_grad = false;  // see Parameter
 
-  Parameter Ref() { return {name, &value, &grad, full_shape, slice}; }
+  Parameter Ref() { return {name, &value, &grad, full_shape, slice, tp_partial_grad}; }
 };
 
 // Allocates this rank's slice (ShardSlice of shape.full along shape.axis) of the parameter and
@@ -33,6 +34,11 @@ struct OwnedParameter {
 // slice); grad is zero. Aborts unless the slice has the shape models/ gives (shape.local).
 OwnedParameter MakeParameter(const LayerContext& context, const ParamShape& shape,
                              const InitKind& init);
+
+// A norm's weight or bias: MakeParameter, its gradient partial under sequence parallelism (the
+// norm runs on this rank's tokens only; Parameter::tp_partial_grad).
+OwnedParameter MakeNormParameter(const LayerContext& context, const ParamShape& shape,
+                                 const InitKind& init);
 
 // GPT-2 initialization: weights normal(0, 0.02).
 inline InitKind WeightInit() { return InitKind::Normal(0.02); }
@@ -46,8 +52,19 @@ void LinearBackwardInput(Compute& compute, const Tensor& dy_NO, const Tensor& w_
 void LinearBackwardWeight(Compute& compute, const Tensor& x_NI, const Tensor& dy_NO, Tensor& dw_OI,
                           Tensor* dbias_O);
 
-// Sums `t` over the tp group in place; nothing for tp 1. Aborts on a failed collective.
-void TpAllReduce(const LayerContext& context, Tensor& t);
+// The two ends of a tensor-parallel region (attention, MLP, the LM head's projection), which
+// computes on the whole sequence. Aborts on a failed collective; nothing to do for tp 1.
+// Entering: the region's whole input [B, S, C] from this rank's residual-stream tensor: under
+// sequence parallelism an all-gather along S of every rank's [B, S/t, C] (rank r holds tokens
+// [r·S/t, (r+1)·S/t) of each sequence), else `local` itself. Backward of TpReduce.
+Tensor TpGather(const LayerContext& context, Tensor local_BSC);
+// The same for an input the caller keeps (a stashed one): without sequence parallelism a view
+// of `local`, valid while it lives.
+Tensor TpGatherKept(const LayerContext& context, Tensor& local_BSC);
+// Leaving: the sum over the group of every rank's partial [B, S, C], as this rank's residual-
+// stream share: under sequence parallelism a reduce-scatter along S to [B, S/t, C], else an
+// all-reduce in place. Backward of TpGather.
+Tensor TpReduce(const LayerContext& context, Tensor partial_BSC);
 
 // A copy of `src` (same shape) in a new tensor.
 Tensor Clone(Compute& compute, const Tensor& src);

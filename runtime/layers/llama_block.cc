@@ -1,6 +1,8 @@
 // The Llama block (no biases; RMSNorm weights only). Legend in layer.h and llama_parts.h.
-//   x1 = x  + all-reduce(Attn(RoPE(N1(x)·Wqᵀ), RoPE(N1(x)·Wkᵀ), N1(x)·Wvᵀ)·Woᵀ)
-//   y  = x1 + all-reduce((silu(N2(x1)·Wgᵀ) ⊙ N2(x1)·Wuᵀ)·Wdᵀ)
+//   x1 = x  + reduce(Attn(RoPE(n1·Wqᵀ), RoPE(n1·Wkᵀ), n1·Wvᵀ)·Woᵀ),  n1 = gather(N1(x))
+//   y  = x1 + reduce((silu(n2·Wgᵀ) ⊙ n2·Wuᵀ)·Wdᵀ),                 n2 = gather(N2(x1))
+// gather and reduce are TpGather and TpReduce (layer_ops.h): under sequence parallelism x, x1,
+// the norms and the stashed norm outputs hold this rank's S/t tokens of each sequence.
 // Weights [out, in]: q [H, H], k and v [K·D, H], gate and up [F, H] column-parallel (rows, so
 // whole heads and kv heads per rank); o [H, H] and down [H, F] row-parallel (columns).
 // Stash (recompute none): exactly LayerShapes::ForwardStash (models/layer_stash_shapes.cc): x,
@@ -31,12 +33,12 @@ class LlamaBlock final : public Layer {
         shapes_(shapes),
         eps_(static_cast<float>(model.norm_eps)),
         theta_(model.rope_theta) {
-    norm1_ = MakeParameter(context, shapes.Param("norm1.weight"), InitKind::Ones());
+    norm1_ = MakeNormParameter(context, shapes.Param("norm1.weight"), InitKind::Ones());
     wq_ = MakeParameter(context, shapes.Param("attn.q.weight"), WeightInit());
     wk_ = MakeParameter(context, shapes.Param("attn.k.weight"), WeightInit());
     wv_ = MakeParameter(context, shapes.Param("attn.v.weight"), WeightInit());
     wo_ = MakeParameter(context, shapes.Param("attn.o.weight"), WeightInit());
-    norm2_ = MakeParameter(context, shapes.Param("norm2.weight"), InitKind::Ones());
+    norm2_ = MakeNormParameter(context, shapes.Param("norm2.weight"), InitKind::Ones());
     wg_ = MakeParameter(context, shapes.Param("mlp.gate.weight"), WeightInit());
     wu_ = MakeParameter(context, shapes.Param("mlp.up.weight"), WeightInit());
     wd_ = MakeParameter(context, shapes.Param("mlp.down.weight"), WeightInit());
@@ -62,7 +64,7 @@ class LlamaBlock final : public Layer {
     LlamaStash& st = stashes_.Get(micro_batch);
     if (!st.x1.defined()) Run(st);  // full recompute
     if (!st.probs.defined()) {
-      st.probs = compute.Allocate(shapes_.Scores(TokensOf(st.x)));
+      st.probs = compute.Allocate(shapes_.Scores(Whole(st)));
       GqaProbs(compute, GqaOf(st), st.q, st.k, st.probs);
     }
     Tensor dx1 = Clone(compute, dy);
@@ -76,12 +78,14 @@ class LlamaBlock final : public Layer {
     Compute& compute = *context_.compute;
     LlamaStash& st = stashes_.Get(micro_batch);
     LinearBackwardWeight(compute, st.act, st.dmlp, wd_.grad, nullptr);
-    LinearBackwardWeight(compute, st.n2, st.dgate, wg_.grad, nullptr);
-    LinearBackwardWeight(compute, st.n2, st.dup, wu_.grad, nullptr);
+    const Tensor n2 = TpGatherKept(context_, st.n2);
+    LinearBackwardWeight(compute, n2, st.dgate, wg_.grad, nullptr);
+    LinearBackwardWeight(compute, n2, st.dup, wu_.grad, nullptr);
     LinearBackwardWeight(compute, st.ctx, st.dattn, wo_.grad, nullptr);
-    LinearBackwardWeight(compute, st.n1, st.dq, wq_.grad, nullptr);
-    LinearBackwardWeight(compute, st.n1, st.dk, wk_.grad, nullptr);
-    LinearBackwardWeight(compute, st.n1, st.dv, wv_.grad, nullptr);
+    const Tensor n1 = TpGatherKept(context_, st.n1);
+    LinearBackwardWeight(compute, n1, st.dq, wq_.grad, nullptr);
+    LinearBackwardWeight(compute, n1, st.dk, wk_.grad, nullptr);
+    LinearBackwardWeight(compute, n1, st.dv, wv_.grad, nullptr);
     stashes_.Erase(micro_batch);
   }
 
@@ -98,8 +102,11 @@ class LlamaBlock final : public Layer {
   int64_t StashBytes(int micro_batch) const override { return stashes_.Bytes(micro_batch); }
 
  private:
+  // The whole micro-batch (st.x holds this rank's share under sequence parallelism).
+  TokenBlock Whole(const LlamaStash& st) const { return shapes_.Gathered(TokensOf(st.x)); }
+
   GqaShape GqaOf(const LlamaStash& st) const {
-    const TokenBlock tb = TokensOf(st.x);
+    const TokenBlock tb = Whole(st);
     return {tb.batch,         tb.seq,        shapes_.heads,   shapes_.kv_heads,
             shapes_.head_dim, shapes_.group, shapes_.q_width, shapes_.kv_width};
   }
@@ -121,34 +128,37 @@ class LlamaBlock final : public Layer {
   Tensor Run(LlamaStash& st) {
     Compute& compute = *context_.compute;
     const GqaShape g = GqaOf(st);
-    const TokenBlock tb = TokensOf(st.x);
+    const TokenBlock tb = Whole(st);
     Norm(st.x, norm1_, st.n1, st.rstd1);
-    st.q = Linear(st.n1, wq_, shapes_.Query(tb));
-    st.k = Linear(st.n1, wk_, shapes_.KeyValue(tb));
-    st.v = Linear(st.n1, wv_, shapes_.KeyValue(tb));
+    Tensor n1 = TpGatherKept(context_, st.n1);
+    st.q = Linear(n1, wq_, shapes_.Query(tb));
+    st.k = Linear(n1, wk_, shapes_.KeyValue(tb));
+    st.v = Linear(n1, wv_, shapes_.KeyValue(tb));
+    n1 = Tensor();
     RopeForward(compute, MakeRopeTables(compute, shapes_.QueryHeads(tb), theta_), rotate_, st.q);
     RopeForward(compute, MakeRopeTables(compute, shapes_.KeyValueHeads(tb), theta_), rotate_, st.k);
     st.probs = compute.Allocate(shapes_.Scores(tb));
     GqaProbs(compute, g, st.q, st.k, st.probs);
     st.ctx = compute.Allocate(shapes_.Query(tb));
     GqaContext(compute, g, st.probs, st.v, st.ctx);
-    st.x1 = Linear(st.ctx, wo_, shapes_.Hidden(tb));
-    TpAllReduce(context_, st.x1);
+    st.x1 = TpReduce(context_, Linear(st.ctx, wo_, shapes_.Hidden(tb)));
     compute.Add(st.x1, st.x, st.x1);
     Norm(st.x1, norm2_, st.n2, st.rstd2);
-    st.gate = Linear(st.n2, wg_, shapes_.Ffn(tb));
-    st.up = Linear(st.n2, wu_, shapes_.Ffn(tb));
+    Tensor n2 = TpGatherKept(context_, st.n2);
+    st.gate = Linear(n2, wg_, shapes_.Ffn(tb));
+    st.up = Linear(n2, wu_, shapes_.Ffn(tb));
+    n2 = Tensor();
     st.act = compute.Allocate(shapes_.Ffn(tb));
     compute.SwiGlu(st.gate, st.up, st.act);
-    Tensor y = Linear(st.act, wd_, shapes_.Hidden(tb));
-    TpAllReduce(context_, y);
+    Tensor y = TpReduce(context_, Linear(st.act, wd_, shapes_.Hidden(tb)));
     compute.Add(y, st.x1, y);
     return y;
   }
 
   // dx1 += the MLP path's gradient (through N2); keeps what the MLP weights need.
-  void MlpBackward(LlamaStash& st, Tensor dy, Tensor& dx1) {
+  void MlpBackward(LlamaStash& st, Tensor dy_local, Tensor& dx1) {
     Compute& compute = *context_.compute;
+    Tensor dy = TpGather(context_, std::move(dy_local));
     Tensor dact = compute.Allocate(st.act.shape());
     LinearBackwardInput(compute, dy, wd_.value, dact);
     st.dgate = compute.Allocate(st.gate.shape());
@@ -156,10 +166,10 @@ class LlamaBlock final : public Layer {
     compute.SwiGluBackward(st.gate, st.up, dact, st.dgate, st.dup);
     st.gate = Tensor();
     st.up = Tensor();
-    Tensor dn2 = compute.Allocate(st.n2.shape());
+    Tensor dn2 = compute.Allocate(dy.shape());
     LinearBackwardInput(compute, st.dgate, wg_.value, dn2);
     compute.Gemm(false, false, 1.0f, st.dup, wu_.value, 1.0f, dn2);
-    TpAllReduce(context_, dn2);
+    dn2 = TpReduce(context_, std::move(dn2));
     compute.RmsNormBackward(st.x1, norm2_.value, st.rstd2, dn2, dx1, norm2_.grad);
     st.dmlp = std::move(dy);
     st.x1 = Tensor();
@@ -167,10 +177,11 @@ class LlamaBlock final : public Layer {
   }
 
   // dx += the attention path's gradient (through N1); keeps what q, k, v and o need.
-  void AttentionBackward(LlamaStash& st, Tensor dx1, Tensor& dx) {
+  void AttentionBackward(LlamaStash& st, Tensor dx1_local, Tensor& dx) {
     Compute& compute = *context_.compute;
     const GqaShape g = GqaOf(st);
-    const TokenBlock tb = TokensOf(st.x);
+    const TokenBlock tb = Whole(st);
+    Tensor dx1 = TpGather(context_, std::move(dx1_local));
     Tensor dctx = compute.Allocate(st.ctx.shape());
     LinearBackwardInput(compute, dx1, wo_.value, dctx);
     st.dq = compute.Allocate(st.q.shape());
@@ -180,11 +191,11 @@ class LlamaBlock final : public Layer {
     RopeBackward(compute, MakeRopeTables(compute, shapes_.QueryHeads(tb), theta_), rotate_, st.dq);
     RopeBackward(compute, MakeRopeTables(compute, shapes_.KeyValueHeads(tb), theta_), rotate_,
                  st.dk);
-    Tensor dn1 = compute.Allocate(st.n1.shape());
+    Tensor dn1 = compute.Allocate(dx1.shape());
     LinearBackwardInput(compute, st.dq, wq_.value, dn1);
     compute.Gemm(false, false, 1.0f, st.dk, wk_.value, 1.0f, dn1);
     compute.Gemm(false, false, 1.0f, st.dv, wv_.value, 1.0f, dn1);
-    TpAllReduce(context_, dn1);
+    dn1 = TpReduce(context_, std::move(dn1));
     compute.RmsNormBackward(st.x, norm1_.value, st.rstd1, dn1, dx, norm1_.grad);
     st.dattn = std::move(dx1);
     for (Tensor* t : {&st.x, &st.rstd1, &st.q, &st.k, &st.v, &st.probs}) *t = Tensor();

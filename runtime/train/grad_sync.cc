@@ -3,9 +3,10 @@
 namespace trident {
 
 GradSync::GradSync(Compute* compute, StageModel* model, Comm* dp_comm, Comm* tie_comm,
-                   int64_t bucket_bytes)
-    : compute_(compute), dp_comm_(dp_comm), tie_comm_(tie_comm) {
+                   Comm* tp_comm, int64_t bucket_bytes)
+    : compute_(compute), dp_comm_(dp_comm), tie_comm_(tie_comm), tp_comm_(tp_comm) {
   for (ModelParameter& p : model->parameters()) {
+    if (p.param.tp_partial_grad && tp_comm_ != nullptr) tp_partial_.push_back(p.param.grad);
     if (p.tied_copy || p.tied_source) {
       if (tie_comm_ != nullptr) tied_.push_back(p.param.grad);
       continue;
@@ -57,6 +58,10 @@ Status GradSync::Finish(std::chrono::milliseconds timeout) {
   for (Tensor* g : tied_) {
     compute_->Synchronize();
     TRIDENT_RETURN_IF_ERROR(tie_comm_->AllReduceSum(g->span<float>()));
+  }
+  for (Tensor* g : tp_partial_) {
+    compute_->Synchronize();
+    TRIDENT_RETURN_IF_ERROR(tp_comm_->AllReduceSum(g->span<float>()));
   }
   return Status::Ok();
 }

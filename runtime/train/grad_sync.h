@@ -10,6 +10,9 @@
 // 1 / M (the mean over the global batch), whatever count of micro-batches each replica ran
 // (round robin, core/replica_lanes.h).
 //
+// Sequence parallelism: a norm's weight gradient covers the rank's tokens only
+// (Parameter::tp_partial_grad), so Finish also sums those over the tp group.
+//
 // Tied embeddings split over two positions: the embedding's table and the head's copy are
 // left out of the buckets and summed instead over the tie group — every replica of the
 // embedding's position and of the head's, same tp rank — after the buckets.
@@ -28,15 +31,16 @@ namespace trident {
 
 class GradSync {
  public:
-  // `dp_comm` (nullptr when the rank has no replicas) and `tie_comm` (nullptr when the rank
-  // holds neither side of a split tie) must outlive the object, as must `model`.
-  GradSync(Compute* compute, StageModel* model, Comm* dp_comm, Comm* tie_comm,
+  // `dp_comm` (nullptr when the rank has no replicas), `tie_comm` (nullptr when the rank
+  // holds neither side of a split tie) and `tp_comm` (nullptr for tp 1) must outlive the
+  // object, as must `model`.
+  GradSync(Compute* compute, StageModel* model, Comm* dp_comm, Comm* tie_comm, Comm* tp_comm,
            int64_t bucket_bytes);
 
   // Starts the all-reduce of every bucket of `stage`.
   Status StageDone(int stage);
   // Waits for the started buckets (up to `timeout` each), writes the sums back, then sums the
-  // tied table over the tie group.
+  // tied table over the tie group and the partial gradients over the tp group.
   Status Finish(std::chrono::milliseconds timeout);
 
  private:
@@ -53,8 +57,10 @@ class GradSync {
   Compute* compute_;
   Comm* dp_comm_;
   Comm* tie_comm_;
+  Comm* tp_comm_;
   std::vector<Bucket> buckets_;
   std::vector<Tensor*> tied_;
+  std::vector<Tensor*> tp_partial_;
 };
 
 }  // namespace trident

@@ -81,7 +81,9 @@ int Interpreter::TagOf(const Action& a, bool sending) const {
 
 Tensor Interpreter::ActivationTensor() {
   const Plan& plan = layout_->plan();
-  return compute_->Allocate({plan.micro_batch_size, plan.seq_len, plan.model.hidden});
+  // Under sequence parallelism each tp rank sends and receives its S/t tokens.
+  const int64_t seq = plan.sequence_parallel ? plan.seq_len / plan.mesh.tp : plan.seq_len;
+  return compute_->Allocate({plan.micro_batch_size, seq, plan.model.hidden});
 }
 
 Status Interpreter::PostReceive(size_t index) {

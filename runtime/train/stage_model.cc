@@ -20,6 +20,7 @@ StageModel::StageModel(const JobLayout& layout, int rank, Compute* compute, Comm
   base.tp_comm = plan.mesh.tp > 1 ? tp_comm : nullptr;
   base.tp_rank = layout.rank_map().Coords(rank).tp;
   base.tp_size = plan.mesh.tp;
+  base.sequence_parallel = plan.sequence_parallel;
   base.seed = seed;
   if (tie_split_ && mine.back() == layout.LastStage()) {
     Slice rows = ShardSlice({plan.model.vocab_size, plan.model.hidden}, SliceAxis::kRows,

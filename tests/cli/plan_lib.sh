@@ -2,7 +2,8 @@
 # The gpt-tiny plan files of the CLI tests (source after testlib.sh; bash only).
 #
 #   tiny_plan NAME DEVICES DEVICES_PER_NODE DP PP TP V MICRO_BATCH MICRO_BATCHES SCHEDULE STAGE_LINES
-#       writes $WORK/NAME.yaml: gpt-tiny (tied embeddings unless $tied is false), seq 32
+#       writes $WORK/NAME.yaml: gpt-tiny (tied embeddings unless $tied is false), seq 32,
+#       sequence parallelism when $sp is true
 #   tiny_stage FIRST NUM REPLICAS RECOMPUTE     one line of STAGE_LINES
 
 tiny_plan() {
@@ -37,6 +38,7 @@ global_batch: $(($8 * $9))
 seq_len: 32
 dtype: fp32
 schedule: ${10}
+sequence_parallel: ${sp:-false}
 stages:
 ${11}
 EOF

@@ -5,8 +5,9 @@
 # 10 steps of SGD with momentum, losses and final parameters within 1e-3 relative (both fp32;
 # cuBLAS and Eigen sum in different orders, and the GPU kernels fuse multiply-adds, so the two
 # runs drift apart by rounding, far less than any wrong formula would). One GPU: the
-# single-rank plan. Two or more: pp 2 (activations and gradients through NCCL) and dp 2 (the
-# gradient all-reduce through NCCL) against the one-process CPU run. Without a GPU, or in a
+# single-rank plan. Two or more: pp 2 (activations and gradients through NCCL), dp 2 (the
+# gradient all-reduce through NCCL) and tp 2 with sequence parallelism (NCCL all-gathers and
+# reduce-scatters inside the layers) against the one-process CPU run. Without a GPU, or in a
 # build without CUDA, it prints why and exits 77 (ctest: skipped).
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
@@ -61,5 +62,9 @@ $(tiny_stage 2 3 1 none)"
   train dp2 2 cuda
   expect_rc 0 && same_as single-cpu dp2-cuda
   verdict "dp 2 on two GPUs (NCCL all-reduce): same as the CPU"
+  sp=true tiny_plan tp2_sp 2 2 1 1 2 1 2 4 1f1b "$(tiny_stage 0 5 1 none)"
+  train tp2_sp 2 cuda
+  expect_rc 0 && same_as single-cpu tp2_sp-cuda
+  verdict "tp 2 with sequence parallelism on two GPUs: same as the CPU"
 fi
 summary 2

@@ -4,7 +4,8 @@
 # trident-worker under mpirun, end to end: gpt-tiny trained for 10 steps under many plans — every
 # synchronous schedule, pp 2 and 4 with uneven cuts and mixed recompute, tp 2, dp 2, a stage
 # replicated beside one that is not, replicas {3, 1}, {2, 1, 1} and {1, 3, 1} that do not divide
-# the micro-batches (round robin), interleaved with v 2, (dp 2, pp 2, tp 2) on 8 ranks, tied
+# the micro-batches (round robin), interleaved with v 2, (dp 2, pp 2, tp 2) on 8 ranks, tp 2
+# with sequence parallelism (alone, under pp 2 with zb_h1, and in the 8-rank mesh), tied
 # embeddings split across the first and last stage — gives the losses and the final parameters of
 # the single-process run within 1e-5 relative. Then: a checkpoint resumed under another plan
 # continues the same loss curve; PipeDream with replicas trains and resumes; a killed rank ends
@@ -87,6 +88,16 @@ check_plan replicated 3 "stage 0 replicated twice beside stage 1 alone"
 plan mesh8 8 2 2 2 1 2 4 1f1b "$(stage 0 3 2 none)
 $(stage 3 2 2 full)"
 check_plan mesh8 8 "dp 2 x pp 2 x tp 2 on 8 ranks"
+
+# Sequence parallelism: tp 2 alone, under a pipeline whose zb_h1 defers the weight gradients
+# (which gather the sharded norm outputs again), and in the 8-rank mesh with the tie split.
+sp=true plan tp2_sp 2 1 1 2 1 2 4 1f1b "$(stage 0 5 1 selective)"
+check_plan tp2_sp 2 "tp 2 with sequence parallelism"
+sp=true plan pp2_tp2_sp 4 1 2 2 1 2 4 zb_h1 "$two"
+check_plan pp2_tp2_sp 4 "zb_h1, pp 2 x tp 2 with sequence parallelism"
+sp=true plan mesh8_sp 8 2 2 2 1 2 4 1f1b "$(stage 0 3 2 none)
+$(stage 3 2 2 full)"
+check_plan mesh8_sp 8 "dp 2 x pp 2 x tp 2 with sequence parallelism on 8 ranks"
 
 # Replicas that do not divide the micro-batches take them round robin (j on replica j mod r):
 # {3, 1} with 4 micro-batches gives position 0 lanes of 2, 1 and 1; {2, 1, 1} with 5 gives
@@ -191,4 +202,4 @@ else
 fi
 verdict "a killed rank ends the job within 30 s ($elapsed s)"
 
-summary 25
+summary 28

@@ -83,11 +83,11 @@ TEST(RoundTrip, ExponentsFollowADecimalPoint) {
 
 TEST(Profile, FindCoversSharedBlocks) {
   Profile profile = testing::TinyProfile();
-  ASSERT_NE(profile.Find(2, 1, 1), nullptr);
-  EXPECT_EQ(profile.Find(2, 1, 1), profile.Find(1, 1, 1));
-  EXPECT_NE(profile.Find(2, 2, 2), nullptr);
-  EXPECT_EQ(profile.Find(0, 2, 2), nullptr);
-  EXPECT_EQ(profile.Find(5, 1, 1), nullptr);
+  ASSERT_NE(profile.Find(2, 1, 1, false), nullptr);
+  EXPECT_EQ(profile.Find(2, 1, 1, false), profile.Find(1, 1, 1, false));
+  EXPECT_NE(profile.Find(2, 2, 2, false), nullptr);
+  EXPECT_EQ(profile.Find(0, 2, 2, false), nullptr);
+  EXPECT_EQ(profile.Find(5, 1, 1, false), nullptr);
 }
 
 }  // namespace

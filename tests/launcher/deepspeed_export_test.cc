@@ -86,6 +86,9 @@ TEST(DeepSpeedExportTest, TensorParallelismIsAutoTpWithoutAPipeline) {
 
 TEST(DeepSpeedExportTest, ChoicesDeepSpeedCannotExpressNameTheirField) {
   EXPECT_THAT(Inexpressible(MakePlan(Gpt(8), 2, 1, {4, 4})), ElementsAre("mesh.tp"));
+  Plan sequence_parallel = MakePlan(Gpt(8), 2, 1, {8});
+  sequence_parallel.sequence_parallel = true;
+  EXPECT_THAT(Inexpressible(sequence_parallel), ElementsAre("sequence_parallel"));
   EXPECT_THAT(Inexpressible(MakePlan(Gpt(8), 1, 1, {4, 4}, 1, ScheduleKind::kGpipe)),
               ElementsAre("schedule"));
   EXPECT_THAT(

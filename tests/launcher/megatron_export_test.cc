@@ -74,6 +74,7 @@ TEST(MegatronExportTest, GptOnOneStage) {
 TEST(MegatronExportTest, LlamaWithGqaRopeRecomputeAndZero1) {
   Plan plan = MakePlan(Llama(32), 8, 2, {8, 8, 8, 8});
   plan.zero1 = true;
+  plan.sequence_parallel = true;
   for (PlanStage& s : plan.stages) s.recompute = RecomputeMode::kFull;
   const MegatronExport out = ExportMegatron(plan);
   EXPECT_TRUE(out.inexpressible.empty());
@@ -88,7 +89,8 @@ TEST(MegatronExportTest, LlamaWithGqaRopeRecomputeAndZero1) {
   EXPECT_EQ(ValueOf(out.parallel_args, "--recompute-granularity"), "full");
   EXPECT_EQ(ValueOf(out.parallel_args, "--recompute-method"), "uniform");
   EXPECT_EQ(ValueOf(out.parallel_args, "--recompute-num-layers"), "1");
-  EXPECT_THAT((std::vector<std::string>{"--use-distributed-optimizer", "--bf16"}),
+  EXPECT_THAT((std::vector<std::string>{"--use-distributed-optimizer", "--sequence-parallel",
+                                        "--bf16"}),
               IsSubsetOf(out.parallel_args));
   EXPECT_EQ(ValueOf(out.parallel_args, "--pipeline-model-parallel-size"), "4");
   EXPECT_EQ(ValueOf(out.parallel_args, "--decoder-first-pipeline-num-layers"), "");

@@ -63,6 +63,7 @@ TEST(MegatronImportTest, ExportedPlansComeBackTheSame) {
   ExpectRoundTrip(MakePlan(Gpt(24), 2, 4, {24}));
   Plan llama = MakePlan(Llama(32), 8, 2, {9, 8, 8, 7});
   llama.zero1 = true;
+  llama.sequence_parallel = true;
   for (PlanStage& s : llama.stages) s.recompute = RecomputeMode::kFull;
   ExpectRoundTrip(llama);
   ExpectRoundTrip(MakePlan(Gpt(12), 1, 1, {2, 4, 3, 3}));

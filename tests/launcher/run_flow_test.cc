@@ -105,7 +105,9 @@ TEST(RunFlowTest, EachStepsArgvOnOneRank) {
                                                                            "--fix",
                                                                            "pp=1",
                                                                            "--schedule",
-                                                                           "1f1b"}));
+                                                                           "1f1b",
+                                                                           "--sequence-parallel",
+                                                                           "auto"}));
 }
 
 TEST(RunFlowTest, WorkerArgsCarryStepsOutputTraceAndExtras) {

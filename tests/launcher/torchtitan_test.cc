@@ -39,6 +39,7 @@ std::vector<std::string> Inexpressible(const Plan& plan) {
 Plan Runnable(int tp, int dp, std::vector<int> blocks, int v = 1,
               ScheduleKind schedule = ScheduleKind::k1F1B) {
   Plan plan = MakePlan(Llama(32), tp, dp, std::move(blocks), v, schedule);
+  plan.sequence_parallel = tp > 1;  // torchtitan's tensor parallelism always is
   if (tp > 1 || plan.mesh.pp > 1) {
     plan.dtype = DType::kFp32;
     plan.model.dtype = DType::kFp32;
@@ -139,6 +140,9 @@ TEST(TorchtitanExportTest, ChoicesTorchtitanCannotExpressNameTheirField) {
   zero1.zero1 = true;
   EXPECT_THAT(Inexpressible(zero1), ElementsAre("zero1"));
   EXPECT_THAT(Inexpressible(Runnable(2, 2, {32})), ElementsAre("mesh.dp"));
+  Plan whole_norms = Runnable(2, 1, {32});
+  whole_norms.sequence_parallel = false;
+  EXPECT_THAT(Inexpressible(whole_norms), ElementsAre("sequence_parallel"));
   EXPECT_THAT(Inexpressible(MakePlan(Llama(32), 1, 1, {16, 16})), ElementsAre("dtype"));
   EXPECT_THAT(Inexpressible(Runnable(1, 1, {16, 16}, 1, ScheduleKind::kZbH1)),
               ElementsAre("schedule"));

@@ -44,10 +44,8 @@ TEST(LayerCostTest, GptBlockByHand) {
                      .param_bytes = 3488,
                      .output_bytes = 256,
                      .stashed_bytes = 4352,
-                     .tp_fwd_allreduce_bytes = 0,
-                     .tp_fwd_allreduces = 0,
-                     .tp_bwd_allreduce_bytes = 0,
-                     .tp_bwd_allreduces = 0};
+                     .tp_fwd = {},
+                     .tp_bwd = {}};
   EXPECT_EQ(cost, expected);
 }
 
@@ -82,10 +80,8 @@ TEST(LayerCostTest, GptBlockTensorParallelByHand) {
                      .param_bytes = 1840,
                      .output_bytes = 256,
                      .stashed_bytes = 2688,
-                     .tp_fwd_allreduce_bytes = 256,
-                     .tp_fwd_allreduces = 2,
-                     .tp_bwd_allreduce_bytes = 256,
-                     .tp_bwd_allreduces = 2};
+                     .tp_fwd = AllReduces(2, 512),
+                     .tp_bwd = AllReduces(2, 512)};
   EXPECT_EQ(cost, expected);
 }
 
@@ -106,10 +102,8 @@ TEST(LayerCostTest, LlamaBlockByHand) {
                      .param_bytes = 1184,
                      .output_bytes = 128,
                      .stashed_bytes = 1792,
-                     .tp_fwd_allreduce_bytes = 0,
-                     .tp_fwd_allreduces = 0,
-                     .tp_bwd_allreduce_bytes = 0,
-                     .tp_bwd_allreduces = 0};
+                     .tp_fwd = {},
+                     .tp_bwd = {}};
   EXPECT_EQ(cost, expected);
   LayerCost selective = AnalyticLayerCost(TinyLlamaSpec(), LayerKind::kLlamaBlock,
                                           TinyShape(DType::kBf16, 1, RecomputeMode::kSelective));
@@ -142,19 +136,16 @@ TEST(LayerCostTest, MlpBlockByHand) {
                      .param_bytes = 2208,
                      .output_bytes = 256,
                      .stashed_bytes = 2304,
-                     .tp_fwd_allreduce_bytes = 0,
-                     .tp_fwd_allreduces = 0,
-                     .tp_bwd_allreduce_bytes = 0,
-                     .tp_bwd_allreduces = 0};
+                     .tp_fwd = {},
+                     .tp_bwd = {}};
   EXPECT_EQ(cost, expected);
 
   LayerCost tp2 = AnalyticLayerCost(model, LayerKind::kMlpBlock, TinyShape(DType::kFp32, 2));
   EXPECT_EQ(tp2.params, 280);
   EXPECT_EQ(tp2.fwd_flops, 4096);
   EXPECT_EQ(tp2.stashed_bytes, 1280);
-  EXPECT_EQ(tp2.tp_fwd_allreduces, 1);
-  EXPECT_EQ(tp2.tp_bwd_allreduces, 1);
-  EXPECT_EQ(tp2.tp_fwd_allreduce_bytes, 256);
+  EXPECT_EQ(tp2.tp_fwd.all_reduce, (TpCalls{1, 256}));
+  EXPECT_EQ(tp2.tp_bwd.all_reduce, (TpCalls{1, 256}));
 
   // No attention: selective changes nothing; full keeps the 256-byte input.
   EXPECT_EQ(AnalyticLayerCost(model, LayerKind::kMlpBlock,
@@ -180,10 +171,8 @@ TEST(LayerCostTest, EmbeddingByHand) {
                      .param_bytes = 512,
                      .output_bytes = 256,
                      .stashed_bytes = 32,
-                     .tp_fwd_allreduce_bytes = 0,
-                     .tp_fwd_allreduces = 0,
-                     .tp_bwd_allreduce_bytes = 0,
-                     .tp_bwd_allreduces = 0};
+                     .tp_fwd = {},
+                     .tp_bwd = {}};
   EXPECT_EQ(cost, expected);
 
   model.positions = PositionKind::kRope;  // no position table
@@ -198,10 +187,8 @@ TEST(LayerCostTest, EmbeddingPadsVocabularyOverTensorParallel) {
   LayerCost cost = AnalyticLayerCost(model, LayerKind::kEmbedding, TinyShape(DType::kFp32, 2));
   EXPECT_EQ(cost.params, 96);
   EXPECT_EQ(cost.total_params, 136);
-  EXPECT_EQ(cost.tp_fwd_allreduces, 1);
-  EXPECT_EQ(cost.tp_fwd_allreduce_bytes, 256);
-  EXPECT_EQ(cost.tp_bwd_allreduces, 0);
-  EXPECT_EQ(cost.tp_bwd_allreduce_bytes, 0);
+  EXPECT_EQ(cost.tp_fwd, AllReduces(1, 256));
+  EXPECT_EQ(cost.tp_bwd, TpTraffic{});
 }
 
 // Final norm: LayerNorm 2h = 16 params, RMSNorm h = 8; stash and output e·bsh = 256.
@@ -213,7 +200,8 @@ TEST(LayerCostTest, FinalNormByHand) {
   EXPECT_EQ(layer_norm.stashed_bytes, 256);
   EXPECT_EQ(layer_norm.output_bytes, 256);
   EXPECT_EQ(layer_norm.TotalFlops(), 0);
-  EXPECT_EQ(layer_norm.tp_fwd_allreduces + layer_norm.tp_bwd_allreduces, 0);
+  EXPECT_EQ(layer_norm.tp_fwd, TpTraffic{});
+  EXPECT_EQ(layer_norm.tp_bwd, TpTraffic{});
   LayerCost rms_norm =
       AnalyticLayerCost(TinyLlamaSpec(), LayerKind::kFinalNorm, TinyShape(DType::kFp32));
   EXPECT_EQ(rms_norm.params, 8);
@@ -233,10 +221,8 @@ TEST(LayerCostTest, LmHeadByHand) {
                      .param_bytes = 320,
                      .output_bytes = 4,
                      .stashed_bytes = 576,
-                     .tp_fwd_allreduce_bytes = 0,
-                     .tp_fwd_allreduces = 0,
-                     .tp_bwd_allreduce_bytes = 0,
-                     .tp_bwd_allreduces = 0};
+                     .tp_fwd = {},
+                     .tp_bwd = {}};
   EXPECT_EQ(cost, expected);
 }
 
@@ -256,10 +242,8 @@ TEST(LayerCostTest, LmHeadTensorParallelByHand) {
                      .param_bytes = 192,
                      .output_bytes = 4,
                      .stashed_bytes = 448,
-                     .tp_fwd_allreduce_bytes = 32,
-                     .tp_fwd_allreduces = 3,
-                     .tp_bwd_allreduce_bytes = 256,
-                     .tp_bwd_allreduces = 1};
+                     .tp_fwd = AllReduces(3, 96),
+                     .tp_bwd = AllReduces(1, 256)};
   EXPECT_EQ(cost, expected);
 }
 
@@ -307,7 +291,45 @@ TEST_P(KorthikantiTest, GptBlockStashMatchesThePaper) {
   }
 }
 
+// With sequence parallelism (Korthikanti et al. Table 2) everything divides by t:
+// (34bsh + 5abs²)/t, 34bsh/t with selective recompute, 2bsh/t with full.
+class KorthikantiSequenceParallelTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(KorthikantiSequenceParallelTest, DividesEveryTermByTp) {
+  const int64_t b = 2, s = 16, h = 64, a = 4, t = GetParam();
+  ModelSpec model = TinyGptSpec();
+  model.hidden = h;
+  model.heads = a;
+  model.kv_heads = a;
+  model.ffn_hidden = 4 * h;
+  model.dropout = 0.1;
+  LayerShape shape{.micro_batch = b,
+                   .seq_len = s,
+                   .tp = static_cast<int>(t),
+                   .dtype = DType::kBf16,
+                   .sequence_parallel = true};
+  auto cost = [&](RecomputeMode mode) {
+    shape.recompute = mode;
+    return AnalyticLayerCost(model, LayerKind::kGptBlock, shape);
+  };
+  EXPECT_EQ(cost(RecomputeMode::kNone).stashed_bytes, (34 * b * s * h + 5 * a * b * s * s) / t);
+  EXPECT_EQ(cost(RecomputeMode::kSelective).stashed_bytes, 34 * b * s * h / t);
+  EXPECT_EQ(cost(RecomputeMode::kFull).stashed_bytes, 2 * b * s * h / t);
+  // Each of the two tp regions: an all-gather in and a reduce-scatter out forward; backward
+  // gathers the output gradient and the sharded input again and reduce-scatters the input
+  // gradient. Every call moves the whole e·bsh; the output handed on is e·bsh/t.
+  const LayerCost none = cost(RecomputeMode::kNone);
+  const int64_t act = 2 * b * s * h;
+  EXPECT_EQ(none.output_bytes, act / t);
+  EXPECT_EQ(none.tp_fwd.all_reduce, TpCalls{});
+  EXPECT_EQ(none.tp_fwd.all_gather, (TpCalls{2, 2 * act}));
+  EXPECT_EQ(none.tp_fwd.reduce_scatter, (TpCalls{2, 2 * act}));
+  EXPECT_EQ(none.tp_bwd.all_gather, (TpCalls{4, 4 * act}));
+  EXPECT_EQ(none.tp_bwd.reduce_scatter, (TpCalls{2, 2 * act}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Tp, KorthikantiTest, ::testing::Values(1, 2, 4));
+INSTANTIATE_TEST_SUITE_P(Tp, KorthikantiSequenceParallelTest, ::testing::Values(2, 4));
 
 // Without dropout the two bsh masks and the abs² mask and dropout output go:
 // 34 - 2 = 32 bsh and 5 - 3 = 2 abs² (bf16, t 1).
@@ -333,6 +355,9 @@ TEST(LayerCostTest, Gpt2SmallBlock) {
   EXPECT_EQ(cost.stashed_bytes, 89653248);
   EXPECT_EQ(cost.total_params, 7087872);
   EXPECT_EQ(cost.fwd_flops, 14495514624.0 + 3221225472.0);
+  shape.tp = 2;
+  shape.sequence_parallel = true;
+  EXPECT_EQ(AnalyticLayerCost(model, LayerKind::kGptBlock, shape).stashed_bytes, 44826624);
 }
 
 // Per-rank figures over a tp group: params · t − (t − 1) · replicated = total_params (the
@@ -381,7 +406,8 @@ TEST_P(TensorParallelTest, RanksAddUpToTheWholeLayer) {
   EXPECT_EQ(rank.bwd_input_flops * t, whole.bwd_input_flops);
   EXPECT_EQ(rank.bwd_weight_flops * t, whole.bwd_weight_flops);
   EXPECT_EQ(rank.output_bytes, whole.output_bytes);
-  EXPECT_EQ(whole.tp_fwd_allreduces + whole.tp_bwd_allreduces, 0);
+  EXPECT_EQ(whole.tp_fwd, TpTraffic{});
+  EXPECT_EQ(whole.tp_bwd, TpTraffic{});
 }
 
 // h 32: GPT replicates 2 LayerNorms (4h) and 2 row-parallel biases (2h) = 6h = 192; Llama its

@@ -116,10 +116,11 @@ TEST(ModelCostTest, TensorParallelSplitsFlopsEvenly) {
 // cross-entropy statistics) forward all-reduces and 2L + 1 (head input gradient) backward.
 TEST(ModelCostTest, TensorParallelAllReduceCounts) {
   ModelCost cost = AnalyticModelCost(Gpt2SmallSpec(), Bf16Shape(1, 1024, 2));
-  EXPECT_EQ(cost.total.tp_fwd_allreduces, 1 + 2 * 12 + 3);
-  EXPECT_EQ(cost.total.tp_bwd_allreduces, 2 * 12 + 1);
+  EXPECT_EQ(cost.total.tp_fwd.all_reduce.count, 1 + 2 * 12 + 3);
+  EXPECT_EQ(cost.total.tp_bwd.all_reduce.count, 2 * 12 + 1);
   ModelCost single = AnalyticModelCost(Gpt2SmallSpec(), Bf16Shape(1, 1024, 1));
-  EXPECT_EQ(single.total.tp_fwd_allreduces + single.total.tp_bwd_allreduces, 0);
+  EXPECT_EQ(single.total.tp_fwd, TpTraffic{});
+  EXPECT_EQ(single.total.tp_bwd, TpTraffic{});
 }
 
 TEST(ModelCostTest, TotalIsTheSumOfLayers) {

@@ -86,14 +86,25 @@ inline ModelSpec TinyLlamaSpec() {
   return m;
 }
 
+// `count` all-reduces of `bytes` in all, and no other tp collective.
+inline TpTraffic AllReduces(int count, int64_t bytes) {
+  TpTraffic t;
+  t.all_reduce = {count, bytes};
+  return t;
+}
+
 // Readable failure messages for EXPECT_EQ on whole costs.
 inline void PrintTo(const LayerCost& c, std::ostream* os) {
   *os << "{fwd " << c.fwd_flops << ", bwd_input " << c.bwd_input_flops << ", bwd_weight "
       << c.bwd_weight_flops << ", recompute " << c.recompute_flops << ", params " << c.params
       << ", total_params " << c.total_params << ", param_bytes " << c.param_bytes
-      << ", output_bytes " << c.output_bytes << ", stashed_bytes " << c.stashed_bytes << ", tp_fwd "
-      << c.tp_fwd_allreduces << "x" << c.tp_fwd_allreduce_bytes << ", tp_bwd "
-      << c.tp_bwd_allreduces << "x" << c.tp_bwd_allreduce_bytes << "}";
+      << ", output_bytes " << c.output_bytes << ", stashed_bytes " << c.stashed_bytes;
+  for (const auto& [name, t] : {std::pair("tp_fwd", &c.tp_fwd), std::pair("tp_bwd", &c.tp_bwd)}) {
+    *os << ", " << name << " ar " << t->all_reduce.count << "/" << t->all_reduce.bytes << " ag "
+        << t->all_gather.count << "/" << t->all_gather.bytes << " rs " << t->reduce_scatter.count
+        << "/" << t->reduce_scatter.bytes;
+  }
+  *os << "}";
 }
 
 }  // namespace trident

@@ -32,8 +32,8 @@ TEST(AnalyticProfile, CoversEveryLayerAndValidates) {
   // gpt2-small's 12 heads admit tp 1, 2 and 4 of the 8 devices per node.
   for (int layer = 0; layer < model.NumLayers(); ++layer) {
     for (int mb : {1, 2, 4, 8}) {
-      for (int tp : {1, 2, 4}) EXPECT_NE(profile->Find(layer, mb, tp), nullptr);
-      EXPECT_EQ(profile->Find(layer, mb, 8), nullptr);
+      for (int tp : {1, 2, 4}) EXPECT_NE(profile->Find(layer, mb, tp, false), nullptr);
+      EXPECT_EQ(profile->Find(layer, mb, 8, false), nullptr);
     }
   }
 }
@@ -45,7 +45,7 @@ TEST(AnalyticProfile, LargeBlocksRunNearTheGemmEfficiency) {
   AnalyticProfileOptions options{{1}, {8}, 2048, DType::kBf16};
   StatusOr<Profile> profile = AnalyticProfile(model, LoadCluster("dgx-a100-80gb"), options);
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
-  const ProfileEntry* block = profile->Find(1, 1, 8);
+  const ProfileEntry* block = profile->Find(1, 1, 8, false);
   ASSERT_NE(block, nullptr);
   LayerCost cost = AnalyticLayerCost(model, LayerKind::kGptBlock,
                                      {1, 2048, 8, DType::kBf16, RecomputeMode::kNone});
@@ -67,8 +67,8 @@ TEST(AnalyticProfile, ThinShapesRunFarBelowPeak) {
   StatusOr<Profile> thin = AnalyticProfile(model, cluster, {{1}, {1}, 4, DType::kBf16});
   StatusOr<Profile> full = AnalyticProfile(model, cluster, {{1}, {1}, 128, DType::kBf16});
   ASSERT_TRUE(thin.ok() && full.ok());
-  double thin_ms = thin->Find(1, 1, 1)->fwd_ms;
-  double full_ms = full->Find(1, 1, 1)->fwd_ms;
+  double thin_ms = thin->Find(1, 1, 1, false)->fwd_ms;
+  double full_ms = full->Find(1, 1, 1, false)->fwd_ms;
   EXPECT_GT(thin_ms, 0.5 * full_ms);  // 32x fewer tokens, not 32x less time
 }
 
@@ -77,7 +77,7 @@ TEST(AnalyticProfile, MemoryFollowsTheMixedPrecisionRule) {
   StatusOr<Profile> profile =
       AnalyticProfile(model, LoadCluster("dgx-a100-80gb"), {{1}, {1}, 1024, DType::kBf16});
   ASSERT_TRUE(profile.ok());
-  const ProfileEntry* block = profile->Find(1, 1, 1);
+  const ProfileEntry* block = profile->Find(1, 1, 1, false);
   EXPECT_EQ(block->param_bytes, 7087872 * 2);
   EXPECT_EQ(block->grad_bytes, 7087872 * 4);
   EXPECT_EQ(block->optimizer_bytes, 7087872 * 12);
