@@ -84,7 +84,7 @@ FieldCheck CheckMesh(const Plan& p) {
   }
   if (p.sequence_parallel && p.mesh.tp == 1) {
     return FieldError{"sequence_parallel", "needs tp > 1: it splits what tp leaves whole",
-                      "set it to false, or plan with --tp 2 or more"};
+                      "set it to false, or plan with --fix tp=2 or more"};
   }
   if (p.sequence_parallel && p.seq_len % p.mesh.tp != 0) {
     return FieldError{"sequence_parallel",

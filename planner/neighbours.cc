@@ -45,6 +45,11 @@ void AddOtherModes(const Plan& plan, std::vector<Neighbour>* out) {
     Add(plan, out, plan.zero1 ? "without zero1" : "with zero1",
         [z = !plan.zero1](SearchConstraints& c) { c.zero1 = z; });
   }
+  if (plan.mesh.tp > 1) {
+    Add(plan, out,
+        plan.sequence_parallel ? "without sequence parallelism" : "with sequence parallelism",
+        [sp = !plan.sequence_parallel](SearchConstraints& c) { c.sequence_parallel = sp; });
+  }
 }
 
 NeighbourOutcome Replan(const CostModel& costs, const Neighbour& neighbour, double plan_step_ms) {
@@ -72,6 +77,7 @@ SearchRequest FixedChoicesRequest(const Plan& plan) {
   c.micro_batch = plan.micro_batch_size;
   c.schedules = {plan.schedule};
   c.recompute = {plan.stages.front().recompute};
+  if (plan.mesh.tp > 1) c.sequence_parallel = plan.sequence_parallel;
   c.max_virtual_stages = std::max(plan.virtual_stages, 2);
   return request;
 }

@@ -202,4 +202,32 @@ run "$bin" profile "$tiny" --cluster "$cpu"
 expect_rc 2 && expect_in err "pass --analytic"
 verdict "profile without --analytic says what is available"
 
-summary 32
+# Sequence parallelism: planned for tp > 1, simulated from the plan's field, refused without tp.
+llama8b=$configs/models/llama3-8b.yaml
+h100=$configs/clusters/dgx-h100.yaml
+run "$bin" plan --model "$llama8b" --cluster "$h100" --devices 64 --global-batch 512 \
+  --seq 8192 --fix tp=8 --sequence-parallel on -o "$WORK/sp.yaml" --json
+expect_rc 0 && expect_json "d['best']['sequence_parallel'] and d['best']['mesh']['tp'] == 8" &&
+  grep -q '^sequence_parallel: true$' "$WORK/sp.yaml"
+verdict "plan --sequence-parallel on writes sequence_parallel: true"
+
+run "$bin" simulate "$WORK/sp.yaml" --cluster "$h100" --json
+expect_rc 0 && expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" \
+  "$(sed -n 's/^  step_time_ms: //p' "$WORK/sp.yaml")"
+verdict "simulate reproduces a sequence-parallel plan's prediction"
+
+run "$bin" plan --model "$llama8b" --cluster "$h100" --devices 64 --global-batch 512 \
+  --seq 8192 --fix tp=1 --sequence-parallel on -o "$WORK/sp1.yaml"
+expect_rc 1 && expect_in err "--sequence-parallel on contradicts --fix tp=1" &&
+  [[ ! -e $WORK/sp1.yaml ]]
+verdict "plan --fix tp=1 --sequence-parallel on: exit 1 naming both"
+
+run "$bin" model "$llama8b" --sp
+expect_rc 1 && expect_in err "--sp needs --tp 2 or more"
+verdict "model --sp without --tp says what it needs"
+
+run "$bin" model "$llama8b" --tp 8 --sp --seq 8192 --json
+expect_rc 0 && expect_json "d['sequence_parallel'] and d['layers'][1]['tp_fwd']['all_gather']['count'] == 2"
+verdict "model --tp 8 --sp lists the blocks' all-gathers"
+
+summary 37

@@ -70,7 +70,9 @@ TEST(Neighbours, ChangeOneChoiceEach) {
               ElementsAre("(same choices)", "tp 4", "pp 4", "micro-batch 4", "tp 1", "pp 1",
                           "micro-batch 1", "schedule naive", "schedule gpipe",
                           "schedule interleaved_1f1b", "schedule zb_h1", "schedule pipedream",
-                          "recompute selective", "recompute full", "without zero1"));
+                          "recompute selective", "recompute full", "without zero1",
+                          small.best.plan.sequence_parallel ? "without sequence parallelism"
+                                                            : "with sequence parallelism"));
   const SearchRequest fixed = FixedChoicesRequest(small.best.plan);
   EXPECT_EQ(neighbours[0].request.constraints.tp, fixed.constraints.tp);
   EXPECT_EQ(neighbours[1].request.constraints.tp, 4);
@@ -80,6 +82,9 @@ TEST(Neighbours, ChangeOneChoiceEach) {
   EXPECT_THAT(neighbours[10].request.constraints.schedules, ElementsAre(ScheduleKind::kZbH1));
   EXPECT_THAT(neighbours[13].request.constraints.recompute, ElementsAre(RecomputeMode::kFull));
   EXPECT_EQ(neighbours[14].request.constraints.zero1, false);
+  EXPECT_EQ(fixed.constraints.sequence_parallel, small.best.plan.sequence_parallel);
+  EXPECT_EQ(neighbours[15].request.constraints.sequence_parallel,
+            !small.best.plan.sequence_parallel);
 }
 
 TEST(Neighbours, HalvingStopsAtOneAndZeroOneNeedsReplicas) {
@@ -94,6 +99,8 @@ TEST(Neighbours, HalvingStopsAtOneAndZeroOneNeedsReplicas) {
   EXPECT_EQ(changes.back(), "recompute full");  // dp 1: no ZeRO-1 row
   plan.mesh.dp = 2;
   EXPECT_EQ(Changes(NeighbourRequests(plan)).back(), "without zero1");
+  plan.mesh.tp = 2;  // tp 2: the sequence parallelism row follows
+  EXPECT_EQ(Changes(NeighbourRequests(plan)).back(), "with sequence parallelism");
 }
 
 TEST(Neighbours, ReplanningComparesWithThePlansStepTime) {
@@ -101,7 +108,7 @@ TEST(Neighbours, ReplanningComparesWithThePlansStepTime) {
   const double plan_ms = small.best.evaluation.step_ms;
   std::vector<NeighbourOutcome> outcomes =
       ExploreNeighbours(*small.fixture->costs, small.best.plan, plan_ms);
-  ASSERT_EQ(outcomes.size(), 15u);
+  ASSERT_EQ(outcomes.size(), 16u);
   // The same choices re-planned find the plan itself.
   ASSERT_TRUE(outcomes[0].status.ok()) << outcomes[0].status.ToString();
   EXPECT_DOUBLE_EQ(outcomes[0].step_ms, plan_ms);

@@ -55,6 +55,45 @@ TEST(Search, HonoursConstraints) {
   }
 }
 
+// --sequence-parallel on and off: every plan with tp > 1 has it, or none has.
+TEST(Search, HonoursTheSequenceParallelChoice) {
+  auto f = LoadPlannerFixture("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  for (bool sp : {false, true}) {
+    SearchRequest r = f->Request(64, 512);
+    r.constraints.sequence_parallel = sp;
+    StatusOr<SearchResult> result = SearchPlans(*f->costs, r);
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    for (const Candidate& c : result->ranked) {
+      EXPECT_EQ(c.plan.sequence_parallel, sp && c.plan.mesh.tp > 1) << c.plan.ToString();
+    }
+  }
+}
+
+// The same plan with sequence parallelism: its blocks keep 1/t of the residual stream, so every
+// stage needs less memory; and the evaluation reads the plan's field (its costs differ).
+TEST(Search, SequenceParallelShrinksEveryStagesActivations) {
+  auto f = LoadPlannerFixture("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  SearchRequest r = f->Request(64, 512);
+  r.constraints.tp = 8;
+  r.constraints.pp = 8;
+  r.constraints.micro_batch = 1;
+  r.constraints.recompute = {RecomputeMode::kNone};
+  r.constraints.schedules = {ScheduleKind::k1F1B};
+  r.constraints.sequence_parallel = false;
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, r);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  Plan plan = result->ranked.front().plan;
+  StatusOr<Evaluation> whole = EvaluatePlan(*f->costs, plan, {});
+  plan.sequence_parallel = true;
+  StatusOr<Evaluation> split = EvaluatePlan(*f->costs, plan, {});
+  ASSERT_TRUE(whole.ok() && split.ok());
+  ASSERT_EQ(whole->memory.size(), split->memory.size());
+  for (size_t p = 0; p < whole->memory.size(); ++p) {
+    EXPECT_LT(split->memory[p].activations, whole->memory[p].activations) << p;
+  }
+  EXPECT_LT(split->peak_memory_bytes, whole->peak_memory_bytes);
+}
+
 TEST(Search, ExplicitCutsAreOnlyEvaluated) {
   auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 64, DType::kFp32);
   SearchRequest r = f->Request(2, 8);
