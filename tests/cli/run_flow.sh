@@ -34,6 +34,18 @@ expect_rc 0 && expect_in out "[1/4] layer profile: reusing $WORK/cache/profile-g
   [[ $(find "$WORK/cache" -name '*.yaml' | wc -l) -eq 2 ]]
 verdict "a second run reuses both cached profiles"
 
+# tp 2 with sequence parallelism through the whole flow: the profile measures the layers with it,
+# the plan says so, and the measured peak memory is the plan's within 10%.
+run timeout 300 "$trident" "${flow[@]}" --fix tp=2 --sequence-parallel on --out "$WORK/sp" \
+  -- --quiet
+expect_rc 0 && grep -q '^sequence_parallel: true$' "$WORK/sp/plan.yaml" &&
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["peak_memory_bytes"]
+assert abs(d["measured"] / d["predicted"] - 1) <= 0.10, d
+' "$WORK/sp/summary.json"
+verdict "tp 2 with sequence parallelism: planned, trained, peak memory within 10% of the plan"
+
 run "$trident" run configs/models/gpt-tiny.yaml --cluster "$WORK/nowhere.yaml" --out "$WORK/bad"
 expect_rc 1 && expect_in err "--cluster $WORK/nowhere.yaml: no such file" && [[ ! -e $WORK/bad ]]
 verdict "a missing cluster file is named before anything starts"
@@ -43,4 +55,4 @@ expect_rc 1 && expect_in err "--devices 3: cluster local-cpu" && expect_in err "
   [[ ! -e $WORK/bad ]]
 verdict "more ranks than the cluster has devices are refused"
 
-summary 4
+summary 5
