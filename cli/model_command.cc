@@ -63,8 +63,8 @@ void PrintTable(const ModelSpec& model, const LayerShape& shape, const ModelCost
             << "per rank, one micro-batch: micro-batch " << shape.micro_batch << ", seq "
             << shape.seq_len << ", tp " << shape.tp
             << (shape.sequence_parallel ? " with sequence parallelism" : "") << ", "
-            << DTypeName(shape.dtype)
-            << ", recompute " << NameOf(RecomputeModeNames(), shape.recompute) << "\n\n";
+            << DTypeName(shape.dtype) << ", recompute "
+            << NameOf(RecomputeModeNames(), shape.recompute) << "\n\n";
   TextTable table({"layers", "count", "params/layer", "fwd/layer", "bwd/layer", "output/layer",
                    "stashed/layer"});
   int first = 0;
@@ -116,8 +116,8 @@ Status ResolveShape(const ModelOptions& options, const ModelSpec& model, LayerSh
   }
   shape->sequence_parallel = options.sequence_parallel;
   if (options.sequence_parallel && options.tp == 1) {
-    return InvalidArgument("--sp needs --tp 2 or more: sequence parallelism splits what a tp "
-                           "group leaves whole");
+    return InvalidArgument(
+        "--sp needs --tp 2 or more: sequence parallelism splits what a tp group leaves whole");
   }
   if (options.sequence_parallel && shape->seq_len % options.tp != 0) {
     return InvalidArgument("--sp: tp " + std::to_string(options.tp) + " does not divide --seq " +

@@ -35,13 +35,13 @@ struct RunFlowOptions {
   int64_t seq_len = 0;  // 0: the model's max_seq_len
   std::string data;     // empty: the worker's default corpus
   std::vector<int> micro_batches = {1, 2, 4};
-  std::vector<int> profile_tps = {1};  // tp degrees the layer profile measures
-  int threads = 1;                     // compute threads per rank
-  std::vector<std::string> fix;        // the planner's --fix values
-  std::vector<std::string> schedules;  // the planner's --schedule values
+  std::vector<int> profile_tps = {1};      // tp degrees the layer profile measures
+  int threads = 1;                         // compute threads per rank
+  std::vector<std::string> fix;            // the planner's --fix values
+  std::vector<std::string> schedules;      // the planner's --schedule values
   std::string sequence_parallel = "auto";  // the planner's --sequence-parallel
-  std::string out = "run";             // folder of the plan, metrics, summary and trace
-  std::string cache;                   // folder of cached profiles
+  std::string out = "run";                 // folder of the plan, metrics, summary and trace
+  std::string cache;                       // folder of cached profiles
   std::string machine;      // this machine's CPU and trident's build: part of every cache key
   double time_limit_s = 0;  // 0: none
   std::vector<std::string> worker_args;  // more trident-worker options

@@ -69,17 +69,17 @@ struct TpTraffic {
 };
 
 struct LayerCost {
-  double fwd_flops = 0;                // forward, this rank
-  double bwd_input_flops = 0;          // input gradient (B), this rank
-  double bwd_weight_flops = 0;         // weight gradient (W), this rank
-  double recompute_flops = 0;          // forward work redone before backward for `recompute`
-  int64_t params = 0;                  // parameters held by this rank
-  int64_t total_params = 0;            // parameters of the whole layer (all tp ranks, once)
-  int64_t param_bytes = 0;             // params · dtype bytes
-  int64_t output_bytes = 0;            // activation handed to the next layer, per micro-batch
-  int64_t stashed_bytes = 0;           // kept from forward to backward, for `recompute`
-  TpTraffic tp_fwd;                    // the forward's collectives in the tp group
-  TpTraffic tp_bwd;                    // the backward's (input and weight gradient)
+  double fwd_flops = 0;         // forward, this rank
+  double bwd_input_flops = 0;   // input gradient (B), this rank
+  double bwd_weight_flops = 0;  // weight gradient (W), this rank
+  double recompute_flops = 0;   // forward work redone before backward for `recompute`
+  int64_t params = 0;           // parameters held by this rank
+  int64_t total_params = 0;     // parameters of the whole layer (all tp ranks, once)
+  int64_t param_bytes = 0;      // params · dtype bytes
+  int64_t output_bytes = 0;     // activation handed to the next layer, per micro-batch
+  int64_t stashed_bytes = 0;    // kept from forward to backward, for `recompute`
+  TpTraffic tp_fwd;             // the forward's collectives in the tp group
+  TpTraffic tp_bwd;             // the backward's (input and weight gradient)
 
   double TotalFlops() const {
     return fwd_flops + bwd_input_flops + bwd_weight_flops + recompute_flops;

@@ -53,9 +53,9 @@ void SetBlockFlops(const LayerCostInputs& in, LayerCost* cost);
 TpCalls TpCallsOf(const LayerCostInputs& in, int count, int64_t bytes);
 
 // The cost of one layer, by family.
-LayerCost BlockCost(const LayerCostInputs& in, int tp_regions);     // block_cost.cc
-LayerCost EmbeddingCost(const LayerCostInputs& in);                 // vocab_layer_cost.cc
-LayerCost FinalNormCost(const LayerCostInputs& in);                 // vocab_layer_cost.cc
-LayerCost LmHeadCost(const LayerCostInputs& in);                    // vocab_layer_cost.cc
+LayerCost BlockCost(const LayerCostInputs& in, int tp_regions);  // block_cost.cc
+LayerCost EmbeddingCost(const LayerCostInputs& in);              // vocab_layer_cost.cc
+LayerCost FinalNormCost(const LayerCostInputs& in);              // vocab_layer_cost.cc
+LayerCost LmHeadCost(const LayerCostInputs& in);                 // vocab_layer_cost.cc
 
 }  // namespace trident

@@ -17,9 +17,9 @@ StatusOr<CostsByMode> CostsFor(const CostModel& costs, const Plan& plan) {
   CostsByMode by_mode;
   for (const PlanStage& stage : plan.stages) {
     if (by_mode.count(stage.recompute)) continue;
-    TRIDENT_ASSIGN_OR_RETURN(
-        StageCosts c, StageCosts::Create(costs, plan.micro_batch_size, plan.mesh.tp,
-                                         plan.sequence_parallel, stage.recompute));
+    TRIDENT_ASSIGN_OR_RETURN(StageCosts c,
+                             StageCosts::Create(costs, plan.micro_batch_size, plan.mesh.tp,
+                                                plan.sequence_parallel, stage.recompute));
     by_mode.emplace(stage.recompute, std::move(c));
   }
   return by_mode;

@@ -66,40 +66,47 @@ struct Problem {
   bool stage_grows_with_layers;
 };
 
-// sums[m][v]: v is a sum of exactly m allowed counts (v <= U).
-std::vector<std::vector<bool>> ReachableSums(const Problem& p) {
-  std::vector<std::vector<bool>> sums(p.stages + 1, std::vector<bool>(p.units + 1, false));
-  sums[0][0] = true;
+// reach[m]: the sums of exactly m allowed counts that are at most U, ascending. Built from the
+// sums themselves, not by scanning every v <= U: the uniform variant has one per m.
+std::vector<std::vector<int>> ReachableSums(const Problem& p) {
+  std::vector<std::vector<int>> reach(p.stages + 1);
+  reach[0] = {0};
+  std::vector<char> seen(static_cast<std::size_t>(p.units) + 1, 0);
   for (int m = 1; m <= p.stages; ++m) {
-    for (int v = 0; v <= p.units; ++v) {
+    for (int v : reach[m - 1]) {
       for (int r : p.allowed) {
-        if (r <= v && sums[m - 1][v - r]) sums[m][v] = true;
+        if (v + r > p.units) break;  // allowed is ascending
+        if (!seen[v + r]) {
+          seen[v + r] = 1;
+          reach[m].push_back(v + r);
+        }
       }
     }
+    std::sort(reach[m].begin(), reach[m].end());
+    for (int v : reach[m]) seen[v] = 0;
   }
-  return sums;
+  return reach;
 }
 
-// The unit counts the DP visits. useful[k][u]: u units split into k allowed counts and the
-// other U - u into P - k. slot[u]: a dense index over the counts useful for some k, -1 for the
-// rest, so that the memo has no U-sized dimension (the uniform variant has P + 1 slots).
+// The unit counts the DP visits: per k, the u that split into k allowed counts with the other
+// U - u splitting into P - k (ascending). slot[u]: a dense index over the counts useful for
+// some k, -1 for the rest, so that the memo has no U-sized dimension (the uniform variant has
+// P + 1 slots).
 struct UnitCounts {
-  std::vector<std::vector<bool>> useful;
   std::vector<std::vector<int>> useful_list;  // per k, ascending
   std::vector<int> slot;
   int num_slots = 0;
 };
 
 UnitCounts FindUnitCounts(const Problem& p) {
-  std::vector<std::vector<bool>> sums = ReachableSums(p);
+  std::vector<std::vector<int>> reach = ReachableSums(p);
   UnitCounts counts;
-  counts.useful.assign(p.stages + 1, std::vector<bool>(p.units + 1, false));
   counts.useful_list.resize(p.stages + 1);
   counts.slot.assign(p.units + 1, -1);
   for (int k = 0; k <= p.stages; ++k) {
-    for (int u = 0; u <= p.units; ++u) {
-      if (!sums[k][u] || !sums[p.stages - k][p.units - u]) continue;
-      counts.useful[k][u] = true;
+    const std::vector<int>& rest = reach[p.stages - k];
+    for (int u : reach[k]) {
+      if (!std::binary_search(rest.begin(), rest.end(), p.units - u)) continue;
       counts.useful_list[k].push_back(u);
       if (counts.slot[u] < 0) counts.slot[u] = counts.num_slots++;
     }
@@ -109,45 +116,59 @@ UnitCounts FindUnitCounts(const Problem& p) {
 
 // The explicit memo: A(j, u, k), the boundary costs BoundaryMs(last_of_left, unit) at useful
 // units, and the unit counts that index them. Rows run over layers, so that the scan over
-// first layers reads contiguous memory. Entries of A never written stay +inf, which is A's
-// value outside useful states.
+// first layers reads contiguous memory. A has one row per useful state (k, u), and one shared
+// row of +inf, A's value outside useful states: the uniform variant fills (P + 1)·(L + 1)
+// entries, not (P + 1)²·(L + 1).
 class Memo {
  public:
   Memo(const Problem& p, UnitCounts counts)
       : row_(static_cast<std::size_t>(p.layers) + 1),
         counts_(std::move(counts)),
-        a_ms_(Rows(p.stages + 1) * row_, kInf),
-        boundary_ms_(Rows(1) * row_, kInf) {
+        a_row_(static_cast<std::size_t>(p.stages + 1) * counts_.num_slots, 0),
+        boundary_ms_(static_cast<std::size_t>(counts_.num_slots) * row_, kInf) {
+    std::size_t rows = 1;  // row 0: +inf
+    for (int k = 0; k <= p.stages; ++k) {
+      for (int u : counts_.useful_list[k]) a_row_[ARowIndex(k, u)] = rows++;
+    }
+    a_ms_.assign(rows * row_, kInf);
     for (int unit = 1; unit < p.units; ++unit) {
       if (counts_.slot[unit] < 0) continue;
       for (int last = 0; last + 1 < p.layers; ++last) {
-        boundary_ms_[Row(0, unit) + static_cast<std::size_t>(last)] =
+        boundary_ms_[BoundaryRowStart(unit) + static_cast<std::size_t>(last)] =
             p.costs->BoundaryMs(last, unit);
       }
     }
   }
 
-  bool Useful(int k, int u) const { return counts_.useful[k][u]; }
+  bool Useful(int k, int u) const {
+    return counts_.slot[u] >= 0 && a_row_[ARowIndex(k, u)] != 0;
+  }
   const std::vector<int>& UsefulUnits(int k) const { return counts_.useful_list[k]; }
   // A(j, u, k) for j in [0, L]. REQUIRES: Useful(k', u) for some k'; so below.
-  std::span<const double> ARow(int u, int k) const { return {&a_ms_[Row(k, u)], row_}; }
+  std::span<const double> ARow(int u, int k) const { return {&a_ms_[ARowStart(k, u)], row_}; }
   double A(int j, int u, int k) const { return ARow(u, k)[static_cast<std::size_t>(j)]; }
-  void SetA(int j, int u, int k, double ms) { a_ms_[Row(k, u) + static_cast<std::size_t>(j)] = ms; }
+  // REQUIRES: Useful(k, u).
+  void SetA(int j, int u, int k, double ms) {
+    a_ms_[ARowStart(k, u) + static_cast<std::size_t>(j)] = ms;
+  }
   // BoundaryMs(last, unit) for last in [0, L - 2]; +inf elsewhere and at unit 0 and U.
   std::span<const double> BoundaryRow(int unit) const {
-    return {&boundary_ms_[Row(0, unit)], row_};
+    return {&boundary_ms_[BoundaryRowStart(unit)], row_};
   }
 
  private:
-  std::size_t Rows(int stage_counts) const {
-    return static_cast<std::size_t>(stage_counts) * static_cast<std::size_t>(counts_.num_slots);
+  std::size_t ARowIndex(int k, int u) const {
+    return static_cast<std::size_t>(k) * static_cast<std::size_t>(counts_.num_slots) +
+           static_cast<std::size_t>(counts_.slot[u]);
   }
-  std::size_t Row(int k, int u) const {
-    return (Rows(k) + static_cast<std::size_t>(counts_.slot[u])) * row_;
+  std::size_t ARowStart(int k, int u) const { return a_row_[ARowIndex(k, u)] * row_; }
+  std::size_t BoundaryRowStart(int unit) const {
+    return static_cast<std::size_t>(counts_.slot[unit]) * row_;
   }
 
   std::size_t row_;  // L + 1
   UnitCounts counts_;
+  std::vector<std::size_t> a_row_;  // per (k, slot): the row of A, 0 (all +inf) if not useful
   std::vector<double> a_ms_;
   std::vector<double> boundary_ms_;
 };
@@ -232,7 +253,7 @@ std::vector<Stage> ReadBack(const Problem& p, const Memo& memo, double bottlenec
 Partition Solve(const Problem& p) {
   if (p.stages > p.layers) return Partition{};
   UnitCounts counts = FindUnitCounts(p);
-  if (!counts.useful[p.stages][p.units]) return Partition{};
+  if (counts.useful_list[p.stages].empty()) return Partition{};  // holds U alone, if anything
   Memo memo(p, std::move(counts));
   FillMemo(p, memo);
   double bottleneck_ms = memo.A(p.layers, p.units, p.stages);

@@ -35,9 +35,9 @@ struct Config {
 };
 
 std::string Describe(const Config& c) {
-  std::string text = "tp " + std::to_string(c.tp) + (c.sp ? " + sp" : "") + ", pp " + std::to_string(c.pp) + ", dp " +
-                     std::to_string(c.dp) + ", micro-batch " + std::to_string(c.micro_batch) +
-                     ", " + NameOf(ScheduleKindNames(), c.schedule);
+  std::string text = "tp " + std::to_string(c.tp) + (c.sp ? " + sp" : "") + ", pp " +
+                     std::to_string(c.pp) + ", dp " + std::to_string(c.dp) + ", micro-batch " +
+                     std::to_string(c.micro_batch) + ", " + NameOf(ScheduleKindNames(), c.schedule);
   if (c.v > 1) text += " v " + std::to_string(c.v);
   text += ", recompute " + NameOf(RecomputeModeNames(), c.recompute);
   return c.zero1 ? text + ", zero1" : text;
@@ -309,8 +309,10 @@ void Searcher::ForReplicated(int tp, bool sp, int units) {
       if (request_.global_batch / mb > Plan::kMaxMicroBatches) continue;
       for (RecomputeMode recompute : RecomputeModes()) {
         const StageCosts* sc = CostsFor(mb, tp, sp, recompute);
-        Config base{tp, pp, 1, mb, 1, ScheduleKind::k1F1B, recompute, false,
-                    static_cast<int>(request_.global_batch / mb), sp};
+        Config base{tp,        pp,    1,
+                    mb,        1,     ScheduleKind::k1F1B,
+                    recompute, false, static_cast<int>(request_.global_batch / mb),
+                    sp};
         if (sc != nullptr) TryReplicated(base, *sc);
       }
     }
@@ -332,8 +334,8 @@ void Searcher::ForMesh(int tp, bool sp, int pp, int dp) {
         for (int v = schedule == ScheduleKind::kInterleaved1F1B ? 2 : 1; v <= max_v; ++v) {
           for (bool zero1 : {false, true}) {
             if (!Allowed(constraints_.zero1, zero1) || (zero1 && dp == 1)) continue;
-            Config c{tp, pp,        dp,    mb, v, schedule, recompute,
-                     zero1, static_cast<int>(micro_batches), sp};
+            Config c{tp, pp, dp, mb, v, schedule, recompute, zero1, static_cast<int>(micro_batches),
+                     sp};
             TryConfig(c, *sc);
           }
         }
@@ -509,8 +511,8 @@ auto CandidateKey(const Candidate& c) {
   std::vector<int> cuts;
   for (const PlanStage& st : p.stages) cuts.push_back(st.first_layer);
   return std::tuple(c.evaluation.step_ms, c.evaluation.peak_memory_bytes, p.mesh.tp,
-                    p.sequence_parallel, p.mesh.pp, p.micro_batch_size, p.schedule, p.virtual_stages, p.stages.front().recompute,
-                    p.zero1, cuts);
+                    p.sequence_parallel, p.mesh.pp, p.micro_batch_size, p.schedule,
+                    p.virtual_stages, p.stages.front().recompute, p.zero1, cuts);
 }
 
 std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes)); }

@@ -1,10 +1,11 @@
 // The planner's search: the outer loop over tp (with or without sequence parallelism), pp, dp,
-// micro-batch size, schedule (with its virtual stages), recompute and ZeRO-1; for each, the partition DP (planner/partition.h)
-// chooses the stage cuts (and, for small meshes, per-stage replication) that minimize the
-// slowest stage subject to every position's memory; a closed-form estimate ranks them and the
-// best candidates are re-ranked by simulating their exact schedules (planner/evaluate.h).
-// Ties break deterministically: the smaller (step time, peak memory, tp, sequence parallelism
-// (off first), pp, micro-batch, schedule, virtual stages, recompute, zero1, cuts) wins.
+// micro-batch size, schedule (with its virtual stages), recompute and ZeRO-1; for each, the
+// partition DP (planner/partition.h) chooses the stage cuts (and, for small meshes, per-stage
+// replication) that minimize the slowest stage subject to every position's memory; a closed-form
+// estimate ranks them and the best candidates are re-ranked by simulating their exact schedules
+// (planner/evaluate.h). Ties break deterministically: the smaller (step time, peak memory, tp,
+// sequence parallelism (off first), pp, micro-batch, schedule, virtual stages, recompute, zero1,
+// cuts) wins.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,8 @@ struct SearchConstraints {
   std::optional<bool> zero1;             // unset: both
   // Sequence parallelism where tp > 1 (tp 1 never has it); unset: both.
   std::optional<bool> sequence_parallel;
-  int64_t max_memory_bytes = 0;          // 0: the device's memory
-  std::vector<int> cuts;                 // first layer of each stage; only evaluated
+  int64_t max_memory_bytes = 0;  // 0: the device's memory
+  std::vector<int> cuts;         // first layer of each stage; only evaluated
   int max_virtual_stages = 4;
   bool replicate_stages = true;  // also search per-stage replication where units <= 16
 };

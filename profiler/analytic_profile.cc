@@ -75,8 +75,8 @@ ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape, con
   e.micro_batch = static_cast<int>(shape.micro_batch);
   e.tp = shape.tp;
   e.sequence_parallel = shape.sequence_parallel;
-  e.fwd_ms = gemm.linear_ms + gemm.attention_ms + elementwise_ms +
-             TpTrafficMs(cost.tp_fwd, shape.tp, r);
+  e.fwd_ms =
+      gemm.linear_ms + gemm.attention_ms + elementwise_ms + TpTrafficMs(cost.tp_fwd, shape.tp, r);
   e.bwd_input_ms = gemm.linear_ms + 2 * gemm.attention_ms + 2 * elementwise_ms +
                    TpTrafficMs(cost.tp_bwd, shape.tp, r);
   e.bwd_weight_ms = gemm.linear_ms;

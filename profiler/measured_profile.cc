@@ -118,7 +118,7 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
     for (bool sp : {false, true}) {
       if (sp && (tp == 1 || profile.seq_len % tp != 0)) continue;
       for (LayerKind kind : DistinctKinds(model)) {
-        LayerBenchSetup setup{kind,  profile.seq_len, &compute,     groups.back().get(),
+        LayerBenchSetup setup{kind,  profile.seq_len, &compute, groups.back().get(),
                               world, options.clock,   /*sp=*/sp};
         TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<LayerBench> bench,
                                  LayerBench::Create(runnable, setup));

@@ -3,9 +3,10 @@
 //
 // Each distinct layer kind is measured once (the transformer blocks of a model are identical,
 // so one block stands for all of them) at every requested (micro-batch size, tp degree), and
-// for each tp > 1 dividing the sequence also with sequence parallelism; the profile then lists the model's layer groups in order, each with its kind's entries, so the
-// entries cover every layer exactly once, as an analytic profile does. How one measurement
-// runs, and what each figure means: layer_bench.h; when it stops repeating: repeat_policy.h.
+// for each tp > 1 dividing the sequence also with sequence parallelism; the profile then lists the
+// model's layer groups in order, each with its kind's entries, so the entries cover every layer
+// exactly once, as an analytic profile does. How one measurement runs, and what each figure means:
+// layer_bench.h; when it stops repeating: repeat_policy.h.
 //
 // Jobs of several ranks (under mpirun): `world` is the job's communicator, split into groups of
 // tp consecutive ranks for each tp degree. Every group measures the same layer at the same

@@ -65,8 +65,8 @@ void FfnBackwardWeight(const LayerContext& context, FfnParams& p, FfnStash& stas
   Compute& compute = *context.compute;
   LinearBackwardWeight(compute, stash.act_BSFl, stash.dout_BSH, p.fc2_weight.grad,
                        &p.fc2_bias.grad);
-  LinearBackwardWeight(compute, TpGatherKept(context, stash.in_BSH), stash.dh_BSFl, p.fc1_weight.grad,
-                       &p.fc1_bias.grad);
+  LinearBackwardWeight(compute, TpGatherKept(context, stash.in_BSH), stash.dh_BSFl,
+                       p.fc1_weight.grad, &p.fc1_bias.grad);
   stash = FfnStash();
 }
 

@@ -9,7 +9,8 @@
 // those logit columns) and its loss is vocab_parallel_loss.cc's; the input gradient is
 // all-reduced. Under sequence parallelism the final norm runs on this rank's S/t tokens, the
 // head gathers its input (TpGather; again for the weight gradient, as it stashes its share)
-// and reduce-scatters the input gradient (TpReduce). A tied head uses LayerContext::tied_weight and holds no parameters (layer.h).
+// and reduce-scatters the input gradient (TpReduce). A tied head uses LayerContext::tied_weight and
+// holds no parameters (layer.h).
 #include <span>
 #include <vector>
 

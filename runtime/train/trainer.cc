@@ -101,9 +101,9 @@ Status Trainer::State::Build() {
   TRIDENT_RETURN_IF_ERROR(SplitComms());
   model = std::make_unique<StageModel>(*layout, rank, compute, tp_comm.get(), options.seed);
   optimizer = std::make_unique<Optimizer>(compute, &model->parameters(), options.optimizer);
-  grad_sync = std::make_unique<GradSync>(compute, model.get(), dp_comm.get(), tie_comm.get(),
-                                         plan.mesh.tp > 1 ? tp_comm.get() : nullptr,
-                                         options.bucket_bytes);
+  grad_sync =
+      std::make_unique<GradSync>(compute, model.get(), dp_comm.get(), tie_comm.get(),
+                                 plan.mesh.tp > 1 ? tp_comm.get() : nullptr, options.bucket_bytes);
   if (plan.schedule != ScheduleKind::kPipeDream) {  // PipeDream's segments make their own
     interpreter = std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(),
                                                 data.get(), MakeInterpreterOptions());

@@ -89,9 +89,9 @@ TEST(MegatronExportTest, LlamaWithGqaRopeRecomputeAndZero1) {
   EXPECT_EQ(ValueOf(out.parallel_args, "--recompute-granularity"), "full");
   EXPECT_EQ(ValueOf(out.parallel_args, "--recompute-method"), "uniform");
   EXPECT_EQ(ValueOf(out.parallel_args, "--recompute-num-layers"), "1");
-  EXPECT_THAT((std::vector<std::string>{"--use-distributed-optimizer", "--sequence-parallel",
-                                        "--bf16"}),
-              IsSubsetOf(out.parallel_args));
+  EXPECT_THAT(
+      (std::vector<std::string>{"--use-distributed-optimizer", "--sequence-parallel", "--bf16"}),
+      IsSubsetOf(out.parallel_args));
   EXPECT_EQ(ValueOf(out.parallel_args, "--pipeline-model-parallel-size"), "4");
   EXPECT_EQ(ValueOf(out.parallel_args, "--decoder-first-pipeline-num-layers"), "");
 }

@@ -120,7 +120,8 @@ TEST(MeasuredProfile, CoversEveryLayerOnceAndIdenticalBlocksShareOneEntry) {
   EXPECT_EQ(blocks.num_layers, 2);
   EXPECT_EQ(blocks.entries.size(), 2u);  // one per micro-batch, for both blocks
   for (int layer = 0; layer < model.NumLayers(); ++layer) {
-    for (int mb : {1, 2}) EXPECT_NE(profile.Find(layer, mb, 1, false), nullptr) << layer << " " << mb;
+    for (int mb : {1, 2})
+      EXPECT_NE(profile.Find(layer, mb, 1, false), nullptr) << layer << " " << mb;
     EXPECT_EQ(profile.Find(layer, 4, 1, false), nullptr);
   }
 }

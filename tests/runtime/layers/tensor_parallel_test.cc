@@ -145,18 +145,16 @@ TEST_P(SequenceParallelStashTest, IsWhatModelsSays) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layers, SequenceParallelStashTest,
-    testing::Values(TpCase{"embedding", LayerKind::kEmbedding},
-                    TpCase{"final_norm", LayerKind::kFinalNorm},
-                    TpCase{"lm_head", LayerKind::kLmHead},
-                    TpCase{"mlp_block", LayerKind::kMlpBlock},
-                    TpCase{"mlp_block_full", LayerKind::kMlpBlock, RecomputeMode::kFull},
-                    TpCase{"gpt_block", LayerKind::kGptBlock},
-                    TpCase{"gpt_block_selective", LayerKind::kGptBlock, RecomputeMode::kSelective},
-                    TpCase{"gpt_block_full", LayerKind::kGptBlock, RecomputeMode::kFull},
-                    TpCase{"llama_block", LayerKind::kLlamaBlock},
-                    TpCase{"llama_block_selective", LayerKind::kLlamaBlock,
-                           RecomputeMode::kSelective},
-                    TpCase{"llama_block_full", LayerKind::kLlamaBlock, RecomputeMode::kFull}),
+    testing::Values(
+        TpCase{"embedding", LayerKind::kEmbedding}, TpCase{"final_norm", LayerKind::kFinalNorm},
+        TpCase{"lm_head", LayerKind::kLmHead}, TpCase{"mlp_block", LayerKind::kMlpBlock},
+        TpCase{"mlp_block_full", LayerKind::kMlpBlock, RecomputeMode::kFull},
+        TpCase{"gpt_block", LayerKind::kGptBlock},
+        TpCase{"gpt_block_selective", LayerKind::kGptBlock, RecomputeMode::kSelective},
+        TpCase{"gpt_block_full", LayerKind::kGptBlock, RecomputeMode::kFull},
+        TpCase{"llama_block", LayerKind::kLlamaBlock},
+        TpCase{"llama_block_selective", LayerKind::kLlamaBlock, RecomputeMode::kSelective},
+        TpCase{"llama_block_full", LayerKind::kLlamaBlock, RecomputeMode::kFull}),
     [](const testing::TestParamInfo<TpCase>& param_info) { return param_info.param.name; });
 
 // Same seed, same loss: a whole model (embedding, block, MLP block, final norm, LM head) run
@@ -209,14 +207,13 @@ TEST_P(WholeModelTest, SameLossAndGradientsAsOneRank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, WholeModelTest,
-    testing::Combine(testing::Bool(), testing::Values(2, 4), testing::Bool()),
-    [](const testing::TestParamInfo<std::tuple<bool, int, bool>>& param_info) {
-      return std::string(std::get<0>(param_info.param) ? "llama" : "gpt") + "_tp" +
-             std::to_string(std::get<1>(param_info.param)) +
-             (std::get<2>(param_info.param) ? "_sp" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Models, WholeModelTest,
+                         testing::Combine(testing::Bool(), testing::Values(2, 4), testing::Bool()),
+                         [](const testing::TestParamInfo<std::tuple<bool, int, bool>>& param_info) {
+                           return std::string(std::get<0>(param_info.param) ? "llama" : "gpt") +
+                                  "_tp" + std::to_string(std::get<1>(param_info.param)) +
+                                  (std::get<2>(param_info.param) ? "_sp" : "");
+                         });
 
 }  // namespace
 }  // namespace trident
