@@ -25,15 +25,23 @@ if (($# > 2)); then
   profile=$WORK/tp2.yaml
   run "$mpirun" -np 2 "$@" "$bin" profile "$tiny" --device cpu --micro-batch 1 --tp 1,2 \
     "${quick[@]}" -o "$profile"
+  # tp 2: each of the 4 kinds without and with sequence parallelism.
   expect_rc 0 && expect_in out "wrote $profile" && expect_in out "2 ranks" &&
-    [[ $(count_entries "$profile" 2) -eq 4 && $(count_entries "$profile" 1) -eq 4 ]]
-  verdict "mpirun -np 2 profile --tp 1,2 times the tp 2 shards"
+    [[ $(count_entries "$profile" 2) -eq 8 && $(count_entries "$profile" 1) -eq 4 &&
+      $(grep -c '^        sequence_parallel: true$' "$profile") -eq 4 ]]
+  verdict "mpirun -np 2 profile --tp 1,2 times the tp 2 shards, with and without sequence parallelism"
 
   run "$bin" plan --model "$tiny" --cluster "$cpu" --profile "$profile" --global-batch 4 \
     --seq 64 --fix tp=2 -o "$WORK/tp2-plan.yaml"
   expect_rc 0 && expect_in out "predicted step time" && expect_in out "tp 2"
   verdict "plan --fix tp=2 reads the tp 2 entries"
-  summary 2
+
+  run "$bin" plan --model "$tiny" --cluster "$cpu" --profile "$profile" --global-batch 4 \
+    --seq 64 --fix tp=2 --sequence-parallel on -o "$WORK/sp-plan.yaml"
+  expect_rc 0 && expect_in out "tp 2 (sequence parallel)" &&
+    grep -q '^sequence_parallel: true$' "$WORK/sp-plan.yaml"
+  verdict "plan --fix tp=2 --sequence-parallel on reads the sequence-parallel entries"
+  summary 3
   exit
 fi
 
