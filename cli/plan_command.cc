@@ -103,6 +103,21 @@ struct Baseline {
   Evaluation evaluation;
 };
 
+// --sequence-parallel on needs a profile with such entries (an older measured or imported
+// profile has none).
+Status CheckSequenceParallelEntries(const PlanOptions& o, const Profile& profile) {
+  if (o.sequence_parallel != "on" || o.cost.profile.empty()) return Status::Ok();
+  for (const LayerProfile& layer : profile.layers) {
+    for (const ProfileEntry& e : layer.entries) {
+      if (e.sequence_parallel) return Status::Ok();
+    }
+  }
+  return InvalidArgument("--profile " + o.cost.profile +
+                         ": no entry is measured with sequence parallelism, so --sequence-parallel "
+                         "on leaves nothing to plan; profile again (trident profile measures it "
+                         "for every tp > 1) or plan with --sequence-parallel auto");
+}
+
 StatusOr<std::optional<Baseline>> LoadBaseline(const PlanOptions& o, const SearchRequest& request) {
   if (o.baseline.empty()) return std::optional<Baseline>();
   Baseline b;
@@ -123,6 +138,9 @@ int RunPlan(const PlanOptions& o) {
   StatusOr<std::unique_ptr<CostInputs>> inputs =
       LoadCostInputs(o.cost, *model, request.seq_len, request.dtype);
   if (!inputs.ok()) return PrintError(inputs.status());
+  if (Status s = CheckSequenceParallelEntries(o, (*inputs)->profile); !s.ok()) {
+    return PrintError(s);
+  }
   if (*baseline) {
     EvaluateOptions evaluate;
     evaluate.memory_limit_bytes = request.constraints.max_memory_bytes;

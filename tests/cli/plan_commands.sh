@@ -193,6 +193,28 @@ run "$bin" plan --model "$tiny" --cluster "$cpu" --profile "$WORK/tiny.profile.y
 expect_rc 0 && expect_in out "predicted step time"
 verdict "plan --profile reads the written profile"
 
+# The same profile without its sequence-parallel entries, as older profiles are.
+python3 - "$WORK/tiny.profile.yaml" "$WORK/no-sp.profile.yaml" <<'EOF'
+import sys
+lines, out, i = open(sys.argv[1]).read().split("\n"), [], 0
+while i < len(lines):
+    block = [lines[i]]
+    i += 1
+    if block[0].startswith("      - micro_batch:"):
+        while i < len(lines) and lines[i].startswith("        "):
+            block.append(lines[i])
+            i += 1
+        if any("sequence_parallel: true" in line for line in block):
+            continue
+    out += block
+open(sys.argv[2], "w").write("\n".join(out))
+EOF
+run "$bin" plan --model "$tiny" --cluster "$cpu" --profile "$WORK/no-sp.profile.yaml" \
+  --global-batch 8 --seq 64 --sequence-parallel on -o "$WORK/no-sp.yaml"
+expect_rc 1 && expect_in err "no entry is measured with sequence parallelism" &&
+  [[ ! -e $WORK/no-sp.yaml ]]
+verdict "plan --sequence-parallel on with a profile that has no such entries says so"
+
 run "$bin" plan --model "$configs/models/mlp-tiny.yaml" --cluster "$cpu" \
   --profile "$WORK/tiny.profile.yaml" --global-batch 8 --seq 32 -o "$WORK/wrong.yaml"
 expect_rc 1 && expect_in err "profiles gpt-tiny" && [[ ! -e $WORK/wrong.yaml ]]
@@ -230,4 +252,4 @@ run "$bin" model "$llama8b" --tp 8 --sp --seq 8192 --json
 expect_rc 0 && expect_json "d['sequence_parallel'] and d['layers'][1]['tp_fwd']['all_gather']['count'] == 2"
 verdict "model --tp 8 --sp lists the blocks' all-gathers"
 
-summary 37
+summary 38
