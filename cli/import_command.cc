@@ -222,13 +222,18 @@ struct DeepSpeedFlags {
   DeepSpeedImportOptions options;
 };
 
-// Each layer's trainable parameters, as PipelineModule's "parameters" partition counts them.
+// Each layer's trainable parameters, as PipelineModule's "parameters" partition counts them: it
+// builds every LayerSpec alone, so a tied head (a TiedLayerSpec) counts its own [V, h] weight,
+// which Trident's shapes give to the embedding only.
 std::vector<double> LayerParams(const ModelSpec& model) {
   std::vector<double> out;
   for (LayerKind kind : model.ExpandLayers()) {
     double params = 0;
     for (const ParamShape& p : MakeLayerShapes(model, kind, RankSplit{}).params)
       params += static_cast<double>(p.FullElements());
+    if (kind == LayerKind::kLmHead && model.tied_embeddings) {
+      params = static_cast<double>(model.vocab_size) * static_cast<double>(model.hidden);
+    }
     out.push_back(params);
   }
   return out;

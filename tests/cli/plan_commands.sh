@@ -252,4 +252,13 @@ run "$bin" model "$llama8b" --tp 8 --sp --seq 8192 --json
 expect_rc 0 && expect_json "d['sequence_parallel'] and d['layers'][1]['tp_fwd']['all_gather']['count'] == 2"
 verdict "model --tp 8 --sp lists the blocks' all-gathers"
 
-summary 38
+# PipelineModule's "parameters" partition builds each layer alone: gpt2-small's tied head
+# weighs its own [V, h], so the last of 4 stages holds the final norm and the head only.
+echo '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1}' >"$WORK/ds.json"
+run "$bin" import deepspeed "$WORK/ds.json" -o "$WORK/ds.yaml" --cluster "$a100" --devices 8 \
+  --model "$configs/models/gpt2-small.yaml" --num-stages 4
+expect_rc 0 && [[ $(grep -c '^  - {first_layer: ' "$WORK/ds.yaml") -eq 4 ]] &&
+  grep -q '^  - {first_layer: 13, num_layers: 2,' "$WORK/ds.yaml"
+verdict "import deepspeed counts a tied head's weight as PipelineModule does"
+
+summary 39
