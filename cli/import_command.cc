@@ -279,9 +279,16 @@ void AddDeepSpeedImport(CLI::App* cmd, int* exit_code) {
       ->default_val(1)
       ->check(CLI::Range(1, 1 << 16));
   sub->add_option("--partition-method", f->options.partition_method,
-                  "PipelineModule partition_method")
+                  "PipelineModule partition_method: parameters, uniform or type:REGEX (matched "
+                  "against Trident's layer kinds, e.g. type:block)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"parameters", "uniform"}));
+      ->check(
+          [](const std::string& m) {
+            return m == "parameters" || m == "uniform" || m.starts_with("type:")
+                       ? std::string()
+                       : "expected parameters, uniform or type:REGEX, got " + m;
+          },
+          "parameters|uniform|type:REGEX");
   sub->add_option("--parts", f->options.parts,
                   "Explicit stage starts and the layer count (pipeline.json's parts), e.g. "
                   "0,10,18,26,35")

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -64,6 +65,32 @@ class Config {
   nlohmann::json json_;
   std::string file_;
 };
+
+// PipelineModule's "type:REGEX" partition: weight 1 for each layer whose name the regex finds
+// (case-insensitive search, as _find_layer_type), 0 for the others. DeepSpeed matches the
+// training script's class names; Trident matches its layer kind names (embedding, gpt_block,
+// llama_block, mlp_block, final_norm, lm_head), so "type:block" counts the blocks.
+StatusOr<std::vector<double>> TypeWeights(const ModelSpec& model, const std::string& method) {
+  const std::string pattern = method.substr(method.find(':') + 1);
+  std::regex type_regex;
+  try {
+    type_regex = std::regex(pattern, std::regex::icase | std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return InvalidArgument("--partition-method " + method + ": not a regular expression (" +
+                           e.what() + ")");
+  }
+  std::vector<double> weights;
+  for (LayerKind kind : model.ExpandLayers()) {
+    weights.push_back(std::regex_search(NameOf(LayerKindNames(), kind), type_regex) ? 1 : 0);
+  }
+  if (std::find(weights.begin(), weights.end(), 1.0) == weights.end()) {
+    return InvalidArgument("--partition-method " + method +
+                           ": matches no layer of " + model.name +
+                           " (Trident's layer kinds: embedding, gpt_block, llama_block, "
+                           "mlp_block, final_norm, lm_head); DeepSpeed refuses it too");
+  }
+  return weights;
+}
 
 // DeepSpeed's _set_batch_related_parameters: any two of the three give the third; then
 // _batch_assertion. `dp` is the data-parallel size (DeepSpeed's world size for batches).
@@ -129,9 +156,13 @@ StatusOr<std::vector<int>> Parts(const DeepSpeedImportOptions& o, int layers,
       return InvalidArgument(file + ": the parameter count of every layer is needed");
     return PartitionBalanced(o.layer_params, stages);
   }
+  if (o.partition_method.starts_with("type:")) {
+    TRIDENT_ASSIGN_OR_RETURN(std::vector<double> weights, TypeWeights(o.model, o.partition_method));
+    return PartitionBalanced(weights, stages);
+  }
   return InvalidArgument(file + ": --partition-method " + o.partition_method +
-                         ": Trident reads parameters (PipelineModule's default) or uniform; "
-                         "give other cuts with --parts");
+                         ": Trident reads parameters (PipelineModule's default), uniform or "
+                         "type:REGEX; give other cuts with --parts");
 }
 
 StatusOr<RecomputeMode> Recompute(const Config& c, int interval) {

@@ -35,7 +35,8 @@ struct DeepSpeedImportOptions {
   int devices_per_node = 0;  // 0: `devices`
   int64_t seq_len = 0;
   int num_stages = 1;  // PipelineModule num_stages: the pipeline depth
-  // PipelineModule partition_method: "parameters" (its default) or "uniform"; `parts`, when
+  // PipelineModule partition_method: "parameters" (its default), "uniform" or "type:REGEX"
+  // (matched against Trident's layer kind names, see TypeWeights); `parts`, when
   // given, are the stages' first layers and then the layer count, as PipelineModule.parts.
   std::string partition_method = "parameters";
   std::vector<int> parts;

@@ -117,6 +117,28 @@ TEST(DeepSpeedImportTest, BadConfigsNameTheKey) {
       HasSubstr("pipeline.activation_checkpoint_interval: 2"));
   EXPECT_THAT(error(R"({"train_batch_size": 8, "bf16": {"enabled": "yes"}})"),
               HasSubstr("bf16.enabled: expected true or false"));
+  o.partition_method = "type:[";
+  EXPECT_THAT(error(R"({"train_batch_size": 8})"), HasSubstr("not a regular expression"));
+  o.partition_method = "type:conv";
+  EXPECT_THAT(error(R"({"train_batch_size": 8})"), HasSubstr("matches no layer of"));
+}
+
+// type:REGEX weighs the layers whose kind name the regex finds (case-insensitive), 1 each:
+// "type:Block" spreads the 4 blocks of a Llama over 2 stages, 2 each.
+TEST(DeepSpeedImportTest, TypePartitionCountsTheMatchingLayers) {
+  DeepSpeedImportOptions o;
+  o.model = Llama(4);
+  o.devices = 2;
+  o.devices_per_node = 2;
+  o.seq_len = 128;
+  o.num_stages = 2;
+  o.partition_method = "type:Block";
+  StatusOr<DeepSpeedImport> r = ImportDeepSpeed(R"({"train_batch_size": 8})", "ds.json", o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->plan.stages.size(), 2u);
+  EXPECT_EQ(r->plan.stages[0].first_layer, 0);
+  EXPECT_EQ(r->plan.stages[0].num_layers, 3);  // the embedding and 2 blocks
+  EXPECT_EQ(r->plan.stages[1].num_layers, 4);  // 2 blocks, the final norm and the head
 }
 
 }  // namespace
