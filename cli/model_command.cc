@@ -45,7 +45,8 @@ nlohmann::json CostJson(const LayerCost& c) {
           {"output_bytes", c.output_bytes},
           {"stashed_bytes", c.stashed_bytes},
           {"tp_fwd", TpTrafficJson(c.tp_fwd)},
-          {"tp_bwd", TpTrafficJson(c.tp_bwd)}};
+          {"tp_bwd", TpTrafficJson(c.tp_bwd)},
+          {"tp_wgrad", TpTrafficJson(c.tp_wgrad)}};
 }
 
 std::vector<std::string> CostRow(std::string label, int count, const LayerCost& c) {

@@ -92,10 +92,10 @@ namespace trident {
 //
 // A block has `tp_regions` tensor-parallel regions: 2 for GPT and Llama (attention, MLP), 1 for
 // MLP. Without sequence parallelism each issues one all-reduce of e·bsh each way. With it, each
-// is entered by an all-gather and left by a reduce-scatter in forward; in backward the output
-// gradient is gathered, the input gradient reduce-scattered, and the sharded region input
-// gathered again for the weight gradient: per region 1 all-gather + 1 reduce-scatter forward,
-// 2 all-gathers + 1 reduce-scatter backward, each of the whole e·bsh.
+// is entered by an all-gather and left by a reduce-scatter in forward; the input gradient
+// gathers the output gradient and reduce-scatters the input's; the weight gradient gathers the
+// sharded region input again: per region 1 all-gather + 1 reduce-scatter forward, 1 + 1 for the
+// input gradient, 1 all-gather for the weight gradient, each of the whole e·bsh.
 LayerCost BlockCost(const LayerCostInputs& in, int tp_regions) {
   LayerCost cost;
   SetLayerParams(in, &cost);
@@ -106,8 +106,9 @@ LayerCost BlockCost(const LayerCostInputs& in, int tp_regions) {
   if (in.SequenceParallel()) {
     cost.tp_fwd.all_gather = TpCallsOf(in, tp_regions, act);
     cost.tp_fwd.reduce_scatter = TpCallsOf(in, tp_regions, act);
-    cost.tp_bwd.all_gather = TpCallsOf(in, 2 * tp_regions, act);
+    cost.tp_bwd.all_gather = TpCallsOf(in, tp_regions, act);
     cost.tp_bwd.reduce_scatter = TpCallsOf(in, tp_regions, act);
+    cost.tp_wgrad.all_gather = TpCallsOf(in, tp_regions, act);
   } else {
     cost.tp_fwd.all_reduce = TpCallsOf(in, tp_regions, act);
     cost.tp_bwd.all_reduce = TpCallsOf(in, tp_regions, act);

@@ -62,7 +62,7 @@ struct TpCalls {
   bool operator==(const TpCalls&) const = default;
 };
 
-// The tp collectives of one pass (forward, or input plus weight gradient).
+// The tp collectives of one pass (forward, input gradient or weight gradient).
 struct TpTraffic {
   TpCalls all_reduce, all_gather, reduce_scatter;
   bool operator==(const TpTraffic&) const = default;
@@ -79,7 +79,8 @@ struct LayerCost {
   int64_t output_bytes = 0;     // activation handed to the next layer, per micro-batch
   int64_t stashed_bytes = 0;    // kept from forward to backward, for `recompute`
   TpTraffic tp_fwd;             // the forward's collectives in the tp group
-  TpTraffic tp_bwd;             // the backward's (input and weight gradient)
+  TpTraffic tp_bwd;             // the input gradient's (B)
+  TpTraffic tp_wgrad;           // the weight gradient's (W): re-gathered inputs
 
   double TotalFlops() const {
     return fwd_flops + bwd_input_flops + bwd_weight_flops + recompute_flops;

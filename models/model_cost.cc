@@ -27,6 +27,7 @@ LayerCost AddLayerCosts(const LayerCost& a, const LayerCost& b) {
   sum.stashed_bytes = a.stashed_bytes + b.stashed_bytes;
   sum.tp_fwd = AddTpTraffic(a.tp_fwd, b.tp_fwd);
   sum.tp_bwd = AddTpTraffic(a.tp_bwd, b.tp_bwd);
+  sum.tp_wgrad = AddTpTraffic(a.tp_wgrad, b.tp_wgrad);
   return sum;
 }
 

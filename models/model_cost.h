@@ -16,9 +16,8 @@ struct ModelCost {
   //    total.total_params the model's parameter count. A tied model counts the shared
   //    embedding/head matrix once, under the embedding (the head owns 0 of it; see
   //    LmHeadCost), which gives gpt2-small's 124,439,808.
-  //  - total.tp_*_allreduces is the number of collectives per micro-batch, but
-  //    total.tp_*_allreduce_bytes is a sum of per-layer payloads, not one payload: for the
-  //    bytes moved, sum count · bytes over `layers`.
+  //  - total.tp_fwd, tp_bwd and tp_wgrad count every layer's collectives of each kind per
+  //    micro-batch, and their bytes are summed over the calls (TpCalls).
   LayerCost total;
 
   bool operator==(const ModelCost&) const = default;

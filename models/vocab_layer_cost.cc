@@ -25,7 +25,7 @@ constexpr int64_t kFp32Bytes = 4;  // the loss and cross-entropy statistics are 
 //            all-reduce of e·bsh sums them. The output gradient is already whole on every
 //            rank, so backward needs none. Sequence parallel: a reduce-scatter instead,
 //            handing on e·bsh/t, and the weight gradient gathers the output gradient (1
-//            backward all-gather of e·bsh).
+//            all-gather of e·bsh, in W).
 LayerCost EmbeddingCost(const LayerCostInputs& in) {
   LayerCost cost;
   SetLayerParams(in, &cost);
@@ -34,7 +34,7 @@ LayerCost EmbeddingCost(const LayerCostInputs& in) {
   const int64_t act = in.ActivationBytes();
   if (in.SequenceParallel()) {
     cost.tp_fwd.reduce_scatter = TpCallsOf(in, 1, act);
-    cost.tp_bwd.all_gather = TpCallsOf(in, 1, act);
+    cost.tp_wgrad.all_gather = TpCallsOf(in, 1, act);
   } else {
     cost.tp_fwd.all_reduce = TpCallsOf(in, 1, act);
   }
@@ -86,8 +86,8 @@ LayerCost LmHeadCost(const LayerCostInputs& in) {
   cost.tp_fwd.all_reduce = TpCallsOf(in, 3, kFp32Bytes * tokens);
   if (in.SequenceParallel()) {
     cost.tp_fwd.all_gather = TpCallsOf(in, 1, in.ActivationBytes());
-    cost.tp_bwd.all_gather = TpCallsOf(in, 1, in.ActivationBytes());
     cost.tp_bwd.reduce_scatter = TpCallsOf(in, 1, in.ActivationBytes());
+    cost.tp_wgrad.all_gather = TpCallsOf(in, 1, in.ActivationBytes());
   } else {
     cost.tp_bwd.all_reduce = TpCallsOf(in, 1, in.ActivationBytes());
   }

@@ -79,7 +79,7 @@ ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape, con
       gemm.linear_ms + gemm.attention_ms + elementwise_ms + TpTrafficMs(cost.tp_fwd, shape.tp, r);
   e.bwd_input_ms = gemm.linear_ms + 2 * gemm.attention_ms + 2 * elementwise_ms +
                    TpTrafficMs(cost.tp_bwd, shape.tp, r);
-  e.bwd_weight_ms = gemm.linear_ms;
+  e.bwd_weight_ms = gemm.linear_ms + TpTrafficMs(cost.tp_wgrad, shape.tp, r);
   e.param_bytes = cost.param_bytes;
   e.grad_bytes = cost.params * 4;
   e.optimizer_bytes = cost.params * OptimizerBytesPerParam(shape.dtype);

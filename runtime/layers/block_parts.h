@@ -1,9 +1,11 @@
 // The two halves of a transformer block, shared by the GPT and MLP blocks, without norms or
 // residuals: the GELU MLP fc2(gelu(fc1(in))) and causal multi-head self-attention
-// proj(attention(qkv(in))). Each runs on this rank's share of the tp group and returns a
-// whole (all-reduced) output; the input gradients it returns are whole too. Every parameter and
-// activation takes its shape from the block's LayerShapes (models/layer_shapes.h).
-// Legend as in layer.h; in/out are [B, S, H].
+// proj(attention(qkv(in))). Each runs on this rank's share of the tp group, takes and returns
+// the residual stream's tensors — whole (all-reduced), or under sequence parallelism this
+// rank's [B, S/t, H] (gathered on entry, reduce-scattered on exit: TpGather, TpReduce in
+// layer_ops.h) — and so do their input gradients. Every parameter and activation takes its
+// shape from the block's LayerShapes (models/layer_shapes.h). Legend as in layer.h; in/out are
+// [B, S, H] or [B, S/t, H].
 //
 // QKV layout: the full weight [3H, H] stores its rows head by head, [A, 3, D] (Megatron's
 // layout): the rows of head i are its D query rows, then D key rows, then D value rows. A row
@@ -43,7 +45,7 @@ void FfnRecompute(const LayerContext& context, const LayerShapes& shapes, FfnPar
 // Returns fc2(gelu(fc1(in))) + fc2 bias; stashes in, h and act.
 Tensor FfnForward(const LayerContext& context, const LayerShapes& shapes, FfnParams& p,
                   Tensor in_BSH, FfnStash& stash);
-// Returns d(in) (all-reduced over tp). REQUIRES: h and act present (recompute first).
+// Returns d(in) (reduced over tp: TpReduce). REQUIRES: h and act present (recompute first).
 Tensor FfnBackwardInput(const LayerContext& context, FfnParams& p, FfnStash& stash,
                         Tensor dout_BSH);
 void FfnBackwardWeight(const LayerContext& context, FfnParams& p, FfnStash& stash);

@@ -5,7 +5,7 @@
 // GPT (recompute none) x, LN1 output, x1, LN2 output, qkv, context, fc1 and GELU outputs, the
 // softmax output and the LayerNorm statistics (mean, rstd; the cost model leaves them out).
 // Selective recompute drops the softmax output and rebuilds it from qkv before backward; full
-// keeps only x and reruns the forward (including its tp all-reduces) before backward.
+// keeps only x and reruns the forward (including its tp collectives) before backward.
 #include <vector>
 
 #include "runtime/layers/layers_internal.h"

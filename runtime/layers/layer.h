@@ -35,6 +35,9 @@
 // Tensor parallelism (Megatron-LM): QKV and FC1 are column-parallel (weight rows split),
 // attention projection and FC2 row-parallel (weight columns split) with an all-reduce of the
 // output in forward; the input gradient of a column-parallel layer is all-reduced in backward.
+// With sequence parallelism (LayerContext::sequence_parallel) those all-reduces become
+// reduce-scatters along the sequence, and each tp region gathers its input (runtime/layers/
+// README.md).
 // Heads (and kv heads) are split over the group; the embedding and the LM head are
 // vocabulary-parallel (rows of the [V, H] tables, Megatron's padded split). Every rank of the tp
 // group calls the same methods in the same order (the all-reduces are collectives). A failed

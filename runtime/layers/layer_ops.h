@@ -1,5 +1,6 @@
 // Building blocks shared by the layers: parameters with plan-independent initialization, linear
-// products in [out, in] weight layout, tp all-reduces and per-micro-batch stashes.
+// products in [out, in] weight layout, the ends of a tp region (all-reduce, or all-gather and
+// reduce-scatter under sequence parallelism) and per-micro-batch stashes.
 // Legend as in layer.h: N tokens, I in-features, O out-features, C any last dim.
 #pragma once
 

@@ -173,8 +173,11 @@ Tensor Interpreter::ReadBatch(const Action& a, int64_t first_step) {
   return ids;
 }
 
+// tp rank 0 holds the whole output, except under sequence parallelism, where every tp rank
+// holds its share of the tokens and checks it.
 void Interpreter::NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record) {
-  if (!options_.check_finite || tp_rank_ != 0 || AllFinite(*compute_, x)) return;
+  const bool checks = tp_rank_ == 0 || layout_->plan().sequence_parallel;
+  if (!options_.check_finite || !checks || AllFinite(*compute_, x)) return;
   if (record->first_nonfinite_stage < 0 || a.stage < record->first_nonfinite_stage) {
     record->first_nonfinite_stage = a.stage;
   }

@@ -131,15 +131,14 @@ Status Segment::After(const Action& a) {
   return Poll(/*wait=*/false);
 }
 
-// Sums the micro-batch's gradients over the position's replicas and takes the update.
+// Sums the micro-batch's gradients over the position's replicas (and, under sequence
+// parallelism, the norms' over the tp group, with or without replicas) and takes the update.
 Status Segment::Update(const Action& a) {
   StepTally& t = tally_[StepOf(a)];
-  if (s_.dp_comm != nullptr) {
-    const auto sync_start = Clock::now();
-    TRIDENT_RETURN_IF_ERROR(s_.grad_sync->StageDone(a.stage));
-    TRIDENT_RETURN_IF_ERROR(s_.grad_sync->Finish(s_.options.comm_timeout));
-    t.sync_ms += MsSince(sync_start);
-  }
+  const auto sync_start = Clock::now();
+  TRIDENT_RETURN_IF_ERROR(s_.grad_sync->StageDone(a.stage));
+  TRIDENT_RETURN_IF_ERROR(s_.grad_sync->Finish(s_.options.comm_timeout));
+  t.sync_ms += MsSince(sync_start);
   const auto opt_start = Clock::now();
   const double scale = 1.0 / replicas_;
   const double updates_per_step = static_cast<double>(s_.plan.num_micro_batches) / replicas_;

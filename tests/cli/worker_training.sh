@@ -155,6 +155,13 @@ train pipedream 4 --load "$WORK/async/ckpt/step-3.safetensors"
 expect_rc 0 && same_as_single pipedream async losses &&
   [[ $(wc -l <"$WORK/async/metrics.jsonl") -eq $((4 * steps)) ]]
 verdict "pipedream, dp 2 x pp 2: trains under mpirun and resumes with the same losses"
+# Without replicas, under tp 2: sequence parallelism changes nothing but where the norms run.
+plan pipedream_tp2 4 1 2 2 1 1 4 pipedream "$two"
+train pipedream_tp2 4
+sp=true plan pipedream_tp2_sp 4 1 2 2 1 1 4 pipedream "$two"
+train pipedream_tp2_sp 4
+expect_rc 0 && same_as_single pipedream_tp2_sp pipedream_tp2 losses
+verdict "pipedream, pp 2 x tp 2: the same losses with sequence parallelism as without"
 # shellcheck disable=SC2034
 tied=true
 
@@ -202,4 +209,4 @@ else
 fi
 verdict "a killed rank ends the job within 30 s ($elapsed s)"
 
-summary 28
+summary 29

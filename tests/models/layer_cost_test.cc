@@ -45,7 +45,8 @@ TEST(LayerCostTest, GptBlockByHand) {
                      .output_bytes = 256,
                      .stashed_bytes = 4352,
                      .tp_fwd = {},
-                     .tp_bwd = {}};
+                     .tp_bwd = {},
+                     .tp_wgrad = {}};
   EXPECT_EQ(cost, expected);
 }
 
@@ -81,7 +82,8 @@ TEST(LayerCostTest, GptBlockTensorParallelByHand) {
                      .output_bytes = 256,
                      .stashed_bytes = 2688,
                      .tp_fwd = AllReduces(2, 512),
-                     .tp_bwd = AllReduces(2, 512)};
+                     .tp_bwd = AllReduces(2, 512),
+                     .tp_wgrad = {}};
   EXPECT_EQ(cost, expected);
 }
 
@@ -103,7 +105,8 @@ TEST(LayerCostTest, LlamaBlockByHand) {
                      .output_bytes = 128,
                      .stashed_bytes = 1792,
                      .tp_fwd = {},
-                     .tp_bwd = {}};
+                     .tp_bwd = {},
+                     .tp_wgrad = {}};
   EXPECT_EQ(cost, expected);
   LayerCost selective = AnalyticLayerCost(TinyLlamaSpec(), LayerKind::kLlamaBlock,
                                           TinyShape(DType::kBf16, 1, RecomputeMode::kSelective));
@@ -137,7 +140,8 @@ TEST(LayerCostTest, MlpBlockByHand) {
                      .output_bytes = 256,
                      .stashed_bytes = 2304,
                      .tp_fwd = {},
-                     .tp_bwd = {}};
+                     .tp_bwd = {},
+                     .tp_wgrad = {}};
   EXPECT_EQ(cost, expected);
 
   LayerCost tp2 = AnalyticLayerCost(model, LayerKind::kMlpBlock, TinyShape(DType::kFp32, 2));
@@ -172,7 +176,8 @@ TEST(LayerCostTest, EmbeddingByHand) {
                      .output_bytes = 256,
                      .stashed_bytes = 32,
                      .tp_fwd = {},
-                     .tp_bwd = {}};
+                     .tp_bwd = {},
+                     .tp_wgrad = {}};
   EXPECT_EQ(cost, expected);
 
   model.positions = PositionKind::kRope;  // no position table
@@ -222,7 +227,8 @@ TEST(LayerCostTest, LmHeadByHand) {
                      .output_bytes = 4,
                      .stashed_bytes = 576,
                      .tp_fwd = {},
-                     .tp_bwd = {}};
+                     .tp_bwd = {},
+                     .tp_wgrad = {}};
   EXPECT_EQ(cost, expected);
 }
 
@@ -243,7 +249,8 @@ TEST(LayerCostTest, LmHeadTensorParallelByHand) {
                      .output_bytes = 4,
                      .stashed_bytes = 448,
                      .tp_fwd = AllReduces(3, 96),
-                     .tp_bwd = AllReduces(1, 256)};
+                     .tp_bwd = AllReduces(1, 256),
+                     .tp_wgrad = {}};
   EXPECT_EQ(cost, expected);
 }
 
@@ -315,17 +322,19 @@ TEST_P(KorthikantiSequenceParallelTest, DividesEveryTermByTp) {
   EXPECT_EQ(cost(RecomputeMode::kNone).stashed_bytes, (34 * b * s * h + 5 * a * b * s * s) / t);
   EXPECT_EQ(cost(RecomputeMode::kSelective).stashed_bytes, 34 * b * s * h / t);
   EXPECT_EQ(cost(RecomputeMode::kFull).stashed_bytes, 2 * b * s * h / t);
-  // Each of the two tp regions: an all-gather in and a reduce-scatter out forward; backward
-  // gathers the output gradient and the sharded input again and reduce-scatters the input
-  // gradient. Every call moves the whole e·bsh; the output handed on is e·bsh/t.
+  // Each of the two tp regions: an all-gather in and a reduce-scatter out forward; the input
+  // gradient gathers the output gradient and reduce-scatters the input's; the weight gradient
+  // gathers the sharded input again. Every call moves the whole e·bsh; the output handed on is
+  // e·bsh/t.
   const LayerCost none = cost(RecomputeMode::kNone);
   const int64_t act = 2 * b * s * h;
   EXPECT_EQ(none.output_bytes, act / t);
   EXPECT_EQ(none.tp_fwd.all_reduce, TpCalls{});
   EXPECT_EQ(none.tp_fwd.all_gather, (TpCalls{2, 2 * act}));
   EXPECT_EQ(none.tp_fwd.reduce_scatter, (TpCalls{2, 2 * act}));
-  EXPECT_EQ(none.tp_bwd.all_gather, (TpCalls{4, 4 * act}));
+  EXPECT_EQ(none.tp_bwd.all_gather, (TpCalls{2, 2 * act}));
   EXPECT_EQ(none.tp_bwd.reduce_scatter, (TpCalls{2, 2 * act}));
+  EXPECT_EQ(none.tp_wgrad.all_gather, (TpCalls{2, 2 * act}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tp, KorthikantiTest, ::testing::Values(1, 2, 4));

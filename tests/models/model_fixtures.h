@@ -99,7 +99,8 @@ inline void PrintTo(const LayerCost& c, std::ostream* os) {
       << c.bwd_weight_flops << ", recompute " << c.recompute_flops << ", params " << c.params
       << ", total_params " << c.total_params << ", param_bytes " << c.param_bytes
       << ", output_bytes " << c.output_bytes << ", stashed_bytes " << c.stashed_bytes;
-  for (const auto& [name, t] : {std::pair("tp_fwd", &c.tp_fwd), std::pair("tp_bwd", &c.tp_bwd)}) {
+  for (const auto& [name, t] : {std::pair("tp_fwd", &c.tp_fwd), std::pair("tp_bwd", &c.tp_bwd),
+                                std::pair("tp_wgrad", &c.tp_wgrad)}) {
     *os << ", " << name << " ar " << t->all_reduce.count << "/" << t->all_reduce.bytes << " ag "
         << t->all_gather.count << "/" << t->all_gather.bytes << " rs " << t->reduce_scatter.count
         << "/" << t->reduce_scatter.bytes;
