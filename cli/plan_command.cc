@@ -91,6 +91,12 @@ Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterS
   for (const std::string& m : o.recompute) c.recompute.push_back(*ValueOf(RecomputeModeNames(), m));
   if (o.zero1 != "auto") c.zero1 = o.zero1 == "on";
   TRIDENT_RETURN_IF_ERROR(ParseSequenceParallel(o.sequence_parallel, &c));
+  if (c.sequence_parallel.value_or(false) && c.tp && r->seq_len % *c.tp != 0) {
+    return InvalidArgument("--sequence-parallel on: tp " + std::to_string(*c.tp) +
+                           " (--fix) does not divide --seq " + std::to_string(r->seq_len) +
+                           ", and sequence parallelism splits the sequence over tp; pick a "
+                           "sequence length tp divides, or --sequence-parallel auto");
+  }
   TRIDENT_RETURN_IF_ERROR(CheckMaxMemory(o.max_memory_gib));
   c.max_memory_bytes = MaxMemoryBytes(o.max_memory_gib);
   c.cuts = o.cuts;

@@ -25,7 +25,12 @@ namespace {
 // Milliseconds with three decimals below 10 ms (the small layers of small models).
 std::string Ms(double ms) { return ms < 10 ? FormatFixed(ms, 3) + " ms" : FormatMs(ms); }
 
-// One row per layer group and (micro-batch, tp).
+// "2", or "2 sp" for an entry with sequence parallelism.
+std::string TpLabel(int tp, bool sequence_parallel) {
+  return std::to_string(tp) + (sequence_parallel ? " sp" : "");
+}
+
+// One row per layer group and (micro-batch, tp, sequence parallelism).
 void PrintMeasuredSummary(const Profile& profile) {
   std::cout << profile.ToString() << "\n\n";
   TextTable table({"layers", "kind", "mb", "tp", "fwd", "bwd input", "bwd weight", "+selective",
@@ -33,7 +38,7 @@ void PrintMeasuredSummary(const Profile& profile) {
   for (const LayerProfile& layer : profile.layers) {
     for (const ProfileEntry& e : layer.entries) {
       table.AddRow({LayerRange(layer), NameOf(LayerKindNames(), layer.kind),
-                    std::to_string(e.micro_batch), std::to_string(e.tp), Ms(e.fwd_ms),
+                    std::to_string(e.micro_batch), TpLabel(e.tp, e.sequence_parallel), Ms(e.fwd_ms),
                     Ms(e.bwd_input_ms), Ms(e.bwd_weight_ms), Ms(e.recompute_selective_ms),
                     Ms(e.recompute_full_ms), FormatBytes(static_cast<double>(e.stashed_none_bytes)),
                     FormatFixed(e.spread_pct, 1) + "%"});
@@ -54,8 +59,8 @@ class ProgressPrinter {
 
   void operator()(const MeasureProgress& p) {
     std::string what = NameOf(LayerKindNames(), p.kind) + " mb " + std::to_string(p.micro_batch) +
-                       " tp " + std::to_string(p.tp) + " pass " + std::to_string(p.pass) + "/" +
-                       std::to_string(p.passes);
+                       " tp " + TpLabel(p.tp, p.sequence_parallel) + " pass " +
+                       std::to_string(p.pass) + "/" + std::to_string(p.passes);
     if (tty_) {
       constexpr int kWidth = 30;
       int filled = p.total == 0 ? kWidth : kWidth * p.done / p.total;

@@ -81,10 +81,12 @@ std::string DefaultRunCacheDir(const char* xdg_cache_home, const char* home) {
   return std::string(home != nullptr ? home : "/tmp") + "/.cache/trident";
 }
 
+// The profile's content is part of the key: a profile cached before its entries included
+// sequence parallelism ("with sp") has none to plan it with.
 std::string LayerProfileCachePath(const RunFlowOptions& o) {
   const std::string key = o.model_text + "|seq " + std::to_string(o.seq_len) + "|mb " +
-                          Join(o.micro_batches) + "|tp " + Join(o.profile_tps) + "|threads " +
-                          std::to_string(o.threads) + "|" + o.machine;
+                          Join(o.micro_batches) + "|tp " + Join(o.profile_tps) +
+                          " with sp|threads " + std::to_string(o.threads) + "|" + o.machine;
   return CachePath(o, "profile-" + o.model_name, key);
 }
 

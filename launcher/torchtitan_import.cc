@@ -217,6 +217,11 @@ Status ReadMesh(const JobKeys& k, Plan* plan) {
 Status ReadTraining(const JobKeys& k, Plan* plan) {
   TRIDENT_ASSIGN_OR_RETURN(int64_t local, k.Int("training.local_batch_size", 8));
   TRIDENT_ASSIGN_OR_RETURN(plan->seq_len, k.Int("training.seq_len", 2048));
+  if (plan->sequence_parallel && plan->seq_len % plan->mesh.tp != 0) {
+    return k.Error("training.seq_len",
+                   Str(plan->seq_len) + " does not divide over tensor_parallel_degree " +
+                       Str(plan->mesh.tp) + ", whose norms torchtitan shards along the sequence");
+  }
   const int64_t dp = plan->mesh.dp;
   TRIDENT_ASSIGN_OR_RETURN(int64_t global, k.Int("training.global_batch_size", -1));
   if (global < 0) global = local * dp;

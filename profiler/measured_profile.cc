@@ -74,6 +74,7 @@ void AddLayers(const ModelSpec& model, std::map<LayerKind, std::vector<ProfileEn
 struct Measurement {
   LayerKind kind;
   int tp;
+  bool sequence_parallel;
   std::unique_ptr<LayerBench> bench;
 };
 
@@ -89,7 +90,8 @@ Status TakeTurns(std::vector<Measurement>& measurements, const MeasuredProfileOp
   for (report.pass = 1; report.pass <= options.passes; ++report.pass) {
     for (Measurement& m : measurements) {
       for (int mb : sizes) {
-        report = {report.done, report.total, report.pass, report.passes, m.kind, mb, m.tp};
+        report = {report.done, report.total, report.pass, report.passes,
+                  m.kind,      mb,           m.tp,        m.sequence_parallel};
         if (progress) progress(report);
         TRIDENT_RETURN_IF_ERROR(m.bench->Measure(mb, share));
         LayerMeasurement result = m.bench->Result(mb);
@@ -122,7 +124,7 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
                               world, options.clock,   /*sp=*/sp};
         TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<LayerBench> bench,
                                  LayerBench::Create(runnable, setup));
-        measurements.push_back({kind, tp, std::move(bench)});
+        measurements.push_back({kind, tp, sp, std::move(bench)});
       }
     }
   }

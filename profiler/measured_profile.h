@@ -44,6 +44,7 @@ struct MeasureProgress {
   LayerKind kind = LayerKind::kGptBlock;
   int micro_batch = 1;
   int tp = 1;
+  bool sequence_parallel = false;
   const LayerMeasurement* result = nullptr;  // null before the turn; then every pass so far
 };
 using MeasureProgressFn = std::function<void(const MeasureProgress&)>;
