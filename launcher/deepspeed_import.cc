@@ -84,8 +84,7 @@ StatusOr<std::vector<double>> TypeWeights(const ModelSpec& model, const std::str
     weights.push_back(std::regex_search(NameOf(LayerKindNames(), kind), type_regex) ? 1 : 0);
   }
   if (std::find(weights.begin(), weights.end(), 1.0) == weights.end()) {
-    return InvalidArgument("--partition-method " + method +
-                           ": matches no layer of " + model.name +
+    return InvalidArgument("--partition-method " + method + ": matches no layer of " + model.name +
                            " (Trident's layer kinds: embedding, gpt_block, llama_block, "
                            "mlp_block, final_norm, lm_head); DeepSpeed refuses it too");
   }

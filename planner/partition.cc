@@ -140,9 +140,7 @@ class Memo {
     }
   }
 
-  bool Useful(int k, int u) const {
-    return counts_.slot[u] >= 0 && a_row_[ARowIndex(k, u)] != 0;
-  }
+  bool Useful(int k, int u) const { return counts_.slot[u] >= 0 && a_row_[ARowIndex(k, u)] != 0; }
   const std::vector<int>& UsefulUnits(int k) const { return counts_.useful_list[k]; }
   // A(j, u, k) for j in [0, L]. REQUIRES: Useful(k', u) for some k'; so below.
   std::span<const double> ARow(int u, int k) const { return {&a_ms_[ARowStart(k, u)], row_}; }
