@@ -6,7 +6,10 @@ GradSync::GradSync(Compute* compute, StageModel* model, Comm* dp_comm, Comm* tie
                    Comm* tp_comm, int64_t bucket_bytes)
     : compute_(compute), dp_comm_(dp_comm), tie_comm_(tie_comm), tp_comm_(tp_comm) {
   for (ModelParameter& p : model->parameters()) {
-    if (p.param.tp_partial_grad && tp_comm_ != nullptr) tp_partial_.push_back(p.param.grad);
+    if (p.param.tp_partial_grad && tp_comm_ != nullptr) {
+      tp_partial_.grads.push_back(p.param.grad);
+      tp_partial_.numel += p.param.grad->numel();
+    }
     if (p.tied_copy || p.tied_source) {
       if (tie_comm_ != nullptr) tied_.push_back(p.param.grad);
       continue;
@@ -21,6 +24,7 @@ GradSync::GradSync(Compute* compute, StageModel* model, Comm* dp_comm, Comm* tie
     buckets_.back().numel += p.param.grad->numel();
   }
   for (Bucket& b : buckets_) b.flat = compute_->Allocate({b.numel});
+  if (tp_partial_.numel > 0) tp_partial_.flat = compute_->Allocate({tp_partial_.numel});
 }
 
 void GradSync::Pack(Bucket& bucket) {
@@ -59,9 +63,11 @@ Status GradSync::Finish(std::chrono::milliseconds timeout) {
     compute_->Synchronize();
     TRIDENT_RETURN_IF_ERROR(tie_comm_->AllReduceSum(g->span<float>()));
   }
-  for (Tensor* g : tp_partial_) {
+  if (tp_partial_.numel > 0) {
+    Pack(tp_partial_);
     compute_->Synchronize();
-    TRIDENT_RETURN_IF_ERROR(tp_comm_->AllReduceSum(g->span<float>()));
+    TRIDENT_RETURN_IF_ERROR(tp_comm_->AllReduceSum(tp_partial_.flat.span<float>()));
+    Unpack(tp_partial_);
   }
   return Status::Ok();
 }

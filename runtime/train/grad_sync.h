@@ -11,7 +11,8 @@
 // (round robin, core/replica_lanes.h).
 //
 // Sequence parallelism: a norm's weight gradient covers the rank's tokens only
-// (Parameter::tp_partial_grad), so Finish also sums those over the tp group.
+// (Parameter::tp_partial_grad), so Finish also sums those over the tp group, packed into one
+// flat buffer (one all-reduce per step, not one per norm).
 //
 // Tied embeddings split over two positions: the embedding's table and the head's copy are
 // left out of the buckets and summed instead over the tie group — every replica of the
@@ -60,7 +61,7 @@ class GradSync {
   Comm* tp_comm_;
   std::vector<Bucket> buckets_;
   std::vector<Tensor*> tied_;
-  std::vector<Tensor*> tp_partial_;
+  Bucket tp_partial_;  // the norms' partial gradients, summed over tp in one call
 };
 
 }  // namespace trident
