@@ -23,6 +23,11 @@ bool UniformReplication(const std::vector<PlanStage>& stages) {
                      [&](const PlanStage& st) { return st.replicas == stages.front().replicas; });
 }
 
+bool UniformRecompute(const std::vector<PlanStage>& stages) {
+  return std::all_of(stages.begin(), stages.end(),
+                     [&](const PlanStage& st) { return st.recompute == stages.front().recompute; });
+}
+
 std::vector<int> Plan::PositionReplicas() const {
   std::vector<int> replicas;
   for (int p = 0; p < mesh.pp; ++p) replicas.push_back(stages[p].replicas);

@@ -103,6 +103,8 @@ struct Plan {
 
 // Whether every stage has the same replica count (uniform replication).
 bool UniformReplication(const std::vector<PlanStage>& stages);
+// Whether every stage has the same recompute mode.
+bool UniformRecompute(const std::vector<PlanStage>& stages);
 
 StatusOr<Plan> ParsePlan(std::string_view text, const std::string& file);
 StatusOr<Plan> LoadPlan(const std::string& path);

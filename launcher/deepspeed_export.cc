@@ -1,6 +1,5 @@
 #include "launcher/deepspeed_export.h"
 
-#include <algorithm>
 
 #include "core/text_format.h"
 #include "launcher/placement.h"
@@ -32,9 +31,7 @@ void CheckSchedule(const Plan& plan, DeepSpeedExport* out) {
 // The pipeline engine's activation_checkpoint_interval: 1 checkpoints every layer, 0 none.
 int CheckpointInterval(const Plan& plan, DeepSpeedExport* out) {
   const RecomputeMode mode = plan.stages.front().recompute;
-  const bool mixed = std::any_of(plan.stages.begin(), plan.stages.end(),
-                                 [mode](const PlanStage& s) { return s.recompute != mode; });
-  if (mixed) {
+  if (!UniformRecompute(plan.stages)) {
     Inexpressible(out, "stages[].recompute",
                   "DeepSpeed checkpoints every stage at one interval; the plan's stages differ",
                   "plan with one --recompute mode");

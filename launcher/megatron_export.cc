@@ -177,8 +177,7 @@ void SplitArgs(const Plan& plan, MegatronExport* out) {
 
 void RecomputeArgs(const Plan& plan, MegatronExport* out) {
   const RecomputeMode mode = plan.stages.front().recompute;
-  for (const PlanStage& s : plan.stages) {
-    if (s.recompute == mode) continue;
+  if (!UniformRecompute(plan.stages)) {
     Inexpressible(out, "stages[].recompute",
                   "Megatron-LM recomputes every stage alike; the plan's stages differ",
                   "plan with one --recompute mode");

@@ -1,6 +1,5 @@
 #include "launcher/torchtitan_export.h"
 
-#include <algorithm>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -143,9 +142,7 @@ toml::table Training(const Plan& plan) {
 
 toml::table ActivationCheckpoint(const Plan& plan, TorchtitanExport* out) {
   const RecomputeMode mode = plan.stages.front().recompute;
-  const bool mixed = std::any_of(plan.stages.begin(), plan.stages.end(),
-                                 [mode](const PlanStage& s) { return s.recompute != mode; });
-  if (mixed) {
+  if (!UniformRecompute(plan.stages)) {
     Inexpressible(out, "stages[].recompute",
                   "torchtitan checkpoints every stage alike; the plan's stages differ",
                   "plan with one --recompute mode");

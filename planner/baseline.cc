@@ -11,9 +11,7 @@ std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes));
 
 // "recompute selective", or "recompute per stage" when the stages differ.
 std::string Recompute(const Plan& plan) {
-  for (const PlanStage& s : plan.stages) {
-    if (s.recompute != plan.stages.front().recompute) return "per-stage recompute";
-  }
+  if (!UniformRecompute(plan.stages)) return "per-stage recompute";
   return "recompute " + NameOf(RecomputeModeNames(), plan.stages.front().recompute);
 }
 

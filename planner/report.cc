@@ -62,9 +62,9 @@ std::string ConfigLine(const Plan& plan) {
   if (plan.virtual_stages > 1) text += " (v " + std::to_string(plan.virtual_stages) + ")";
   text += ", micro-batch " + std::to_string(plan.micro_batch_size) + " × " +
           MicroBatchesPerReplica(plan) + " per replica, recompute ";
-  bool mixed = false;
-  for (const PlanStage& st : plan.stages) mixed |= st.recompute != plan.stages.front().recompute;
-  text += mixed ? "per stage" : NameOf(RecomputeModeNames(), plan.stages.front().recompute);
+  text += !UniformRecompute(plan.stages)
+              ? "per stage"
+              : NameOf(RecomputeModeNames(), plan.stages.front().recompute);
   if (!UniformReplication(plan.stages)) text += ", per-stage replication";
   return plan.zero1 ? text + ", zero1" : text;
 }
