@@ -1,6 +1,5 @@
 #include "launcher/deepspeed_export.h"
 
-
 #include "core/text_format.h"
 #include "launcher/placement.h"
 
