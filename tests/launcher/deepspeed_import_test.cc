@@ -90,14 +90,20 @@ TEST(DeepSpeedImportTest, HandWrittenConfig) {
                                              "steps_per_print", "wall_clock_breakdown"));
 }
 
-TEST(DeepSpeedImportTest, BadConfigsNameTheKey) {
+// A 4-block Llama in 2 stages on `devices` ranks of one node, sequence 128.
+DeepSpeedImportOptions TwoStageLlama(int devices, const std::string& partition_method) {
   DeepSpeedImportOptions o;
   o.model = Llama(4);
-  o.devices = 8;
-  o.devices_per_node = 8;
+  o.devices = devices;
+  o.devices_per_node = devices;
   o.seq_len = 128;
   o.num_stages = 2;
-  o.partition_method = "uniform";
+  o.partition_method = partition_method;
+  return o;
+}
+
+TEST(DeepSpeedImportTest, BadConfigsNameTheKey) {
+  DeepSpeedImportOptions o = TwoStageLlama(8, "uniform");
   auto error = [&](const std::string& json) {
     StatusOr<DeepSpeedImport> r = ImportDeepSpeed(json, "ds.json", o);
     return r.ok() ? std::string("ok") : r.status().ToString();
@@ -126,13 +132,7 @@ TEST(DeepSpeedImportTest, BadConfigsNameTheKey) {
 // type:REGEX weighs the layers whose kind name the regex finds (case-insensitive), 1 each:
 // "type:Block" spreads the 4 blocks of a Llama over 2 stages, 2 each.
 TEST(DeepSpeedImportTest, TypePartitionCountsTheMatchingLayers) {
-  DeepSpeedImportOptions o;
-  o.model = Llama(4);
-  o.devices = 2;
-  o.devices_per_node = 2;
-  o.seq_len = 128;
-  o.num_stages = 2;
-  o.partition_method = "type:Block";
+  DeepSpeedImportOptions o = TwoStageLlama(2, "type:Block");
   StatusOr<DeepSpeedImport> r = ImportDeepSpeed(R"({"train_batch_size": 8})", "ds.json", o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->plan.stages.size(), 2u);

@@ -272,18 +272,24 @@ TEST(LayerCostTest, RecomputeDoesNotChangeTheHead) {
   }
 }
 
+// The GPT of the Korthikanti checks: hidden h, a heads, ffn 4h, the given dropout.
+ModelSpec KorthikantiGpt(int64_t h, int64_t a, double dropout) {
+  ModelSpec model = TinyGptSpec();
+  model.hidden = h;
+  model.heads = a;
+  model.kv_heads = a;
+  model.ffn_hidden = 4 * h;
+  model.dropout = dropout;
+  return model;
+}
+
 // Korthikanti et al. (2022): a GPT block with bf16 and dropout stashes 34bsh + 5abs² bytes,
 // bsh(10 + 24/t) + 5abs²/t with tp t; selective recompute leaves bsh(10 + 24/t); full 2bsh.
 class KorthikantiTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(KorthikantiTest, GptBlockStashMatchesThePaper) {
   const int64_t b = 2, s = 16, h = 64, a = 4, t = GetParam();
-  ModelSpec model = TinyGptSpec();
-  model.hidden = h;
-  model.heads = a;
-  model.kv_heads = a;
-  model.ffn_hidden = 4 * h;
-  model.dropout = 0.1;
+  const ModelSpec model = KorthikantiGpt(h, a, 0.1);
   LayerShape shape{
       .micro_batch = b, .seq_len = s, .tp = static_cast<int>(t), .dtype = DType::kBf16};
   auto stash = [&](RecomputeMode mode) {
@@ -304,12 +310,7 @@ class KorthikantiSequenceParallelTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(KorthikantiSequenceParallelTest, DividesEveryTermByTp) {
   const int64_t b = 2, s = 16, h = 64, a = 4, t = GetParam();
-  ModelSpec model = TinyGptSpec();
-  model.hidden = h;
-  model.heads = a;
-  model.kv_heads = a;
-  model.ffn_hidden = 4 * h;
-  model.dropout = 0.1;
+  const ModelSpec model = KorthikantiGpt(h, a, 0.1);
   LayerShape shape{.micro_batch = b,
                    .seq_len = s,
                    .tp = static_cast<int>(t),
@@ -344,11 +345,7 @@ INSTANTIATE_TEST_SUITE_P(Tp, KorthikantiSequenceParallelTest, ::testing::Values(
 // 34 - 2 = 32 bsh and 5 - 3 = 2 abs² (bf16, t 1).
 TEST(LayerCostTest, GptBlockStashWithoutDropout) {
   const int64_t b = 2, s = 16, h = 64, a = 4;
-  ModelSpec model = TinyGptSpec();
-  model.hidden = h;
-  model.heads = a;
-  model.kv_heads = a;
-  model.ffn_hidden = 4 * h;
+  const ModelSpec model = KorthikantiGpt(h, a, 0);
   LayerShape shape{.micro_batch = b, .seq_len = s, .tp = 1, .dtype = DType::kBf16};
   EXPECT_EQ(AnalyticLayerCost(model, LayerKind::kGptBlock, shape).stashed_bytes,
             32 * b * s * h + 2 * a * b * s * s);
