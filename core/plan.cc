@@ -35,7 +35,7 @@ std::vector<int> Plan::PositionReplicas() const {
 }
 
 RankMap Plan::MakeRankMap() const {
-  StatusOr<RankMap> map = RankMap::Create(mesh.tp, PositionReplicas());
+  StatusOr<RankMap> map = RankMap::Create(mesh.tp, mesh.cp, PositionReplicas());
   TRIDENT_CHECK(map.ok()) << map.status().ToString();
   return *map;
 }
@@ -52,6 +52,7 @@ FieldCheck CheckCounts(const Plan& p) {
       {"mesh.dp", p.mesh.dp, 1, limits::kMaxDevices},
       {"mesh.pp", p.mesh.pp, 1, limits::kMaxDevices},
       {"mesh.tp", p.mesh.tp, 1, limits::kMaxHeads},
+      {"mesh.cp", p.mesh.cp, 1, limits::kMaxDevices},
       {"virtual_stages", p.virtual_stages, 1, limits::kMaxLayers},
       {"micro_batch_size", p.micro_batch_size, 1, limits::kMaxMicroBatch},
       {"predicted.peak_memory_bytes", p.predicted.peak_memory_bytes, 0, limits::kMaxPlanBytes}};
@@ -91,10 +92,20 @@ FieldCheck CheckMesh(const Plan& p) {
     return FieldError{"sequence_parallel", "needs tp > 1: it splits what tp leaves whole",
                       "set it to false, or plan with --fix tp=2 or more"};
   }
-  if (p.sequence_parallel && p.seq_len % p.mesh.tp != 0) {
+  if (p.mesh.cp > 1 && p.seq_len % (2 * p.mesh.cp) != 0) {
+    return FieldError{"mesh.cp",
+                      "cp " + Str(p.mesh.cp) + " cannot split seq_len " + Str(p.seq_len) +
+                          " into 2·cp = " + Str(2 * p.mesh.cp) +
+                          " equal chunks (each cp rank holds two, for causal balance)",
+                      "use a cp with 2·cp dividing seq_len"};
+  }
+  const int64_t local_seq = p.seq_len / p.mesh.cp;  // the tokens of a sequence on one cp rank
+  if (p.sequence_parallel && local_seq % p.mesh.tp != 0) {
     return FieldError{"sequence_parallel",
-                      "tp " + Str(p.mesh.tp) + " does not divide seq_len " + Str(p.seq_len),
-                      "set it to false, or use a seq_len that tp divides"};
+                      "tp " + Str(p.mesh.tp) + " does not divide the " + Str(local_seq) +
+                          " tokens of a sequence on each rank (seq_len " + Str(p.seq_len) +
+                          " / cp " + Str(p.mesh.cp) + ")",
+                      "set it to false, or use a seq_len that cp · tp divides"};
   }
   return std::nullopt;
 }
@@ -150,12 +161,12 @@ FieldCheck CheckReplicas(const Plan& p) {
         ""};
   }
   int64_t devices = 0;
-  for (int r : p.PositionReplicas()) devices += int64_t{r} * p.mesh.tp;
+  for (int r : p.PositionReplicas()) devices += int64_t{r} * p.mesh.cp * p.mesh.tp;
   if (devices != p.devices) {
     return FieldError{"devices",
-                      "the mesh uses tp · Σ replicas = " + Str(devices) +
+                      "the mesh uses cp · tp · Σ replicas = " + Str(devices) +
                           " devices but devices is " + Str(p.devices),
-                      "with uniform replication devices = tp · pp · dp"};
+                      "with uniform replication devices = dp · pp · cp · tp"};
   }
   return std::nullopt;
 }
@@ -267,7 +278,8 @@ FieldCheck Plan::Check() const {
 
 std::string Plan::ToString() const {
   return model.name + " on " + Str(devices) + " devices: dp " + Str(mesh.dp) + " × pp " +
-         Str(mesh.pp) + " × tp " + Str(mesh.tp) + (sequence_parallel ? " + sp" : "") + ", " +
+         Str(mesh.pp) + (mesh.cp > 1 ? " × cp " + Str(mesh.cp) : "") + " × tp " + Str(mesh.tp) +
+         (sequence_parallel ? " + sp" : "") + ", " +
          NameOf(ScheduleKindNames(), schedule) + ", micro-batch " + Str(micro_batch_size) + " × " +
          Str(num_micro_batches) + ", seq " + Str(seq_len);
 }

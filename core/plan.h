@@ -7,7 +7,7 @@
 // Stages: pp · virtual_stages contiguous layer ranges in model order. With virtual stages
 // (interleaved 1F1B) pipeline position p runs stages p, p + pp, p + 2·pp, ...
 // Replication: a stage's `replicas` (PipeDream-style) may differ between positions; mesh.dp
-// is the largest of them and devices = tp · Σ over positions of their replication. Micro-batch
+// is the largest of them and devices = cp · tp · Σ over positions of their replication. Micro-batch
 // j of a stage with r replicas runs on replica j mod r (round robin, core/replica_lanes.h), so
 // replica d runs ceil((M − d) / r) of them; each replica needs one, so 1 <= r <= M. gpipe,
 // 1f1b and zb_h1 take any such r. Three schedules need more of every position:
@@ -83,7 +83,9 @@ struct Plan {
   ScheduleKind schedule = ScheduleKind::k1F1B;
   bool zero1 = false;
   // Megatron's sequence parallelism inside every tp group (models/layer_shapes.h).
-  // REQUIRES: mesh.tp > 1 dividing seq_len when set.
+  // REQUIRES: mesh.tp > 1 dividing seq_len / mesh.cp when set.
+  // Context parallelism (mesh.cp > 1) splits each sequence into 2·cp chunks; cp rank i holds
+  // chunks i and 2·cp − 1 − i (runtime/train/README.md). REQUIRES: 2·cp divides seq_len.
   bool sequence_parallel = false;
   std::vector<PlanStage> stages;
   PlanPrediction predicted;

@@ -37,6 +37,8 @@ const std::vector<PlanFieldUse>& PlanFieldUses() {
       {"mesh.dp", kExecuted, "replicas of the largest position"},
       {"mesh.pp", kExecuted, "pipeline positions"},
       {"mesh.tp", kExecuted, "tensor-parallel ranks of every stage"},
+      {"mesh.cp", kExecuted,
+       "context-parallel ranks of every replica: each holds 2 of a sequence's 2·cp chunks"},
       {"virtual_stages", kRestricted, "interleaved 1F1B's stages per position; CPU (MPI) only"},
       {"micro_batch_size", kExecuted, "sequences per micro-batch"},
       {"num_micro_batches", kExecuted, "micro-batches per step, round robin over replicas"},

@@ -22,6 +22,7 @@ Status ReadMesh(YamlMap& map, Mesh* mesh) {
   TRIDENT_ASSIGN_OR_RETURN(YamlMap m, map.GetMap("mesh"));
   TRIDENT_RETURN_IF_ERROR(m.Get("dp", &mesh->dp));
   TRIDENT_RETURN_IF_ERROR(m.Get("pp", &mesh->pp));
+  TRIDENT_RETURN_IF_ERROR(m.GetOptional("cp", &mesh->cp));
   TRIDENT_RETURN_IF_ERROR(m.Get("tp", &mesh->tp));
   return m.Finish();
 }
@@ -118,7 +119,11 @@ std::string PlanToYaml(const Plan& p) {
       .Field("devices", p.devices)
       .Field("devices_per_node", p.devices_per_node);
   out.Key("mesh").BeginMap(/*flow=*/true);
-  out.Field("dp", p.mesh.dp).Field("pp", p.mesh.pp).Field("tp", p.mesh.tp).EndMap();
+  out.Field("dp", p.mesh.dp)
+      .Field("pp", p.mesh.pp)
+      .Field("cp", p.mesh.cp)
+      .Field("tp", p.mesh.tp)
+      .EndMap();
   out.Field("virtual_stages", p.virtual_stages)
       .Field("micro_batch_size", p.micro_batch_size)
       .Field("num_micro_batches", p.num_micro_batches)

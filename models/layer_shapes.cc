@@ -68,6 +68,10 @@ TokenBlock LayerShapes::Gathered(const TokenBlock& local) const {
   return split.sequence_parallel ? TokenBlock{local.batch, local.seq * split.tp} : local;
 }
 
+TokenBlock LayerShapes::Keys(const TokenBlock& tb) const { return {tb.batch, tb.seq * split.cp}; }
+
+int64_t LayerShapes::QueryChunks() const { return split.cp > 1 ? 2 : 1; }
+
 std::vector<int64_t> LayerShapes::Hidden(const TokenBlock& tb) const {
   return {tb.batch, tb.seq, hidden};
 }
@@ -88,7 +92,10 @@ std::vector<int64_t> LayerShapes::KeyValueHeads(const TokenBlock& tb) const {
   return {tb.batch, tb.seq, kv_heads, head_dim};
 }
 std::vector<int64_t> LayerShapes::Scores(const TokenBlock& tb) const {
-  return {tb.batch, heads, tb.seq, tb.seq};
+  const int64_t chunks = QueryChunks();
+  TRIDENT_CHECK(tb.seq % chunks == 0) << "context parallelism needs an even local sequence, got "
+                                      << tb.seq;
+  return {chunks * tb.batch, heads, tb.seq / chunks, Keys(tb).seq};
 }
 std::vector<int64_t> LayerShapes::Ffn(const TokenBlock& tb) const {
   return {tb.batch, tb.seq, ffn};
@@ -160,6 +167,7 @@ LayerShapes MakeLayerShapes(const ModelSpec& model, LayerKind kind, const RankSp
   TRIDENT_CHECK(split.tp >= 1 && split.tp_rank >= 0 && split.tp_rank < split.tp)
       << "tp rank " << split.tp_rank << " of " << split.tp;
   TRIDENT_CHECK(!split.sequence_parallel || split.tp > 1) << "sequence parallelism needs tp > 1";
+  TRIDENT_CHECK(split.cp >= 1) << "cp " << split.cp;
   const std::string problem = model.TensorParallelProblem(split.tp);
   TRIDENT_CHECK(problem.empty()) << model.name << ": " << problem;
   LayerShapes s;

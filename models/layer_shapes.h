@@ -20,7 +20,12 @@
 // of every sequence (rank r holds tokens [r·S/t, (r+1)·S/t) of each), and each tp region
 // (attention, MLP, LM head) is entered by an all-gather of its input along S and left by a
 // reduce-scatter. Local(tb) is the residual stream's share; the tp regions see the whole tb.
-// A context-parallel degree (splitting S) is meant to join RankSplit; it is not modelled yet.
+//
+// Context parallelism (RankSplit::cp = c > 1) splits every sequence into 2c chunks; cp rank i
+// holds chunks i and 2c − 1 − i (Megatron's causal load balance), so the TokenBlock a layer
+// sees is this rank's {B, S/c} tokens. Attention computes its local queries against the keys
+// and values of the whole sequence, all-gathered over the cp group (Keys(tb) = {B, S}); the
+// scores are [2·B, Al, S/(2c), S], chunk-major: query chunk k of sequence b is matrix k·B + b.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +43,7 @@ struct RankSplit {
   int tp = 1;                      // tensor-parallel degree
   int tp_rank = 0;                 // 0 <= tp_rank < tp; rank 0 holds the most vocabulary rows
   bool sequence_parallel = false;  // REQUIRES: tp > 1 when set
+  int cp = 1;                      // context-parallel degree: a TokenBlock is S/cp of each sequence
 };
 
 // The sequences of one micro-batch (on one rank).
@@ -137,6 +143,11 @@ struct LayerShapes {
   TokenBlock Local(const TokenBlock& tb) const;
   // The inverse: the micro-batch whose Local() is `local`.
   TokenBlock Gathered(const TokenBlock& local) const;
+  // The keys and values the queries of `tb` attend to: {B, S·cp}, gathered over the cp group.
+  TokenBlock Keys(const TokenBlock& tb) const;
+  // Query chunks per sequence on this rank: 2 under context parallelism (chunks i and
+  // 2·cp − 1 − i), else 1.
+  int64_t QueryChunks() const;
 
   // Activation shapes of tokens `tb` (the whole micro-batch, or Local(tb) of it).
   std::vector<int64_t> Hidden(const TokenBlock& tb) const;         // [B, S, H]
@@ -146,7 +157,7 @@ struct LayerShapes {
   std::vector<int64_t> KeyValue(const TokenBlock& tb) const;       // [B, S, KVl]
   std::vector<int64_t> QueryHeads(const TokenBlock& tb) const;     // [B, S, Al, D]
   std::vector<int64_t> KeyValueHeads(const TokenBlock& tb) const;  // [B, S, Kl, D]
-  std::vector<int64_t> Scores(const TokenBlock& tb) const;         // [B, Al, S, S]
+  std::vector<int64_t> Scores(const TokenBlock& tb) const;  // [QueryChunks·B, Al, S/chunks, S·cp]
   std::vector<int64_t> Ffn(const TokenBlock& tb) const;            // [B, S, Fl]
   std::vector<int64_t> Logits(const TokenBlock& tb) const;         // [B, S, Vl]
   std::vector<int64_t> NormStat(const TokenBlock& tb) const;       // [B·S]: one per token

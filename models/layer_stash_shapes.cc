@@ -111,8 +111,9 @@ std::vector<StashTensor> VocabLayerStash(const LayerShapes& s, const TokenBlock&
   }
 }
 
-// Linear layers, then the batched attention products of this rank's heads (B·Al of them):
-//   scores  Q·Kᵀ  [S × D]·[D × S]      context  P·V  [S × S]·[S × D]
+// Linear layers, then the batched attention products of this rank's heads (B·Al of them),
+// with Sk = S·cp keys (the whole sequence, gathered over the cp group):
+//   scores  Q·Kᵀ  [S × D]·[D × Sk]     context  P·V  [S × Sk]·[Sk × D]
 // GPT: QKV [H → 3Hl], proj [Hl → H], FC1 [H → Fl], FC2 [Fl → H].
 // Llama: Q, K and V as one [H → Hl + 2KVl], O [Hl → H], gate and up as one [H → 2Fl],
 // down [Fl → H]. MLP: FC1, FC2.
@@ -125,9 +126,10 @@ std::vector<GemmShape> BlockGemms(const LayerShapes& s, const TokenBlock& tb) {
   const bool llama = s.kind == LayerKind::kLlamaBlock;
   const int64_t up_width = llama ? 2 * s.ffn : s.ffn;
   const int64_t heads = tb.batch * s.heads;
+  const int64_t keys = s.Keys(tb).seq;
   return {LinearGemm(tb, s.hidden, s.qkv_width),     LinearGemm(tb, s.q_width, s.hidden),
           LinearGemm(tb, s.hidden, up_width),        LinearGemm(tb, s.ffn, s.hidden),
-          {tb.seq, tb.seq, s.head_dim, heads, true}, {tb.seq, s.head_dim, tb.seq, heads, true}};
+          {tb.seq, keys, s.head_dim, heads, true},   {tb.seq, s.head_dim, keys, heads, true}};
 }
 
 }  // namespace trident

@@ -14,7 +14,7 @@ namespace {
 
 // tp 2 over pipeline positions replicated 2 and 1 times: ranks 0-3 hold position 0 (dp 0,
 // then dp 1), ranks 4-5 position 1.
-RankMap TwoPositions() { return *RankMap::Create(2, {2, 1}); }
+RankMap TwoPositions() { return *RankMap::Create(2, 1, {2, 1}); }
 
 TEST(LogContext, PrefixNamesHostRankAndCoordinates) {
   LogContext context{"node7", std::nullopt, std::nullopt};

@@ -74,7 +74,7 @@ TEST(PlanReplicas, MeshAndDevicesFollowUnevenReplicas) {
   plan = Replicated(ScheduleKind::k1F1B, 5, {2, 1, 1});
   EXPECT_EQ(ErrorOf(plan), "");
   plan.devices = 6;
-  EXPECT_EQ(ErrorOf(plan).rfind("devices: the mesh uses tp · Σ replicas = 4 devices", 0), 0u)
+  EXPECT_EQ(ErrorOf(plan).rfind("devices: the mesh uses cp · tp · Σ replicas = 4 devices", 0), 0u)
       << ErrorOf(plan);
 }
 

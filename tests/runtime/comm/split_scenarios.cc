@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 #include <numeric>
+#include <tuple>
 #include <utility>
 
 #include "core/rank_map.h"
@@ -18,11 +19,12 @@ using ::testing::HasSubstr;
 
 // Rank maps with `size` ranks: (tp, replicas per pipeline position).
 std::vector<RankMap> MapsOfSize(int size) {
-  const std::vector<std::pair<int, std::vector<int>>> shapes = {
-      {1, {1}}, {2, {1}}, {1, {2, 1}}, {2, {2}}, {2, {1, 1}}, {1, {2, 2}}, {1, {size}}};
+  const std::vector<std::tuple<int, int, std::vector<int>>> shapes = {
+      {1, 1, {1}},    {2, 1, {1}},    {1, 1, {2, 1}}, {2, 1, {2}},    {2, 1, {1, 1}},
+      {1, 1, {2, 2}}, {1, 1, {size}}, {1, 2, {1}},    {1, 2, {2}},    {2, 2, {1}}};
   std::vector<RankMap> maps;
-  for (const auto& [tp, replicas] : shapes) {
-    StatusOr<RankMap> map = RankMap::Create(tp, replicas);
+  for (const auto& [tp, cp, replicas] : shapes) {
+    StatusOr<RankMap> map = RankMap::Create(tp, cp, replicas);
     if (!map.ok() || map->NumRanks() != size) continue;
     if (std::find(maps.begin(), maps.end(), *map) == maps.end()) maps.push_back(*map);
   }
@@ -67,10 +69,12 @@ void SplitTpAndDpGroups(Comm& comm) {
   std::vector<RankMap> maps = MapsOfSize(comm.Size());
   ASSERT_FALSE(maps.empty());
   for (const RankMap& map : maps) {
-    SCOPED_TRACE("tp " + std::to_string(map.Tp()) + ", positions " +
-                 std::to_string(map.NumPositions()));
+    SCOPED_TRACE("tp " + std::to_string(map.Tp()) + ", cp " + std::to_string(map.Cp()) +
+                 ", positions " + std::to_string(map.NumPositions()));
     SplitAndCheck(comm, map.TpGroup(comm.Rank()), 1);
     SplitAndCheck(comm, map.DpGroup(comm.Rank()), 2);
+    SplitAndCheck(comm, map.CpGroup(comm.Rank()), 3);
+    SplitAndCheck(comm, map.GradGroup(comm.Rank()), 4);
   }
 }
 

@@ -229,7 +229,7 @@ TEST(RunSummaryJsonTest, HoldsMeasuredAndPredictedPairs) {
 }
 
 TEST(TraceToChromeJsonTest, OneCompleteEventPerActionAndOneThreadNamePerRank) {
-  StatusOr<RankMap> ranks = RankMap::Create(2, {2, 1});
+  StatusOr<RankMap> ranks = RankMap::Create(2, 1, {2, 1});
   ASSERT_TRUE(ranks.ok()) << ranks.status().ToString();
   const std::vector<TraceEvent> events = {
       {0, 1, {ActionKind::kForward, 0, 0}, 0.0, 1.5},
