@@ -89,6 +89,17 @@ enum class ActivationKind {
 };
 
 // Decoupled weight decay as PyTorch's AdamW (Loshchilov & Hutter, 2019).
+// Which entries of each row a softmax keeps: every one, or (causal) in a [.., R, C] tensor the
+// columns j <= i + offset of row i of each R×C matrix. Offset 0 on square scores is the usual
+// causal mask; a query block that starts at sequence position p against keys from position 0
+// has offset p (context parallelism's chunks).
+struct SoftmaxMask {
+  bool causal = false;
+  int64_t offset = 0;
+  static SoftmaxMask All() { return {}; }
+  static SoftmaxMask Causal(int64_t offset = 0) { return {true, offset}; }
+};
+
 struct AdamWConfig {
   float lr = 1e-3f;
   float beta1 = 0.9f;
@@ -183,10 +194,9 @@ class Compute {
 
   // --- Softmax and norms ----------------------------------------------------------------
 
-  // y = softmax of each row of x over its last dimension. With `causal`, x is [.., S, S] and
-  // row i of each S×S matrix keeps entries j <= i: masked entries of y are 0 and x's values
-  // there are never read. y may alias x.
-  void Softmax(const Tensor& x, bool causal, Tensor& y);
+  // y = softmax of each row of x over its last dimension, over the entries `mask` keeps:
+  // masked entries of y are 0 and x's values there are never read. y may alias x.
+  void Softmax(const Tensor& x, const SoftmaxMask& mask, Tensor& y);
   // dx = y ⊙ (dy − Σ_j dy·y), row by row (masked entries, where y = 0, get 0). dx may alias dy.
   void SoftmaxBackward(const Tensor& y, const Tensor& dy, Tensor& dx);
   // Per row n: y = (x − mean) · rstd ⊙ gamma + beta, with mean and biased variance over C
@@ -262,7 +272,7 @@ class Compute {
   virtual void DoSwiGlu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   virtual void DoSwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dout,
                                 Tensor& dgate, Tensor& dup) = 0;
-  virtual void DoSoftmax(const Tensor& x, bool causal, Tensor& y) = 0;
+  virtual void DoSoftmax(const Tensor& x, const SoftmaxMask& mask, Tensor& y) = 0;
   virtual void DoSoftmaxBackward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
   virtual void DoLayerNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& beta_C,
                            float eps, Tensor& y_NC, Tensor& mean_N, Tensor& rstd_N) = 0;

@@ -8,17 +8,18 @@
 
 namespace trident {
 
-void Compute::Softmax(const Tensor& x, bool causal, Tensor& y) {
+void Compute::Softmax(const Tensor& x, const SoftmaxMask& mask, Tensor& y) {
   OpCheck(this, "Softmax")
       .Floats({{"x", x}, {"y", y}})
       .SameNumel({{"x", x}, {"y", y}})
       .LastDim({"y", y}, MatrixCols(x))
       .SameOrDisjoint({"y", y}, {"x", x});
-  TRIDENT_CHECK(!causal || (x.rank() >= 2 && x.dim(-2) == x.dim(-1)))
-      << "Compute::Softmax: a causal softmax needs square [.., S, S] scores, got x "
-      << x.ToString();
+  TRIDENT_CHECK(!mask.causal ||
+                (x.rank() >= 2 && mask.offset >= 0 && mask.offset + x.dim(-2) <= x.dim(-1)))
+      << "Compute::Softmax: a causal softmax needs [.., R, C] scores with 0 <= offset and "
+      << "offset + R <= C, got x " << x.ToString() << " and offset " << mask.offset;
   Widened w(this);
-  DoSoftmax(w.In(x), causal, w.Out(y));
+  DoSoftmax(w.In(x), mask, w.Out(y));
 }
 
 void Compute::SoftmaxBackward(const Tensor& y, const Tensor& dy, Tensor& dx) {

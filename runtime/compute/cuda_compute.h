@@ -77,7 +77,7 @@ class CudaCompute final : public Compute {
   void DoSwiGlu(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void DoSwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dout, Tensor& dgate,
                         Tensor& dup) override;
-  void DoSoftmax(const Tensor& x, bool causal, Tensor& y) override;
+  void DoSoftmax(const Tensor& x, const SoftmaxMask& mask, Tensor& y) override;
   void DoSoftmaxBackward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
   void DoLayerNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& beta_C, float eps,
                    Tensor& y_NC, Tensor& mean_N, Tensor& rstd_N) override;

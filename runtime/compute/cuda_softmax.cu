@@ -2,8 +2,8 @@
 // block per row, reductions in fp32 (BlockMax, BlockSum).
 //
 // Forward, per row: y_j = exp(x_j − max) / Σ_k exp(x_k − max) over the kept columns. In a
-// causal [.., S, S] tensor, flat row n is row i = n mod S of its score matrix and keeps
-// columns 0..i; y is 0 past them and x is not read there.
+// causal [.., R, C] tensor, flat row n is row i = n mod R of its score matrix and keeps
+// columns 0..i + offset; y is 0 past them and x is not read there.
 // Backward, per row: dx = y ⊙ (dy − Σ_j dy_j·y_j) (the Jacobian of softmax is diag(y) − y·yᵀ).
 // Aliasing (y with x, dx with dy): a block finishes its row's reductions before it writes,
 // and each thread writes only the elements it has just read.
@@ -26,11 +26,12 @@ using cuda_kernels::RowGrid;
 using cuda_kernels::Store;
 
 template <typename T>
-__global__ void SoftmaxKernel(const T* x_NC, bool causal, int64_t rows, int64_t cols, T* y_NC) {
+__global__ void SoftmaxKernel(const T* x_NC, SoftmaxMask mask, int64_t matrix_rows, int64_t rows,
+                              int64_t cols, T* y_NC) {
   for (int64_t n = blockIdx.x; n < rows; n += gridDim.x) {
     const T* x = x_NC + n * cols;
     T* y = y_NC + n * cols;
-    const int64_t kept = causal ? n % cols + 1 : cols;
+    const int64_t kept = mask.causal ? n % matrix_rows + mask.offset + 1 : cols;
     float max = -INFINITY;
     for (int64_t c = threadIdx.x; c < kept; c += blockDim.x) max = fmaxf(max, Load(x, c));
     max = BlockMax(max);
@@ -61,14 +62,15 @@ __global__ void SoftmaxBackwardKernel(const T* y_NC, const T* dy_NC, int64_t row
 
 }  // namespace
 
-void CudaCompute::DoSoftmax(const Tensor& x, bool causal, Tensor& y) {
+void CudaCompute::DoSoftmax(const Tensor& x, const SoftmaxMask& mask, Tensor& y) {
   const int64_t rows = MatrixRows(x);
   const int64_t cols = MatrixCols(x);
   if (rows == 0 || cols == 0) return;
+  const int64_t matrix_rows = mask.causal ? x.dim(-2) : 1;
   DispatchFloat(x.type(), [&](auto tag) {
     using T = decltype(tag);
-    SoftmaxKernel<T>
-        <<<RowGrid(rows), kRowThreads, 0, stream()>>>(Ptr<T>(x), causal, rows, cols, Ptr<T>(y));
+    SoftmaxKernel<T><<<RowGrid(rows), kRowThreads, 0, stream()>>>(Ptr<T>(x), mask, matrix_rows,
+                                                                  rows, cols, Ptr<T>(y));
     TRIDENT_CUDA_CHECK(cudaGetLastError());
   });
 }

@@ -7,6 +7,10 @@
 // Backward: dout' = gather(dout); dC = dout'·Wproj; dP_i = dC_i·V_iᵀ; dV_i = P_iᵀ·dC_i;
 //   dS = softmax'(dP); dQ_i = dS_i·K_i / √D; dK_i = dS_iᵀ·Q_i / √D; din = reduce(dqkv·Wqkv).
 // qkv's input is gather(in); gather and reduce as in ffn.cc.
+// Context parallelism: S above is this rank's S/cp tokens, and K and V come from qkv of the
+// whole sequence (CpGather, again in backward); each of the rank's two query chunks is one
+// block of score rows, masked by its sequence positions; dK and dV are computed for the
+// whole sequence and reduce-scattered back to their ranks (CpReduce).
 #include <cmath>
 
 #include "runtime/layers/block_parts.h"
@@ -17,10 +21,12 @@ namespace {
 
 // This rank's heads for one micro-batch: sizes from the block's shapes, B and S from the input.
 struct Heads {
-  int64_t b = 0, s = 0, al = 0, d = 0;  // B, S, Al, D
+  int64_t b = 0, s = 0, al = 0, d = 0;  // B, S (local queries), Al, D
+  int64_t keys = 0;                     // keys per sequence: S·cp
   int64_t hl = 0;                       // Hl: context width
   int64_t qkv = 0;                      // 3Hl: qkv width
   int64_t head_stride = 0;              // 3D: from one head's q to the next's, in qkv
+  std::vector<QueryChunk> chunks;       // the query rows' causal blocks
 };
 
 // The whole micro-batch of the stashed input (this rank's share under sequence parallelism).
@@ -30,69 +36,114 @@ TokenBlock WholeTokens(const LayerShapes& shapes, const Tensor& in_BSH) {
   return shapes.Gathered(TokensOf(in_BSH));
 }
 
-Heads HeadsOf(const LayerShapes& shapes, const Tensor& in_BSH) {
+Heads HeadsOf(const LayerContext& context, const LayerShapes& shapes, const Tensor& in_BSH) {
   const TokenBlock tb = WholeTokens(shapes, in_BSH);
-  return {tb.batch,       tb.seq,           shapes.heads,          shapes.head_dim,
-          shapes.q_width, shapes.qkv_width, shapes.qkv_head_stride};
+  return {tb.batch,
+          tb.seq,
+          shapes.heads,
+          shapes.head_dim,
+          shapes.Keys(tb).seq,
+          shapes.q_width,
+          shapes.qkv_width,
+          shapes.qkv_head_stride,
+          QueryChunks(context, tb.seq)};
 }
 
-// Q (which 0), K (1) or V (2) of every head of sequence b, in qkv_BS3Hl.
-MatrixLayout QkvLayout(const Heads& g, int64_t b, int which) {
-  return {b * g.s * g.qkv + which * g.d, g.s, g.d, g.qkv, g.head_stride};
+// Q (which 0) of chunk k of sequence b, in the local qkv_BS3Hl.
+MatrixLayout QueryLayout(const Heads& g, int64_t b, size_t k) {
+  return {(b * g.s + g.chunks[k].first_row) * g.qkv, g.chunks[k].rows, g.d, g.qkv, g.head_stride};
 }
-// The [S, S] score / probability matrices of sequence b, in a [B, Al, S, S] tensor.
-MatrixLayout ScoreLayout(const Heads& g, int64_t b) {
-  return {b * g.al * g.s * g.s, g.s, g.s, g.s, g.s * g.s};
+// K (which 1) or V (2) of every head of sequence b, in the whole-sequence keys_BS3Hl.
+MatrixLayout KeyLayout(const Heads& g, int64_t b, int which) {
+  return {b * g.keys * g.qkv + which * g.d, g.keys, g.d, g.qkv, g.head_stride};
 }
-// Head i's columns [i·D, (i+1)·D) of sequence b, in ctx_BSHl.
-MatrixLayout CtxLayout(const Heads& g, int64_t b) { return {b * g.s * g.hl, g.s, g.d, g.hl, g.d}; }
+// The [rows, keys] score / probability blocks of chunk k of sequence b, in a chunk-major
+// [chunks·B, Al, rows, keys] tensor (LayerShapes::Scores).
+MatrixLayout ScoreLayout(const Heads& g, int64_t b, size_t k) {
+  const int64_t rows = g.chunks[k].rows;
+  return {(static_cast<int64_t>(k) * g.b + b) * g.al * rows * g.keys, rows, g.keys, g.keys,
+          rows * g.keys};
+}
+// Head i's columns [i·D, (i+1)·D) of chunk k of sequence b, in ctx_BSHl.
+MatrixLayout CtxLayout(const Heads& g, int64_t b, size_t k) {
+  return {(b * g.s + g.chunks[k].first_row) * g.hl, g.chunks[k].rows, g.d, g.hl, g.d};
+}
 
+// c = alpha·op(a)·op(b) + beta·c per head.
 void HeadGemm(Compute& compute, const Heads& g, bool trans_a, bool trans_b, float alpha,
               MatrixLayout a, MatrixLayout b, MatrixLayout c, const Tensor& ta, const Tensor& tb,
-              Tensor& tc) {
-  BatchedGemm gemm{g.al, trans_a, trans_b, alpha, 0.0f, a, b, c};
+              Tensor& tc, float beta = 0.0f) {
+  BatchedGemm gemm{g.al, trans_a, trans_b, alpha, beta, a, b, c};
   compute.GemmStridedBatched(gemm, ta, tb, tc);
 }
 
 float Scale(const Heads& g) { return 1.0f / std::sqrt(static_cast<float>(g.d)); }
 
-void ComputeProbs(Compute& compute, const LayerShapes& shapes, const Heads& g, AttentionStash& st) {
+// The whole-sequence qkv for the stashed one, gathered once per pass.
+void GatherKeys(const LayerContext& context, AttentionStash& st) {
+  if (!st.keys_BS3Hl.defined()) st.keys_BS3Hl = CpGather(context, st.qkv_BS3Hl);
+}
+
+void ComputeProbs(const LayerContext& context, const LayerShapes& shapes, const Heads& g,
+                  AttentionStash& st) {
+  Compute& compute = *context.compute;
+  GatherKeys(context, st);
   st.probs_BAlSS = compute.Allocate(shapes.Scores(WholeTokens(shapes, st.in_BSH)));
-  for (int64_t b = 0; b < g.b; ++b) {
-    HeadGemm(compute, g, false, true, Scale(g), QkvLayout(g, b, 0), QkvLayout(g, b, 1),
-             ScoreLayout(g, b), st.qkv_BS3Hl, st.qkv_BS3Hl, st.probs_BAlSS);
+  for (size_t k = 0; k < g.chunks.size(); ++k) {
+    for (int64_t b = 0; b < g.b; ++b) {
+      HeadGemm(compute, g, false, true, Scale(g), QueryLayout(g, b, k), KeyLayout(g, b, 1),
+               ScoreLayout(g, b, k), st.qkv_BS3Hl, st.keys_BS3Hl, st.probs_BAlSS);
+    }
   }
-  compute.Softmax(st.probs_BAlSS, /*causal=*/true, st.probs_BAlSS);
+  CausalSoftmax(compute, g.chunks, st.probs_BAlSS);
 }
 
 void ComputeContext(Compute& compute, const LayerShapes& shapes, const Heads& g,
                     AttentionStash& st) {
   st.ctx_BSHl = compute.Allocate(shapes.Query(WholeTokens(shapes, st.in_BSH)));
-  for (int64_t b = 0; b < g.b; ++b) {
-    HeadGemm(compute, g, false, false, 1.0f, ScoreLayout(g, b), QkvLayout(g, b, 2), CtxLayout(g, b),
-             st.probs_BAlSS, st.qkv_BS3Hl, st.ctx_BSHl);
+  for (size_t k = 0; k < g.chunks.size(); ++k) {
+    for (int64_t b = 0; b < g.b; ++b) {
+      HeadGemm(compute, g, false, false, 1.0f, ScoreLayout(g, b, k), KeyLayout(g, b, 2),
+               CtxLayout(g, b, k), st.probs_BAlSS, st.keys_BS3Hl, st.ctx_BSHl);
+    }
   }
 }
 
-// dprobs_BAlSS = dP, and dV into dqkv.
+// dprobs = dP, and dV (summed over the query chunks) into dkeys, the whole sequences' qkv
+// gradient.
 void ContextBackward(Compute& compute, const Heads& g, AttentionStash& st, const Tensor& dctx,
-                     Tensor& dprobs, Tensor& dqkv) {
-  for (int64_t b = 0; b < g.b; ++b) {
-    HeadGemm(compute, g, false, true, 1.0f, CtxLayout(g, b), QkvLayout(g, b, 2), ScoreLayout(g, b),
-             dctx, st.qkv_BS3Hl, dprobs);
-    HeadGemm(compute, g, true, false, 1.0f, ScoreLayout(g, b), CtxLayout(g, b), QkvLayout(g, b, 2),
-             st.probs_BAlSS, dctx, dqkv);
+                     Tensor& dprobs, Tensor& dkeys) {
+  for (size_t k = 0; k < g.chunks.size(); ++k) {
+    const float beta = k == 0 ? 0.0f : 1.0f;
+    for (int64_t b = 0; b < g.b; ++b) {
+      HeadGemm(compute, g, false, true, 1.0f, CtxLayout(g, b, k), KeyLayout(g, b, 2),
+               ScoreLayout(g, b, k), dctx, st.keys_BS3Hl, dprobs);
+      HeadGemm(compute, g, true, false, 1.0f, ScoreLayout(g, b, k), CtxLayout(g, b, k),
+               KeyLayout(g, b, 2), st.probs_BAlSS, dctx, dkeys, beta);
+    }
   }
 }
 
-// dQ and dK into dqkv from the score gradient dscores.
-void ScoreBackward(Compute& compute, const Heads& g, AttentionStash& st, const Tensor& dscores,
+// dK (summed over the query chunks) into dkeys from the score gradient dscores.
+void KeyBackward(Compute& compute, const Heads& g, AttentionStash& st, const Tensor& dscores,
+                 Tensor& dkeys) {
+  for (size_t k = 0; k < g.chunks.size(); ++k) {
+    const float beta = k == 0 ? 0.0f : 1.0f;
+    for (int64_t b = 0; b < g.b; ++b) {
+      HeadGemm(compute, g, true, false, Scale(g), ScoreLayout(g, b, k), QueryLayout(g, b, k),
+               KeyLayout(g, b, 1), dscores, st.qkv_BS3Hl, dkeys, beta);
+    }
+  }
+}
+
+// dQ into the local dqkv from the score gradient dscores.
+void QueryBackward(Compute& compute, const Heads& g, AttentionStash& st, const Tensor& dscores,
                    Tensor& dqkv) {
-  for (int64_t b = 0; b < g.b; ++b) {
-    HeadGemm(compute, g, false, false, Scale(g), ScoreLayout(g, b), QkvLayout(g, b, 1),
-             QkvLayout(g, b, 0), dscores, st.qkv_BS3Hl, dqkv);
-    HeadGemm(compute, g, true, false, Scale(g), ScoreLayout(g, b), QkvLayout(g, b, 0),
-             QkvLayout(g, b, 1), dscores, st.qkv_BS3Hl, dqkv);
+  for (size_t k = 0; k < g.chunks.size(); ++k) {
+    for (int64_t b = 0; b < g.b; ++b) {
+      HeadGemm(compute, g, false, false, Scale(g), ScoreLayout(g, b, k), KeyLayout(g, b, 1),
+               QueryLayout(g, b, k), dscores, st.keys_BS3Hl, dqkv);
+    }
   }
 }
 
@@ -117,14 +168,14 @@ void AppendAttentionParams(AttentionParams& p, std::vector<Parameter>& out) {
 void AttentionRecompute(const LayerContext& context, const LayerShapes& shapes, AttentionParams& p,
                         AttentionStash& stash) {
   Compute& compute = *context.compute;
-  const Heads g = HeadsOf(shapes, stash.in_BSH);
+  const Heads g = HeadsOf(context, shapes, stash.in_BSH);
   const bool full = !stash.qkv_BS3Hl.defined();
   if (full) {
     const Tensor in_BSH = TpGatherKept(context, stash.in_BSH);
     stash.qkv_BS3Hl = compute.Allocate(shapes.Qkv(TokensOf(in_BSH)));
     LinearForward(compute, in_BSH, p.qkv_weight.value, &p.qkv_bias.value, stash.qkv_BS3Hl);
   }
-  if (!stash.probs_BAlSS.defined()) ComputeProbs(compute, shapes, g, stash);
+  if (!stash.probs_BAlSS.defined()) ComputeProbs(context, shapes, g, stash);
   if (full) ComputeContext(compute, shapes, g, stash);
 }
 
@@ -132,6 +183,7 @@ Tensor AttentionForward(const LayerContext& context, const LayerShapes& shapes, 
                         Tensor in_BSH, AttentionStash& stash) {
   stash.in_BSH = std::move(in_BSH);
   AttentionRecompute(context, shapes, p, stash);
+  stash.keys_BS3Hl = Tensor();
   Tensor partial_BSH = context.compute->Allocate(shapes.Hidden(TokensOf(stash.ctx_BSHl)));
   LinearForward(*context.compute, stash.ctx_BSHl, p.proj_weight.value, nullptr, partial_BSH);
   Tensor out_BSH = TpReduce(context, std::move(partial_BSH));
@@ -142,16 +194,21 @@ Tensor AttentionForward(const LayerContext& context, const LayerShapes& shapes, 
 Tensor AttentionBackwardInput(const LayerContext& context, const LayerShapes& shapes,
                               AttentionParams& p, AttentionStash& stash, Tensor dout_local) {
   Compute& compute = *context.compute;
-  const Heads g = HeadsOf(shapes, stash.in_BSH);
+  const Heads g = HeadsOf(context, shapes, stash.in_BSH);
+  GatherKeys(context, stash);
   Tensor dout_BSH = TpGather(context, std::move(dout_local));
   Tensor dctx_BSHl = compute.Allocate(stash.ctx_BSHl.shape());
   LinearBackwardInput(compute, dout_BSH, p.proj_weight.value, dctx_BSHl);
-  Tensor dqkv_BS3Hl = compute.Allocate(stash.qkv_BS3Hl.shape());
+  // dK and dV of the whole sequences; with cp 1 that is dqkv itself (dQ fills the rest).
+  Tensor dkeys_BS3Hl = compute.Allocate(stash.keys_BS3Hl.shape());
   Tensor dscores_BAlSS = compute.Allocate(stash.probs_BAlSS.shape());
-  ContextBackward(compute, g, stash, dctx_BSHl, dscores_BAlSS, dqkv_BS3Hl);
+  ContextBackward(compute, g, stash, dctx_BSHl, dscores_BAlSS, dkeys_BS3Hl);
   compute.SoftmaxBackward(stash.probs_BAlSS, dscores_BAlSS, dscores_BAlSS);
-  ScoreBackward(compute, g, stash, dscores_BAlSS, dqkv_BS3Hl);
+  KeyBackward(compute, g, stash, dscores_BAlSS, dkeys_BS3Hl);
+  Tensor dqkv_BS3Hl = CpReduce(context, std::move(dkeys_BS3Hl));
+  QueryBackward(compute, g, stash, dscores_BAlSS, dqkv_BS3Hl);
   stash.probs_BAlSS = Tensor();
+  stash.keys_BS3Hl = Tensor();
   stash.qkv_BS3Hl = Tensor();
   Tensor din_BSH = compute.Allocate(dout_BSH.shape());
   LinearBackwardInput(compute, dqkv_BS3Hl, p.qkv_weight.value, din_BSH);

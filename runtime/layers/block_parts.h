@@ -64,6 +64,9 @@ struct AttentionStash {
   Tensor ctx_BSHl;     // attention context (proj input)
   Tensor dqkv_BS3Hl;   // gradient at the qkv output, kept for qkv's weight gradient
   Tensor dout_BSH;     // gradient at the proj output, kept for proj's weight gradient
+  // qkv of the whole sequences (CpGather; a view of qkv for cp 1), whose keys and values the
+  // local queries attend to: held during Forward and BackwardInput only.
+  Tensor keys_BS3Hl;
   int64_t Bytes() const {
     return SumBytes({&in_BSH, &qkv_BS3Hl, &probs_BAlSS, &ctx_BSHl, &dqkv_BS3Hl, &dout_BSH});
   }

@@ -4,9 +4,10 @@
 // Rank r holds the token rows of its VocabShard (models/layer_shapes.h: Megatron's padded
 // split, as ShardSlice cuts the table). reduce is TpReduce (layer_ops.h): an all-reduce, or
 // under sequence parallelism a reduce-scatter to this rank's S/t tokens (positions from
-// tp_rank·S/t). The weight gradient gathers the output gradient (TpGatherKept: nothing to do
-// without sequence parallelism) and scatter-adds it into the local rows. Stash: the local ids,
-// 4·B·S bytes (as the cost model).
+// tp_rank·S/t of the local sequence). Under context parallelism the ids are this rank's S/cp
+// tokens of each sequence and the positions theirs (SequencePositions). The weight gradient gathers
+// the output gradient (TpGatherKept: nothing to do without sequence parallelism) and scatter-adds
+// it into the local rows. Stash: the local ids, 4·B·S bytes (as the cost model).
 #include <span>
 #include <vector>
 
@@ -62,7 +63,8 @@ class Embedding final : public Layer {
     EmbeddingStash& st = stashes_.Get(micro_batch);
     Tensor dy_BSH = TpGatherKept(context_, st.dy_BSH);
     if (position_.value.defined()) {
-      Tensor positions_BS = PositionIds(TokensOf(dy_BSH), 0);
+      const TokenBlock tb = TokensOf(dy_BSH);
+      Tensor positions_BS = PositionIds(tb, 0, tb.seq);
       compute.EmbeddingBackward(positions_BS, dy_BSH, position_.grad);
     }
     for (int64_t n : st.masked_tokens) {
@@ -104,14 +106,16 @@ class Embedding final : public Layer {
     return stash;
   }
 
-  // [B, S] int32 holding first + s in column s.
-  Tensor PositionIds(const TokenBlock& tb, int64_t first) {
-    TRIDENT_CHECK(first + tb.seq <= position_.value.dim(0))
-        << "sequence of " << first + tb.seq << " tokens exceeds max_seq_len "
-        << position_.value.dim(0);
+  // [B, S] int32 holding in column s the sequence position of token first + s of a local
+  // sequence of `local_seq` tokens.
+  Tensor PositionIds(const TokenBlock& tb, int64_t first, int64_t local_seq) {
+    const std::vector<int64_t> positions = SequencePositions(context_, local_seq);
+    const int64_t rows = position_.value.dim(0);
     std::vector<int32_t> ids(static_cast<size_t>(tb.Tokens()));
     for (size_t n = 0; n < ids.size(); ++n) {
-      ids[n] = static_cast<int32_t>(first + static_cast<int64_t>(n) % tb.seq);
+      const int64_t p = positions[first + static_cast<int64_t>(n) % tb.seq];
+      TRIDENT_CHECK(p < rows) << "position " << p << " exceeds max_seq_len " << rows;
+      ids[n] = static_cast<int32_t>(p);
     }
     Tensor positions_BS = context_.compute->Allocate(shapes_.Ids(tb), ElementType::kInt32);
     context_.compute->CopyFromHost(std::span<const int32_t>(ids), positions_BS);
@@ -121,8 +125,9 @@ class Embedding final : public Layer {
   void AddPositions(Tensor& x_BSH) {
     Compute& compute = *context_.compute;
     const TokenBlock tb = TokensOf(x_BSH);
-    const int64_t first = context_.sequence_parallel ? context_.tp_rank * tb.seq : 0;
-    Tensor positions_BS = PositionIds(tb, first);
+    const bool split = context_.sequence_parallel;
+    const int64_t first = split ? context_.tp_rank * tb.seq : 0;
+    Tensor positions_BS = PositionIds(tb, first, split ? tb.seq * context_.tp_size : tb.seq);
     Tensor pos_BSH = compute.Allocate(x_BSH.shape());
     compute.Embedding(positions_BS, position_.value, pos_BSH);
     compute.Add(x_BSH, pos_BSH, x_BSH);

@@ -9,7 +9,9 @@
 // those logit columns) and its loss is vocab_parallel_loss.cc's; the input gradient is
 // all-reduced. Under sequence parallelism the final norm runs on this rank's S/t tokens, the
 // head gathers its input (TpGather; again for the weight gradient, as it stashes its share)
-// and reduce-scatters the input gradient (TpReduce). A tied head uses LayerContext::tied_weight and
+// and reduce-scatters the input gradient (TpReduce). Under context parallelism the loss is the
+// mean over the cp group of the ranks' means (an all-reduce of one value), so each rank's
+// backward scales dloss by 1/cp. A tied head uses LayerContext::tied_weight and
 // holds no parameters (layer.h).
 #include <span>
 #include <vector>
@@ -133,6 +135,7 @@ class LmHead final : public Layer {
           VocabParallelCrossEntropy(context_, *targets_BS, shapes_.vocab_shard, st.probs_BSV),
           loss_1);
     }
+    if (context_.cp_size > 1) MeanOverCp(loss_1);
     st.x_BSH = std::move(x_BSH);
     stashes_.Put(micro_batch, std::move(st));
     return loss_1;
@@ -143,6 +146,7 @@ class LmHead final : public Layer {
     HeadStash& st = stashes_.Get(micro_batch);
     float dloss = 0.0f;
     compute.CopyToHost(dloss_1, std::span<float>(&dloss, 1));
+    dloss /= static_cast<float>(context_.cp_size);  // this rank's tokens' share of the mean
     if (context_.tp_size == 1) {
       compute.CrossEntropyBackward(st.probs_BSV, *st.targets_BS, dloss, st.probs_BSV);
     } else {
@@ -171,6 +175,16 @@ class LmHead final : public Layer {
   int64_t StashBytes(int micro_batch) const override { return stashes_.Bytes(micro_batch); }
 
  private:
+  // The micro-batch's loss: the mean of the cp ranks' (equal token counts).
+  void MeanOverCp(Tensor& loss_1) {
+    Compute& compute = *context_.compute;
+    float loss = 0.0f;
+    compute.CopyToHost(loss_1, std::span<float>(&loss, 1));
+    const Status status = context_.cp_comm->AllReduceSum(std::span<float>(&loss, 1));
+    TRIDENT_CHECK(status.ok()) << "cp all-reduce of the loss failed: " << status.ToString();
+    compute.Fill(loss / static_cast<float>(context_.cp_size), loss_1);
+  }
+
   LayerContext context_;
   LayerShapes shapes_;
   OwnedParameter own_;  // untied only: [V, H] -> [Vl, H]

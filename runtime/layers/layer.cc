@@ -20,6 +20,9 @@ void CheckContext(const ModelSpec& model, const LayerContext& context) {
   }
   TRIDENT_CHECK(!context.sequence_parallel || context.tp_size > 1)
       << "sequence parallelism needs a tp group of 2 or more";
+  TRIDENT_CHECK(context.cp_size == 1 ||
+                (context.cp_comm != nullptr && context.cp_comm->Size() == context.cp_size))
+      << "context parallelism over " << context.cp_size << " ranks needs their cp_comm";
   TRIDENT_CHECK(model.dropout == 0) << model.name << ": dropout " << model.dropout
                                     << " is not implemented by the layers; set dropout: 0";
 }
@@ -29,8 +32,8 @@ void CheckContext(const ModelSpec& model, const LayerContext& context) {
 std::unique_ptr<Layer> MakeLayer(const ModelSpec& model, LayerKind kind,
                                  const LayerContext& context) {
   CheckContext(model, context);
-  const LayerShapes shapes =
-      MakeLayerShapes(model, kind, {context.tp_size, context.tp_rank, context.sequence_parallel});
+  const LayerShapes shapes = MakeLayerShapes(
+      model, kind, {context.tp_size, context.tp_rank, context.sequence_parallel, context.cp_size});
   switch (kind) {
     case LayerKind::kEmbedding:
       return MakeEmbedding(model, shapes, context);

@@ -85,6 +85,13 @@ struct LayerContext {
   // Megatron's sequence parallelism (models/layer_shapes.h): the residual stream between layers
   // is this rank's [B, S/t, H]. REQUIRES: tp_size > 1 and t divides S when set.
   bool sequence_parallel = false;
+  // Context parallelism (models/layer_shapes.h): every sequence is cut into 2·cp_size chunks
+  // and this rank holds chunks cp_rank and 2·cp_size − 1 − cp_rank, so layers see [B, S/cp, ..]
+  // tensors; attention gathers keys and values over cp_comm, and the LM head's loss is the
+  // mean over the group. cp_comm is nullptr for cp 1.
+  Comm* cp_comm = nullptr;
+  int cp_rank = 0;  // == cp_comm->Rank() when cp_comm is set
+  int cp_size = 1;  // == cp_comm->Size() when cp_comm is set
   // Tied LM head only: the embedding's token table [Vl, H] and its gradient (see above).
   Tensor* tied_weight = nullptr;
   Tensor* tied_weight_grad = nullptr;

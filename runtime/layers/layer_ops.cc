@@ -138,6 +138,95 @@ Tensor TpReduce(const LayerContext& context, Tensor partial_BSC) {
   return out;
 }
 
+std::vector<QueryChunk> QueryChunks(const LayerContext& context, int64_t local_seq) {
+  if (context.cp_size == 1) return {{0, local_seq, 0}};
+  const int64_t chunk = local_seq / 2;
+  const int64_t last = 2 * context.cp_size - 1 - context.cp_rank;
+  return {{0, chunk, context.cp_rank * chunk}, {chunk, chunk, last * chunk}};
+}
+
+std::vector<int64_t> SequencePositions(const LayerContext& context, int64_t local_seq) {
+  std::vector<int64_t> positions;
+  positions.reserve(static_cast<size_t>(local_seq));
+  for (const QueryChunk& c : QueryChunks(context, local_seq)) {
+    for (int64_t j = 0; j < c.rows; ++j) positions.push_back(c.first_position + j);
+  }
+  return positions;
+}
+
+void CausalSoftmax(Compute& compute, const std::vector<QueryChunk>& chunks, Tensor& scores) {
+  const int64_t per_chunk = scores.numel() / static_cast<int64_t>(chunks.size());
+  const int64_t keys = scores.dim(-1);
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    const int64_t rows = chunks[k].rows;
+    Tensor block =
+        scores.View(static_cast<int64_t>(k) * per_chunk, {per_chunk / (rows * keys), rows, keys});
+    compute.Softmax(block, SoftmaxMask::Causal(chunks[k].first_position), block);
+  }
+}
+
+namespace {
+
+// Copies the chunks between `by_rank` [cp, B, S/cp, ..] (the collectives' rank-major buffer)
+// and `whole` [B, S, ..] (sequence order), in the direction `to_whole` says.
+void MoveChunks(const LayerContext& context, Tensor& by_rank, Tensor& whole, bool to_whole) {
+  const int64_t cp = context.cp_size, batch = whole.dim(0), seq = whole.dim(1);
+  const int64_t local_seq = seq / cp, chunk = local_seq / 2;
+  const int64_t row = whole.numel() / (batch * seq);  // elements per token
+  for (int64_t r = 0; r < cp; ++r) {
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t k = 0; k < 2; ++k) {
+        const int64_t index = k == 0 ? r : 2 * cp - 1 - r;
+        Tensor ranked =
+            by_rank.View(((r * batch + b) * local_seq + k * chunk) * row, {chunk * row});
+        Tensor ordered = whole.View((b * seq + index * chunk) * row, {chunk * row});
+        if (to_whole) {
+          context.compute->Copy(ranked, ordered);
+        } else {
+          context.compute->Copy(ordered, ranked);
+        }
+      }
+    }
+  }
+}
+
+void CheckCp(const Status& status, const char* what, const Tensor& t, const LayerContext& context) {
+  TRIDENT_CHECK(status.ok()) << "cp " << what << " of " << t.ToString() << " in layer "
+                             << context.layer_index << " failed: " << status.ToString();
+}
+
+}  // namespace
+
+Tensor CpGather(const LayerContext& context, Tensor& local_BS) {
+  if (context.cp_size == 1) return local_BS.View(0, local_BS.shape());
+  Compute& compute = *context.compute;
+  std::vector<int64_t> whole_dims = local_BS.shape();
+  whole_dims[1] *= context.cp_size;
+  Tensor by_rank = compute.Allocate(whole_dims);
+  compute.Synchronize();
+  const Tensor& send = local_BS;
+  CheckCp(context.cp_comm->AllGather(send.span<float>(), by_rank.span<float>()), "all-gather",
+          local_BS, context);
+  Tensor whole = compute.Allocate(whole_dims);
+  MoveChunks(context, by_rank, whole, /*to_whole=*/true);
+  return whole;
+}
+
+Tensor CpReduce(const LayerContext& context, Tensor whole_BS) {
+  if (context.cp_size == 1) return whole_BS;
+  Compute& compute = *context.compute;
+  Tensor by_rank = compute.Allocate(whole_BS.shape());
+  MoveChunks(context, by_rank, whole_BS, /*to_whole=*/false);
+  std::vector<int64_t> local_dims = whole_BS.shape();
+  local_dims[1] /= context.cp_size;
+  Tensor local = compute.Allocate(local_dims);
+  compute.Synchronize();
+  const Tensor& send = by_rank;
+  CheckCp(context.cp_comm->ReduceScatterSum(send.span<float>(), local.span<float>()),
+          "reduce-scatter", whole_BS, context);
+  return local;
+}
+
 Tensor Clone(Compute& compute, const Tensor& src) {
   Tensor out = compute.Allocate(src.shape(), src.type());
   compute.Copy(src, out);

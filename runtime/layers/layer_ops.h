@@ -67,6 +67,30 @@ Tensor TpGatherKept(const LayerContext& context, Tensor& local_BSC);
 // all-reduce in place. Backward of TpGather.
 Tensor TpReduce(const LayerContext& context, Tensor partial_BSC);
 
+// Context parallelism (LayerContext::cp_*): this rank's local sequence of S/cp tokens is the
+// sequence's chunks cp_rank and 2·cp − 1 − cp_rank (each S/(2·cp) long, in that order).
+// The sequence positions of the tokens of a local sequence of `local_seq` tokens (0, 1, ... for
+// cp 1).
+std::vector<int64_t> SequencePositions(const LayerContext& context, int64_t local_seq);
+// One causal block of query rows of a local sequence: rows [first_row, first_row + rows) sit at
+// sequence positions first_position, first_position + 1, ...
+struct QueryChunk {
+  int64_t first_row = 0;
+  int64_t rows = 0;
+  int64_t first_position = 0;
+};
+// The query chunks of a local sequence: this rank's two under context parallelism, else the
+// whole sequence as one (LayerShapes::QueryChunks).
+std::vector<QueryChunk> QueryChunks(const LayerContext& context, int64_t local_seq);
+// The causal softmax of chunk-major scores [chunks·B, Al, rows, keys] (LayerShapes::Scores) in
+// place: chunk k's rows are masked by their sequence positions.
+void CausalSoftmax(Compute& compute, const std::vector<QueryChunk>& chunks, Tensor& scores);
+// The whole sequences [B, S, ..] from every cp rank's local [B, S/cp, ..], in sequence order: an
+// all-gather over the cp group (a view of `local` for cp 1). Aborts on a failed collective.
+Tensor CpGather(const LayerContext& context, Tensor& local_BS);
+// Backward of CpGather: this rank's local part [B, S/cp, ..] of the sum over the cp group of
+// every rank's whole-sequence gradient [B, S, ..], by a reduce-scatter (`whole` for cp 1).
+Tensor CpReduce(const LayerContext& context, Tensor whole_BS);
 // A copy of `src` (same shape) in a new tensor.
 Tensor Clone(Compute& compute, const Tensor& src);
 

@@ -1,6 +1,7 @@
 // RoPE and grouped-query attention (see llama_parts.h for the formulas).
 #include <cmath>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "runtime/layers/llama_parts.h"
@@ -9,22 +10,33 @@ namespace trident {
 
 namespace {
 
-// The G query heads of kv group j in sequence b (also the layout of ctx and its gradient).
-MatrixLayout QueryGroup(const GqaShape& g, int64_t b, int64_t j) {
-  return {b * g.s * g.hl + j * g.group * g.d, g.s, g.d, g.hl, g.d};
+// Where query chunk k of sequence b starts in a [B, S, ..] tensor of row width `width`.
+int64_t ChunkStart(const GqaShape& g, int64_t b, size_t k, int64_t width) {
+  return (b * g.s + g.chunks[k].first_row) * width;
 }
-MatrixLayout QueryHead(const GqaShape& g, int64_t b, int64_t i) {
-  return {b * g.s * g.hl + i * g.d, g.s, g.d, g.hl, 0};
+// The G query heads of kv group j in chunk k of sequence b (also the layout of ctx and its
+// gradient).
+MatrixLayout QueryGroup(const GqaShape& g, int64_t b, size_t k, int64_t j) {
+  return {ChunkStart(g, b, k, g.hl) + j * g.group * g.d, g.chunks[k].rows, g.d, g.hl, g.d};
 }
-// Kv head j of sequence b, repeated for every query head of its group (stride 0).
+MatrixLayout QueryHead(const GqaShape& g, int64_t b, size_t k, int64_t i) {
+  return {ChunkStart(g, b, k, g.hl) + i * g.d, g.chunks[k].rows, g.d, g.hl, 0};
+}
+// Kv head j of the whole sequence b, repeated for every query head of its group (stride 0).
 MatrixLayout KvHead(const GqaShape& g, int64_t b, int64_t j) {
-  return {b * g.s * g.kvl + j * g.d, g.s, g.d, g.kvl, 0};
+  return {b * g.keys * g.kvl + j * g.d, g.keys, g.d, g.kvl, 0};
 }
-MatrixLayout ScoreGroup(const GqaShape& g, int64_t b, int64_t j) {
-  return {(b * g.al + j * g.group) * g.s * g.s, g.s, g.s, g.s, g.s * g.s};
+// Score rows of chunk k of sequence b in the chunk-major [chunks·B, Al, rows, keys] tensor.
+int64_t ScoreStart(const GqaShape& g, int64_t b, size_t k, int64_t head) {
+  const int64_t rows = g.chunks[k].rows;
+  return ((static_cast<int64_t>(k) * g.b + b) * g.al + head) * rows * g.keys;
 }
-MatrixLayout ScoreHead(const GqaShape& g, int64_t b, int64_t i) {
-  return {(b * g.al + i) * g.s * g.s, g.s, g.s, g.s, 0};
+MatrixLayout ScoreGroup(const GqaShape& g, int64_t b, size_t k, int64_t j) {
+  const int64_t rows = g.chunks[k].rows;
+  return {ScoreStart(g, b, k, j * g.group), rows, g.keys, g.keys, rows * g.keys};
+}
+MatrixLayout ScoreHead(const GqaShape& g, int64_t b, size_t k, int64_t i) {
+  return {ScoreStart(g, b, k, i), g.chunks[k].rows, g.keys, g.keys, 0};
 }
 
 float Scale(const GqaShape& g) { return 1.0f / std::sqrt(static_cast<float>(g.d)); }
@@ -37,12 +49,14 @@ void Gemm(Compute& compute, BatchedGemm gemm, const Tensor& a, const Tensor& b, 
 // dkv_j += scale · Σ_i op(scores_i)ᵀ · rows_i.
 void GroupSum(Compute& compute, const GqaShape& g, float scale, const Tensor& scores,
               const Tensor& rows, Tensor& dkv) {
-  for (int64_t b = 0; b < g.b; ++b) {
-    for (int64_t i = 0; i < g.al; ++i) {
-      Gemm(compute,
-           {1, true, false, scale, 1.0f, ScoreHead(g, b, i), QueryHead(g, b, i),
-            KvHead(g, b, i / g.group)},
-           scores, rows, dkv);
+  for (size_t k = 0; k < g.chunks.size(); ++k) {
+    for (int64_t b = 0; b < g.b; ++b) {
+      for (int64_t i = 0; i < g.al; ++i) {
+        Gemm(compute,
+             {1, true, false, scale, 1.0f, ScoreHead(g, b, k, i), QueryHead(g, b, k, i),
+              KvHead(g, b, i / g.group)},
+             scores, rows, dkv);
+      }
     }
   }
 }
@@ -60,15 +74,18 @@ void AppendRopeRow(double position, int64_t d, double theta, std::vector<float>&
 
 }  // namespace
 
-RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND, double theta) {
+RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND,
+                          const std::vector<int64_t>& positions, double theta) {
   const int64_t batch = dims_BSND[0], seq = dims_BSND[1], heads = dims_BSND[2], d = dims_BSND[3];
+  TRIDENT_CHECK(static_cast<int64_t>(positions.size()) == seq)
+      << positions.size() << " positions for a sequence of " << seq;
   std::vector<float> cos_values, sin_values;
   cos_values.reserve(static_cast<size_t>(ElementsOf(dims_BSND)));
   sin_values.reserve(cos_values.capacity());
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t p = 0; p < seq; ++p) {
       for (int64_t h = 0; h < heads; ++h) {
-        AppendRopeRow(static_cast<double>(p), d, theta, cos_values, sin_values);
+        AppendRopeRow(static_cast<double>(positions[p]), d, theta, cos_values, sin_values);
       }
     }
   }
@@ -109,52 +126,59 @@ void RopeBackward(Compute& compute, const RopeTables& tables, const Tensor& rota
   compute.Add(dy, back_ND, dy);
 }
 
-void GqaProbs(Compute& compute, const GqaShape& g, const Tensor& q_BSHl, const Tensor& k_BSKVl,
-              Tensor& probs_BAlSS) {
-  for (int64_t b = 0; b < g.b; ++b) {
-    for (int64_t j = 0; j < g.kl; ++j) {
-      Gemm(compute,
-           {g.group, false, true, Scale(g), 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
-            ScoreGroup(g, b, j)},
-           q_BSHl, k_BSKVl, probs_BAlSS);
+// For every (chunk, sequence, kv group): c = alpha·op(a)·op(b) per query head of the group, with
+// a's, b's and c's layouts from `layouts`.
+template <typename Layouts>
+void EachGroup(Compute& compute, const GqaShape& g, bool trans_b, float alpha, Layouts layouts,
+               const Tensor& a, const Tensor& b_t, Tensor& c) {
+  for (size_t k = 0; k < g.chunks.size(); ++k) {
+    for (int64_t b = 0; b < g.b; ++b) {
+      for (int64_t j = 0; j < g.kl; ++j) {
+        auto [la, lb, lc] = layouts(b, k, j);
+        Gemm(compute, {g.group, false, trans_b, alpha, 0.0f, la, lb, lc}, a, b_t, c);
+      }
     }
   }
-  compute.Softmax(probs_BAlSS, /*causal=*/true, probs_BAlSS);
+}
+
+void GqaProbs(Compute& compute, const GqaShape& g, const Tensor& q_BSHl, const Tensor& k_BSKVl,
+              Tensor& probs_BAlSS) {
+  EachGroup(
+      compute, g, true, Scale(g),
+      [&](int64_t b, size_t k, int64_t j) {
+        return std::tuple{QueryGroup(g, b, k, j), KvHead(g, b, j), ScoreGroup(g, b, k, j)};
+      },
+      q_BSHl, k_BSKVl, probs_BAlSS);
+  CausalSoftmax(compute, g.chunks, probs_BAlSS);
 }
 
 void GqaContext(Compute& compute, const GqaShape& g, const Tensor& probs_BAlSS,
                 const Tensor& v_BSKVl, Tensor& ctx_BSHl) {
-  for (int64_t b = 0; b < g.b; ++b) {
-    for (int64_t j = 0; j < g.kl; ++j) {
-      Gemm(compute,
-           {g.group, false, false, 1.0f, 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
-            QueryGroup(g, b, j)},
-           probs_BAlSS, v_BSKVl, ctx_BSHl);
-    }
-  }
+  EachGroup(
+      compute, g, false, 1.0f,
+      [&](int64_t b, size_t k, int64_t j) {
+        return std::tuple{ScoreGroup(g, b, k, j), KvHead(g, b, j), QueryGroup(g, b, k, j)};
+      },
+      probs_BAlSS, v_BSKVl, ctx_BSHl);
 }
 
 void GqaBackward(Compute& compute, const GqaShape& g, const GqaInputs& in, const Tensor& dctx_BSHl,
                  Tensor& dq_BSHl, Tensor& dk_BSKVl, Tensor& dv_BSKVl) {
   Tensor dscores_BAlSS = compute.Allocate(in.probs_BAlSS->shape());
-  for (int64_t b = 0; b < g.b; ++b) {
-    for (int64_t j = 0; j < g.kl; ++j) {
-      Gemm(compute,
-           {g.group, false, true, 1.0f, 0.0f, QueryGroup(g, b, j), KvHead(g, b, j),
-            ScoreGroup(g, b, j)},
-           dctx_BSHl, *in.v_BSKVl, dscores_BAlSS);
-    }
-  }
+  EachGroup(
+      compute, g, true, 1.0f,
+      [&](int64_t b, size_t k, int64_t j) {
+        return std::tuple{QueryGroup(g, b, k, j), KvHead(g, b, j), ScoreGroup(g, b, k, j)};
+      },
+      dctx_BSHl, *in.v_BSKVl, dscores_BAlSS);
   GroupSum(compute, g, 1.0f, *in.probs_BAlSS, dctx_BSHl, dv_BSKVl);
   compute.SoftmaxBackward(*in.probs_BAlSS, dscores_BAlSS, dscores_BAlSS);
-  for (int64_t b = 0; b < g.b; ++b) {
-    for (int64_t j = 0; j < g.kl; ++j) {
-      Gemm(compute,
-           {g.group, false, false, Scale(g), 0.0f, ScoreGroup(g, b, j), KvHead(g, b, j),
-            QueryGroup(g, b, j)},
-           dscores_BAlSS, *in.k_BSKVl, dq_BSHl);
-    }
-  }
+  EachGroup(
+      compute, g, false, Scale(g),
+      [&](int64_t b, size_t k, int64_t j) {
+        return std::tuple{ScoreGroup(g, b, k, j), KvHead(g, b, j), QueryGroup(g, b, k, j)};
+      },
+      dscores_BAlSS, *in.k_BSKVl, dq_BSHl);
   GroupSum(compute, g, Scale(g), dscores_BAlSS, *in.q_BSHl, dk_BSKVl);
 }
 

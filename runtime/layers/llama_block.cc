@@ -8,6 +8,9 @@
 // Stash (recompute none): exactly LayerShapes::ForwardStash (models/layer_stash_shapes.cc): x,
 // N1 output, x1, N2 output; q, k, v after RoPE, context, gate, up, SwiGLU output; the softmax;
 // and the fp32 RMSNorm rstd (which the cost model leaves out).
+// Context parallelism: q, k, v hold this rank's S/cp tokens; attention reads the whole
+// sequences' k and v (CpGather, once in Forward and once in BackwardInput) and reduce-scatters
+// their gradients back (CpReduce).
 #include <vector>
 
 #include "runtime/layers/layers_internal.h"
@@ -20,9 +23,11 @@ namespace {
 struct LlamaStash {
   Tensor x, rstd1, n1, q, k, v, probs, ctx, x1, rstd2, n2, gate, up, act;
   Tensor dq, dk, dv, dattn, dgate, dup, dmlp;  // kept from BackwardInput for BackwardWeight
+  Tensor k_whole, v_whole;  // the whole sequences' k and v, during Forward and BackwardInput
   int64_t Bytes() const {
-    return SumBytes({&x,    &rstd1, &n1,  &q,  &k,  &v,  &probs, &ctx,   &x1,  &rstd2, &n2,
-                     &gate, &up,    &act, &dq, &dk, &dv, &dattn, &dgate, &dup, &dmlp});
+    return SumBytes({&x,  &rstd1, &n1,    &q,    &k,    &v,       &probs,  &ctx,
+                     &x1, &rstd2, &n2,    &gate, &up,   &act,     &dq,     &dk,
+                     &dv, &dattn, &dgate, &dup,  &dmlp, &k_whole, &v_whole});
   }
 };
 
@@ -49,6 +54,7 @@ class LlamaBlock final : public Layer {
     LlamaStash st;
     st.x = std::move(input);
     Tensor y = Run(st);
+    DropWholeKeys(st);
     if (context_.recompute == RecomputeMode::kSelective) st.probs = Tensor();
     if (context_.recompute == RecomputeMode::kFull) {
       Tensor x = std::move(st.x);
@@ -64,8 +70,9 @@ class LlamaBlock final : public Layer {
     LlamaStash& st = stashes_.Get(micro_batch);
     if (!st.x1.defined()) Run(st);  // full recompute
     if (!st.probs.defined()) {
+      GatherKeys(st);
       st.probs = compute.Allocate(shapes_.Scores(Whole(st)));
-      GqaProbs(compute, GqaOf(st), st.q, st.k, st.probs);
+      GqaProbs(compute, GqaOf(st), st.q, st.k_whole, st.probs);
     }
     Tensor dx1 = Clone(compute, dy);
     MlpBackward(st, std::move(dy), dx1);
@@ -107,8 +114,33 @@ class LlamaBlock final : public Layer {
 
   GqaShape GqaOf(const LlamaStash& st) const {
     const TokenBlock tb = Whole(st);
-    return {tb.batch,         tb.seq,        shapes_.heads,   shapes_.kv_heads,
-            shapes_.head_dim, shapes_.group, shapes_.q_width, shapes_.kv_width};
+    return {tb.batch,
+            tb.seq,
+            shapes_.heads,
+            shapes_.kv_heads,
+            shapes_.head_dim,
+            shapes_.group,
+            shapes_.q_width,
+            shapes_.kv_width,
+            shapes_.Keys(tb).seq,
+            QueryChunks(context_, tb.seq)};
+  }
+
+  // RoPE's tables for `dims_BSND` at this rank's sequence positions.
+  RopeTables Rope(const std::vector<int64_t>& dims_BSND) const {
+    return MakeRopeTables(*context_.compute, dims_BSND, SequencePositions(context_, dims_BSND[1]),
+                          theta_);
+  }
+
+  // The whole sequences' k and v (views of k and v for cp 1), once per pass.
+  void GatherKeys(LlamaStash& st) const {
+    if (st.k_whole.defined()) return;
+    st.k_whole = CpGather(context_, st.k);
+    st.v_whole = CpGather(context_, st.v);
+  }
+  static void DropWholeKeys(LlamaStash& st) {
+    st.k_whole = Tensor();
+    st.v_whole = Tensor();
   }
 
   // in·wᵀ into a new tensor of shape `out_dims`.
@@ -135,12 +167,13 @@ class LlamaBlock final : public Layer {
     st.k = Linear(n1, wk_, shapes_.KeyValue(tb));
     st.v = Linear(n1, wv_, shapes_.KeyValue(tb));
     n1 = Tensor();
-    RopeForward(compute, MakeRopeTables(compute, shapes_.QueryHeads(tb), theta_), rotate_, st.q);
-    RopeForward(compute, MakeRopeTables(compute, shapes_.KeyValueHeads(tb), theta_), rotate_, st.k);
+    RopeForward(compute, Rope(shapes_.QueryHeads(tb)), rotate_, st.q);
+    RopeForward(compute, Rope(shapes_.KeyValueHeads(tb)), rotate_, st.k);
+    GatherKeys(st);
     st.probs = compute.Allocate(shapes_.Scores(tb));
-    GqaProbs(compute, g, st.q, st.k, st.probs);
+    GqaProbs(compute, g, st.q, st.k_whole, st.probs);
     st.ctx = compute.Allocate(shapes_.Query(tb));
-    GqaContext(compute, g, st.probs, st.v, st.ctx);
+    GqaContext(compute, g, st.probs, st.v_whole, st.ctx);
     st.x1 = TpReduce(context_, Linear(st.ctx, wo_, shapes_.Hidden(tb)));
     compute.Add(st.x1, st.x, st.x1);
     Norm(st.x1, norm2_, st.n2, st.rstd2);
@@ -184,13 +217,17 @@ class LlamaBlock final : public Layer {
     Tensor dx1 = TpGather(context_, std::move(dx1_local));
     Tensor dctx = compute.Allocate(st.ctx.shape());
     LinearBackwardInput(compute, dx1, wo_.value, dctx);
+    GatherKeys(st);
     st.dq = compute.Allocate(st.q.shape());
-    st.dk = compute.Allocate(st.k.shape());
-    st.dv = compute.Allocate(st.v.shape());
-    GqaBackward(compute, g, {&st.q, &st.k, &st.v, &st.probs}, dctx, st.dq, st.dk, st.dv);
-    RopeBackward(compute, MakeRopeTables(compute, shapes_.QueryHeads(tb), theta_), rotate_, st.dq);
-    RopeBackward(compute, MakeRopeTables(compute, shapes_.KeyValueHeads(tb), theta_), rotate_,
-                 st.dk);
+    Tensor dk_whole = compute.Allocate(st.k_whole.shape());
+    Tensor dv_whole = compute.Allocate(st.v_whole.shape());
+    GqaBackward(compute, g, {&st.q, &st.k_whole, &st.v_whole, &st.probs}, dctx, st.dq, dk_whole,
+                dv_whole);
+    DropWholeKeys(st);
+    st.dk = CpReduce(context_, std::move(dk_whole));
+    st.dv = CpReduce(context_, std::move(dv_whole));
+    RopeBackward(compute, Rope(shapes_.QueryHeads(tb)), rotate_, st.dq);
+    RopeBackward(compute, Rope(shapes_.KeyValueHeads(tb)), rotate_, st.dk);
     Tensor dn1 = compute.Allocate(dx1.shape());
     LinearBackwardInput(compute, st.dq, wq_.value, dn1);
     compute.Gemm(false, false, 1.0f, st.dk, wk_.value, 1.0f, dn1);

@@ -20,20 +20,25 @@
 namespace trident {
 
 // One micro-batch's attention on this rank: sizes from the block's LayerShapes
-// (models/layer_shapes.h), B and S from the input.
+// (models/layer_shapes.h), B and S from the input. Under context parallelism the queries are
+// this rank's S tokens and the keys and values the whole sequence's (CpGather).
 struct GqaShape {
-  int64_t b = 0, s = 0, al = 0, kl = 0, d = 0;  // B, S, Al, Kl, D
+  int64_t b = 0, s = 0, al = 0, kl = 0, d = 0;  // B, S (local queries), Al, Kl, D
   int64_t group = 0;                            // G = Al / Kl
   int64_t hl = 0;                               // Hl = Al·D
   int64_t kvl = 0;                              // KVl = Kl·D
+  int64_t keys = 0;                             // keys per sequence: S·cp
+  std::vector<QueryChunk> chunks;               // the query rows' causal blocks
 };
 
-// cos and sin tables of shape dims_BSND = [B, S, heads, D] for positions 0..S-1 of each sequence.
+// cos and sin tables of shape dims_BSND = [B, S, heads, D] for the sequence positions
+// `positions` (S of them) of each sequence.
 struct RopeTables {
   Tensor cos_BSND;
   Tensor sin_BSND;
 };
-RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND, double theta);
+RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND,
+                          const std::vector<int64_t>& positions, double theta);
 // The rotate-half matrix R [D, D].
 Tensor MakeRotateHalf(Compute& compute, int64_t d);
 // x = RoPE(x) in place, x [B, S, heads·D] matching the tables.
@@ -41,13 +46,14 @@ void RopeForward(Compute& compute, const RopeTables& tables, const Tensor& rotat
 // dx = RoPE'ᵀ(dy) in place.
 void RopeBackward(Compute& compute, const RopeTables& tables, const Tensor& rotate_DD, Tensor& dy);
 
-// probs_BAlSS = causal-softmax(Q·Kᵀ/√D) per head.
+// probs_BAlSS (chunk-major, LayerShapes::Scores) = causal-softmax(Q·Kᵀ/√D) per head.
 void GqaProbs(Compute& compute, const GqaShape& g, const Tensor& q_BSHl, const Tensor& k_BSKVl,
               Tensor& probs_BAlSS);
 // ctx_BSHl = P·V per head.
 void GqaContext(Compute& compute, const GqaShape& g, const Tensor& probs_BAlSS,
                 const Tensor& v_BSKVl, Tensor& ctx_BSHl);
-// From dctx: dq (w.r.t. the rotated q), dk (rotated k) and dv. dq, dk, dv must be zero.
+// From dctx: dq (w.r.t. the rotated q), dk (rotated k) and dv, the latter two for the whole
+// sequences. dq, dk, dv must be zero.
 struct GqaInputs {
   const Tensor* q_BSHl;
   const Tensor* k_BSKVl;

@@ -42,7 +42,7 @@ void BM_CausalSoftmax(benchmark::State& state) {
   Tensor scores_ASS = Upload(compute, {12, seq, seq}, RandomFloats(12 * seq * seq, 3));
   Tensor probs_ASS = compute.Allocate({12, seq, seq});
   for (auto _ : state) {
-    compute.Softmax(scores_ASS, /*causal=*/true, probs_ASS);
+    compute.Softmax(scores_ASS, SoftmaxMask::Causal(), probs_ASS);
     benchmark::DoNotOptimize(probs_ASS.raw_data());
   }
   state.SetBytesProcessed(state.iterations() * 2 * scores_ASS.bytes());

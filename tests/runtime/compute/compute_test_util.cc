@@ -118,10 +118,13 @@ double RefGelu(double x) {
 
 double RefSilu(double x) { return x / (1.0 + std::exp(-x)); }
 
-std::vector<double> RefSoftmax(const std::vector<double>& x, int64_t cols, bool causal) {
+std::vector<double> RefSoftmax(const std::vector<double>& x, int64_t cols, bool causal,
+                               int64_t matrix_rows, int64_t offset) {
+  if (matrix_rows == 0) matrix_rows = cols;
   std::vector<double> y(x.size(), 0.0);
   for (size_t row = 0; row < x.size() / static_cast<size_t>(cols); ++row) {
-    const size_t kept = causal ? row % static_cast<size_t>(cols) + 1 : static_cast<size_t>(cols);
+    const size_t kept =
+        causal ? row % static_cast<size_t>(matrix_rows) + offset + 1 : static_cast<size_t>(cols);
     const size_t base = row * static_cast<size_t>(cols);
     double sum = 0;
     for (size_t j = 0; j < kept; ++j) sum += std::exp(x[base + j]);

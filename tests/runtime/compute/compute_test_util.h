@@ -51,7 +51,14 @@ std::vector<double> RefGemm(bool trans_a, bool trans_b, double alpha, const std:
                             const std::vector<double>& c, std::vector<double>* bound = nullptr);
 double RefGelu(double x);
 double RefSilu(double x);
-std::vector<double> RefSoftmax(const std::vector<double>& x, int64_t cols, bool causal);
+// Causal rows keep columns j <= i + offset of row i of each matrix_rows × cols matrix
+// (matrix_rows 0: square).
+std::vector<double> RefSoftmax(const std::vector<double>& x, int64_t cols, bool causal,
+                               int64_t matrix_rows = 0, int64_t offset = 0);
+// The mask Compute::Softmax takes for `causal` with `offset`.
+inline SoftmaxMask MaskOf(bool causal, int64_t offset = 0) {
+  return causal ? SoftmaxMask::Causal(offset) : SoftmaxMask::All();
+}
 std::vector<double> RefLayerNorm(const std::vector<double>& x, const std::vector<double>& gamma,
                                  const std::vector<double>& beta, double eps,
                                  std::vector<double>* mean = nullptr,

@@ -27,9 +27,9 @@ std::vector<float> Scores(const std::vector<int64_t>& dims, bool causal, uint32_
 void RunSoftmax(OpContext& ctx, const std::vector<int64_t>& dims, bool causal) {
   Tensor x = ctx.Input(dims, Scores(dims, causal, 1));
   Tensor y = ctx.Garbage(dims);
-  ctx.compute().Softmax(x, causal, y);
+  ctx.compute().Softmax(x, MaskOf(causal), y);
   ctx.Output("y", y);
-  ctx.compute().Softmax(x, causal, x);
+  ctx.compute().Softmax(x, MaskOf(causal), x);
   ctx.Output("x_in_place", x);
 }
 

@@ -90,13 +90,19 @@ TEST(ForwardTest, SoftmaxPlainAndCausal) {
   Tensor x_t = Upload(compute, {2, 3, 5, 5}, x);
   Tensor y_t = compute.Allocate({2, 3, 5, 5});
   for (bool causal : {false, true}) {
-    compute.Softmax(x_t, causal, y_t);
+    compute.Softmax(x_t, MaskOf(causal), y_t);
     ExpectNear(Download(compute, y_t), RefSoftmax(ToDouble(x), 5, causal), kTol,
                causal ? "causal softmax" : "softmax");
   }
+  // A block of 4 query rows at positions 5..8 against keys 0..8 (a context-parallel chunk).
+  const std::vector<float> block = RandomFloats(2 * 3 * 4 * 9, 9, -3.0f, 3.0f);
+  Tensor block_t = Upload(compute, {2, 3, 4, 9}, block);
+  compute.Softmax(block_t, SoftmaxMask::Causal(5), block_t);
+  ExpectNear(Download(compute, block_t), RefSoftmax(ToDouble(block), 9, true, 4, 5), kTol,
+             "causal softmax with offset");
   const std::vector<float> wide = RandomFloats(3 * 13, 8, -3.0f, 3.0f);  // non-square rows
   Tensor wide_t = Upload(compute, {3, 13}, wide);
-  compute.Softmax(wide_t, false, wide_t);
+  compute.Softmax(wide_t, SoftmaxMask::All(), wide_t);
   ExpectNear(Download(compute, wide_t), RefSoftmax(ToDouble(wide), 13, false), kTol,
              "softmax in place");
 }
@@ -173,7 +179,7 @@ TEST(ForwardTest, ThreadCountDoesNotChangeBits) {
     compute.LayerNorm(x_t, g_t, g_t, 1e-5f, y, mean, rstd);
     compute.LayerNormBackward(x_t, g_t, mean, rstd, y, dx, dg, db);
     compute.Activation(ActivationKind::kGelu, dx, dx);
-    compute.Softmax(dx, false, y);
+    compute.Softmax(dx, SoftmaxMask::All(), y);
     compute.EmbeddingBackward(ids_t, y, table);
     std::vector<float> all = Download(compute, table);
     for (const Tensor* t : {&dx, &dg, &db}) {

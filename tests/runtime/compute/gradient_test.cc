@@ -10,6 +10,8 @@
 // random values r, and the test compares their change.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "compute_test_util.h"
 #include "runtime/compute/cpu_compute.h"
 
@@ -83,15 +85,18 @@ TEST_F(GradientTest, BiasGradOfAddBias) {
 }
 
 TEST_F(GradientTest, Softmax) {
-  for (bool causal : {false, true}) {
-    const std::vector<float> x = RandomFloats(2 * 3 * 5 * 5, 8, -3.0f, 3.0f);
+  // Square scores, plain and causal, and a causal block of 3 rows at positions 4..6 of 7 keys.
+  for (auto [causal, rows, offset] : {std::tuple{false, 5, 0}, {true, 5, 0}, {true, 3, 4}}) {
+    const int64_t cols = rows + offset;
+    const std::vector<int64_t> dims = {2, 3, rows, cols};
+    const std::vector<float> x = RandomFloats(2 * 3 * rows * cols, 8, -3.0f, 3.0f);
     const std::vector<float> w = RandomFloats(x.size(), 9);
-    Tensor x_t = Upload(compute_, {2, 3, 5, 5}, x), y_t = compute_.Allocate({2, 3, 5, 5});
-    Tensor dx_t = Upload(compute_, {2, 3, 5, 5}, w);
-    compute_.Softmax(x_t, causal, y_t);
+    Tensor x_t = Upload(compute_, dims, x), y_t = compute_.Allocate(dims);
+    Tensor dx_t = Upload(compute_, dims, w);
+    compute_.Softmax(x_t, MaskOf(causal, offset), y_t);
     compute_.SoftmaxBackward(y_t, dx_t, dx_t);  // dx over dy
     const Fn loss = [&](const std::vector<double>& xs) {
-      return Dot(ToDouble(w), RefSoftmax(xs, 5, causal));
+      return Dot(ToDouble(w), RefSoftmax(xs, cols, causal, rows, offset));
     };
     ExpectNear(Download(compute_, dx_t), NumericGradient(loss, ToDouble(x)), kTol,
                causal ? "causal dsoftmax" : "dsoftmax");
