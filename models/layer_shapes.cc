@@ -68,6 +68,22 @@ TokenBlock LayerShapes::Gathered(const TokenBlock& local) const {
   return split.sequence_parallel ? TokenBlock{local.batch, local.seq * split.tp} : local;
 }
 
+std::vector<int64_t> ContextPositions(int64_t seq, int cp, int cp_rank) {
+  std::vector<int64_t> positions;
+  positions.reserve(static_cast<size_t>(seq / cp));
+  if (cp == 1) {
+    for (int64_t p = 0; p < seq; ++p) positions.push_back(p);
+    return positions;
+  }
+  TRIDENT_CHECK(seq % (2 * cp) == 0)
+      << "cp " << cp << " cannot cut " << seq << " tokens into 2·cp equal chunks";
+  const int64_t chunk = seq / (2 * cp);
+  for (int64_t index : {int64_t{cp_rank}, int64_t{2 * cp - 1 - cp_rank}}) {
+    for (int64_t j = 0; j < chunk; ++j) positions.push_back(index * chunk + j);
+  }
+  return positions;
+}
+
 TokenBlock LayerShapes::Keys(const TokenBlock& tb) const { return {tb.batch, tb.seq * split.cp}; }
 
 int64_t LayerShapes::QueryChunks() const { return split.cp > 1 ? 2 : 1; }
@@ -93,8 +109,8 @@ std::vector<int64_t> LayerShapes::KeyValueHeads(const TokenBlock& tb) const {
 }
 std::vector<int64_t> LayerShapes::Scores(const TokenBlock& tb) const {
   const int64_t chunks = QueryChunks();
-  TRIDENT_CHECK(tb.seq % chunks == 0) << "context parallelism needs an even local sequence, got "
-                                      << tb.seq;
+  TRIDENT_CHECK(tb.seq % chunks == 0)
+      << "context parallelism needs an even local sequence, got " << tb.seq;
   return {chunks * tb.batch, heads, tb.seq / chunks, Keys(tb).seq};
 }
 std::vector<int64_t> LayerShapes::Ffn(const TokenBlock& tb) const {

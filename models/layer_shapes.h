@@ -158,9 +158,9 @@ struct LayerShapes {
   std::vector<int64_t> QueryHeads(const TokenBlock& tb) const;     // [B, S, Al, D]
   std::vector<int64_t> KeyValueHeads(const TokenBlock& tb) const;  // [B, S, Kl, D]
   std::vector<int64_t> Scores(const TokenBlock& tb) const;  // [QueryChunks·B, Al, S/chunks, S·cp]
-  std::vector<int64_t> Ffn(const TokenBlock& tb) const;            // [B, S, Fl]
-  std::vector<int64_t> Logits(const TokenBlock& tb) const;         // [B, S, Vl]
-  std::vector<int64_t> NormStat(const TokenBlock& tb) const;       // [B·S]: one per token
+  std::vector<int64_t> Ffn(const TokenBlock& tb) const;     // [B, S, Fl]
+  std::vector<int64_t> Logits(const TokenBlock& tb) const;  // [B, S, Vl]
+  std::vector<int64_t> NormStat(const TokenBlock& tb) const;  // [B·S]: one per token
 
   // What Forward keeps for backward under no recompute (filter with KeptUnder), in the
   // layer's order; names follow the runtime's stash fields.
@@ -173,6 +173,11 @@ struct LayerShapes {
 // REQUIRES: model.Validate() ok; model.TensorParallelProblem(split.tp) empty;
 // 0 <= split.tp_rank < split.tp. A violation is a bug and aborts through TRIDENT_CHECK.
 LayerShapes MakeLayerShapes(const ModelSpec& model, LayerKind kind, const RankSplit& split);
+
+// The sequence positions of cp rank `cp_rank`'s tokens of a sequence of `seq` tokens, in the
+// rank's order: chunks cp_rank and 2·cp − 1 − cp_rank of 2·cp equal chunks (0 .. seq − 1 for
+// cp 1). REQUIRES: 2·cp divides seq when cp > 1.
+std::vector<int64_t> ContextPositions(int64_t seq, int cp, int cp_rank);
 
 // The product of `dims` (1 for none).
 int64_t ElementsOf(const std::vector<int64_t>& dims);

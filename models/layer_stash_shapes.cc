@@ -127,9 +127,9 @@ std::vector<GemmShape> BlockGemms(const LayerShapes& s, const TokenBlock& tb) {
   const int64_t up_width = llama ? 2 * s.ffn : s.ffn;
   const int64_t heads = tb.batch * s.heads;
   const int64_t keys = s.Keys(tb).seq;
-  return {LinearGemm(tb, s.hidden, s.qkv_width),     LinearGemm(tb, s.q_width, s.hidden),
-          LinearGemm(tb, s.hidden, up_width),        LinearGemm(tb, s.ffn, s.hidden),
-          {tb.seq, keys, s.head_dim, heads, true},   {tb.seq, s.head_dim, keys, heads, true}};
+  return {LinearGemm(tb, s.hidden, s.qkv_width),   LinearGemm(tb, s.q_width, s.hidden),
+          LinearGemm(tb, s.hidden, up_width),      LinearGemm(tb, s.ffn, s.hidden),
+          {tb.seq, keys, s.head_dim, heads, true}, {tb.seq, s.head_dim, keys, heads, true}};
 }
 
 }  // namespace trident

@@ -138,20 +138,15 @@ Tensor TpReduce(const LayerContext& context, Tensor partial_BSC) {
   return out;
 }
 
-std::vector<QueryChunk> QueryChunks(const LayerContext& context, int64_t local_seq) {
-  if (context.cp_size == 1) return {{0, local_seq, 0}};
-  const int64_t chunk = local_seq / 2;
-  const int64_t last = 2 * context.cp_size - 1 - context.cp_rank;
-  return {{0, chunk, context.cp_rank * chunk}, {chunk, chunk, last * chunk}};
+std::vector<int64_t> SequencePositions(const LayerContext& context, int64_t local_seq) {
+  return ContextPositions(local_seq * context.cp_size, context.cp_size, context.cp_rank);
 }
 
-std::vector<int64_t> SequencePositions(const LayerContext& context, int64_t local_seq) {
-  std::vector<int64_t> positions;
-  positions.reserve(static_cast<size_t>(local_seq));
-  for (const QueryChunk& c : QueryChunks(context, local_seq)) {
-    for (int64_t j = 0; j < c.rows; ++j) positions.push_back(c.first_position + j);
-  }
-  return positions;
+std::vector<QueryChunk> QueryChunks(const LayerContext& context, int64_t local_seq) {
+  if (context.cp_size == 1) return {{0, local_seq, 0}};
+  const std::vector<int64_t> positions = SequencePositions(context, local_seq);
+  const int64_t chunk = local_seq / 2;
+  return {{0, chunk, positions[0]}, {chunk, chunk, positions[static_cast<size_t>(chunk)]}};
 }
 
 void CausalSoftmax(Compute& compute, const std::vector<QueryChunk>& chunks, Tensor& scores) {

@@ -69,8 +69,8 @@ Tensor TpReduce(const LayerContext& context, Tensor partial_BSC);
 
 // Context parallelism (LayerContext::cp_*): this rank's local sequence of S/cp tokens is the
 // sequence's chunks cp_rank and 2·cp − 1 − cp_rank (each S/(2·cp) long, in that order).
-// The sequence positions of the tokens of a local sequence of `local_seq` tokens (0, 1, ... for
-// cp 1).
+// The sequence positions of the tokens of a local sequence of `local_seq` tokens
+// (ContextPositions of models/layer_shapes.h).
 std::vector<int64_t> SequencePositions(const LayerContext& context, int64_t local_seq);
 // One causal block of query rows of a local sequence: rows [first_row, first_row + rows) sit at
 // sequence positions first_position, first_position + 1, ...

@@ -2,9 +2,9 @@
 
 namespace trident {
 
-GradSync::GradSync(Compute* compute, StageModel* model, Comm* dp_comm, Comm* tie_comm,
+GradSync::GradSync(Compute* compute, StageModel* model, Comm* grad_comm, Comm* tie_comm,
                    Comm* tp_comm, int64_t bucket_bytes)
-    : compute_(compute), dp_comm_(dp_comm), tie_comm_(tie_comm), tp_comm_(tp_comm) {
+    : compute_(compute), grad_comm_(grad_comm), tie_comm_(tie_comm), tp_comm_(tp_comm) {
   for (ModelParameter& p : model->parameters()) {
     if (p.param.tp_partial_grad && tp_comm_ != nullptr) {
       tp_partial_.grads.push_back(p.param.grad);
@@ -14,7 +14,7 @@ GradSync::GradSync(Compute* compute, StageModel* model, Comm* dp_comm, Comm* tie
       if (tie_comm_ != nullptr) tied_.push_back(p.param.grad);
       continue;
     }
-    if (dp_comm_ == nullptr) continue;
+    if (grad_comm_ == nullptr) continue;
     if (buckets_.empty() || buckets_.back().stage != p.stage ||
         (buckets_.back().numel + p.param.grad->numel()) * 4 > bucket_bytes) {
       buckets_.emplace_back();
@@ -49,14 +49,14 @@ Status GradSync::StageDone(int stage) {
     if (b.stage != stage) continue;
     Pack(b);
     compute_->Synchronize();
-    TRIDENT_ASSIGN_OR_RETURN(b.request, dp_comm_->StartAllReduceSum(b.flat.span<float>()));
+    TRIDENT_ASSIGN_OR_RETURN(b.request, grad_comm_->StartAllReduceSum(b.flat.span<float>()));
   }
   return Status::Ok();
 }
 
 Status GradSync::Finish(std::chrono::milliseconds timeout) {
   for (Bucket& b : buckets_) {
-    TRIDENT_RETURN_IF_ERROR(dp_comm_->Wait(b.request, timeout));
+    TRIDENT_RETURN_IF_ERROR(grad_comm_->Wait(b.request, timeout));
     Unpack(b);
   }
   for (Tensor* g : tied_) {

@@ -1,8 +1,9 @@
 // GradSync: sums each parameter's gradient over every rank that holds a copy of it, so that all
 // copies take the same optimizer step.
 //
-// Replicas (data parallelism and per-stage replication): the gradients of a stage are summed
-// over the ranks of its dp group (RankMap::DpGroup). They go in buckets of about
+// Replicas (data parallelism and per-stage replication) and context parallelism: the gradients
+// of a stage are summed over the ranks of its grad group (RankMap::GradGroup: the dp replicas,
+// each with every cp rank, which saw its own part of each sequence). They go in buckets of about
 // `bucket_bytes`, each packed into one flat buffer; a stage's buckets start their all-reduce
 // (Comm::StartAllReduceSum) as soon as the interpreter reports the stage's gradients complete,
 // so they travel while the rank's later backward work runs, and Finish waits for them and
@@ -16,7 +17,7 @@
 //
 // Tied embeddings split over two positions: the embedding's table and the head's copy are
 // left out of the buckets and summed instead over the tie group — every replica of the
-// embedding's position and of the head's, same tp rank — after the buckets.
+// embedding's position and of the head's (and their cp ranks), same tp rank — after the buckets.
 // Thread-safety: one thread at a time.
 #pragma once
 
@@ -32,10 +33,10 @@ namespace trident {
 
 class GradSync {
  public:
-  // `dp_comm` (nullptr when the rank has no replicas), `tie_comm` (nullptr when the rank
-  // holds neither side of a split tie) and `tp_comm` (nullptr for tp 1) must outlive the
+  // `grad_comm` (nullptr when the rank's grad group is itself alone), `tie_comm` (nullptr when the
+  // rank holds neither side of a split tie) and `tp_comm` (nullptr for tp 1) must outlive the
   // object, as must `model`.
-  GradSync(Compute* compute, StageModel* model, Comm* dp_comm, Comm* tie_comm, Comm* tp_comm,
+  GradSync(Compute* compute, StageModel* model, Comm* grad_comm, Comm* tie_comm, Comm* tp_comm,
            int64_t bucket_bytes);
 
   // Starts the all-reduce of every bucket of `stage`.
@@ -56,7 +57,7 @@ class GradSync {
   void Unpack(Bucket& bucket);
 
   Compute* compute_;
-  Comm* dp_comm_;
+  Comm* grad_comm_;
   Comm* tie_comm_;
   Comm* tp_comm_;
   std::vector<Bucket> buckets_;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/check.h"
+#include "models/layer_shapes.h"
 
 namespace trident {
 namespace {
@@ -43,7 +44,7 @@ Interpreter::Interpreter(const JobLayout* layout, int rank, Compute* compute, Co
                          StageModel* model, const Dataset* data, InterpreterOptions options)
     : layout_(layout),
       rank_(rank),
-      tp_rank_(layout->rank_map().Coords(rank).tp),
+      coords_(layout->rank_map().Coords(rank)),
       compute_(compute),
       world_(world),
       model_(model),
@@ -59,10 +60,10 @@ std::string Interpreter::Describe(const Action& a) const {
 
 std::optional<int> Interpreter::SourceOf(const Action& a) const {
   if (a.kind == ActionKind::kForward && a.stage > 0) {
-    return layout_->RankOf(a.stage - 1, a.micro_batch, tp_rank_);
+    return layout_->RankOf(a.stage - 1, a.micro_batch, coords_.tp, coords_.cp);
   }
   if (a.kind == ActionKind::kBackward && a.stage < layout_->LastStage()) {
-    return layout_->RankOf(a.stage + 1, a.micro_batch, tp_rank_);
+    return layout_->RankOf(a.stage + 1, a.micro_batch, coords_.tp, coords_.cp);
   }
   return std::nullopt;
 }
@@ -81,8 +82,10 @@ int Interpreter::TagOf(const Action& a, bool sending) const {
 
 Tensor Interpreter::ActivationTensor() {
   const Plan& plan = layout_->plan();
-  // Under sequence parallelism each tp rank sends and receives its S/t tokens.
-  const int64_t seq = plan.sequence_parallel ? plan.seq_len / plan.mesh.tp : plan.seq_len;
+  // Each cp rank sends and receives its S/cp tokens, under sequence parallelism each tp rank
+  // its S/(cp·t).
+  const int64_t local_seq = plan.seq_len / plan.mesh.cp;
+  const int64_t seq = plan.sequence_parallel ? local_seq / plan.mesh.tp : local_seq;
   return compute_->Allocate({plan.micro_batch_size, seq, plan.model.hidden});
 }
 
@@ -124,7 +127,8 @@ StatusOr<Tensor> Interpreter::TakeInput(size_t index, double* wait_ms) {
 
 Status Interpreter::Send(const Action& a, Tensor tensor) {
   const bool forward = a.kind == ActionKind::kForward;
-  const int dest = layout_->RankOf(a.stage + (forward ? 1 : -1), a.micro_batch, tp_rank_);
+  const int dest =
+      layout_->RankOf(a.stage + (forward ? 1 : -1), a.micro_batch, coords_.tp, coords_.cp);
   const int tag = TagOf(a, true);
   if (dest == rank_) {
     local_[{tag, a.micro_batch}] = std::move(tensor);
@@ -152,6 +156,20 @@ Status Interpreter::ReapSends(bool wait_all, double* wait_ms) {
   return Status::Ok();
 }
 
+// This cp rank's tokens [B, S/cp] of a micro-batch's [B, S] (ContextPositions); all for cp 1.
+std::vector<int32_t> Interpreter::MyTokens(const std::vector<int32_t>& tokens_BS) const {
+  const Plan& plan = layout_->plan();
+  if (plan.mesh.cp == 1) return tokens_BS;
+  const std::vector<int64_t> positions = ContextPositions(plan.seq_len, plan.mesh.cp, coords_.cp);
+  std::vector<int32_t> mine;
+  mine.reserve(tokens_BS.size() / static_cast<size_t>(plan.mesh.cp));
+  for (int64_t b = 0; b < plan.micro_batch_size; ++b) {
+    for (int64_t p : positions)
+      mine.push_back(tokens_BS[static_cast<size_t>(b * plan.seq_len + p)]);
+  }
+  return mine;
+}
+
 // Token ids (stage 0) and targets (last stage) of micro-batch `a.micro_batch`.
 Tensor Interpreter::ReadBatch(const Action& a, int64_t first_step) {
   const Plan& plan = layout_->plan();
@@ -159,15 +177,15 @@ Tensor Interpreter::ReadBatch(const Action& a, int64_t first_step) {
   TokenBatch batch =
       data_->Batch(first_step + a.micro_batch / m, (a.micro_batch % m) * plan.micro_batch_size,
                    plan.micro_batch_size);
-  const std::vector<int64_t> shape = {plan.micro_batch_size, plan.seq_len};
+  const std::vector<int64_t> shape = {plan.micro_batch_size, plan.seq_len / plan.mesh.cp};
   Tensor ids;
   if (a.stage == 0) {
     ids = compute_->Allocate(shape, ElementType::kInt32);
-    compute_->CopyFromHost(std::span<const int32_t>(batch.inputs_BS), ids);
+    compute_->CopyFromHost(std::span<const int32_t>(MyTokens(batch.inputs_BS)), ids);
   }
   if (a.stage == layout_->LastStage()) {
     Tensor targets = compute_->Allocate(shape, ElementType::kInt32);
-    compute_->CopyFromHost(std::span<const int32_t>(batch.targets_BS), targets);
+    compute_->CopyFromHost(std::span<const int32_t>(MyTokens(batch.targets_BS)), targets);
     targets_[a.micro_batch] = std::move(targets);
   }
   return ids;
@@ -176,7 +194,7 @@ Tensor Interpreter::ReadBatch(const Action& a, int64_t first_step) {
 // tp rank 0 holds the whole output, except under sequence parallelism, where every tp rank
 // holds its share of the tokens and checks it.
 void Interpreter::NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record) {
-  const bool checks = tp_rank_ == 0 || layout_->plan().sequence_parallel;
+  const bool checks = coords_.tp == 0 || layout_->plan().sequence_parallel;
   if (!options_.check_finite || !checks || AllFinite(*compute_, x)) return;
   if (record->first_nonfinite_stage < 0 || a.stage < record->first_nonfinite_stage) {
     record->first_nonfinite_stage = a.stage;
@@ -197,7 +215,7 @@ Status Interpreter::Forward(size_t index, int64_t first_step, StepRecord* record
   if (a.stage < layout_->LastStage()) return Send(a, std::move(x));
   float loss = 0;
   compute_->CopyToHost(x, std::span<float>(&loss, 1));
-  if (tp_rank_ == 0) {
+  if (coords_.tp == 0 && coords_.cp == 0) {  // the loss is the whole group's mean
     const size_t step = static_cast<size_t>(a.micro_batch / layout_->plan().num_micro_batches);
     if (record->loss_sums.size() <= step) record->loss_sums.resize(step + 1, 0.0);
     record->loss_sums[step] += loss;

@@ -102,6 +102,7 @@ class Interpreter {
 
   Status RunAction(size_t index, int64_t first_step, const ActionHooks& hooks, StepRecord* record);
   Tensor ReadBatch(const Action& a, int64_t first_step);
+  std::vector<int32_t> MyTokens(const std::vector<int32_t>& tokens_BS) const;
   void NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record);
   Status Forward(size_t index, int64_t first_step, StepRecord* record, double* wait_ms);
   Status Backward(size_t index, bool with_weights, double* wait_ms);
@@ -120,7 +121,7 @@ class Interpreter {
 
   const JobLayout* layout_;
   int rank_;
-  int tp_rank_;
+  MeshCoords coords_;
   Compute* compute_;
   Comm* world_;
   StageModel* model_;

@@ -13,8 +13,8 @@ std::string Str(int64_t value) { return std::to_string(value); }
 
 std::string RankName(const RankMap& map, int rank) {
   MeshCoords c = map.Coords(rank);
-  return "rank " + Str(rank) + " (dp " + Str(c.dp) + ", pp " + Str(c.pp) + ", tp " + Str(c.tp) +
-         ")";
+  return "rank " + Str(rank) + " (dp " + Str(c.dp) + ", pp " + Str(c.pp) +
+         (map.Cp() > 1 ? ", cp " + Str(c.cp) : "") + ", tp " + Str(c.tp) + ")";
 }
 
 // Done flags of every (kind, stage, micro-batch) of a layout, for the dry run.
@@ -77,10 +77,10 @@ StatusOr<JobLayout> JobLayout::Create(const Plan& plan, int steps) {
   return layout;
 }
 
-int JobLayout::RankOf(int stage, int micro_batch, int tp) const {
+int JobLayout::RankOf(int stage, int micro_batch, int tp, int cp) const {
   int position = PositionOf(stage);
   int replica = (micro_batch % plan_.num_micro_batches) % ReplicasOf(stage);
-  return rank_map_.Rank({replica, position, tp});
+  return rank_map_.Rank({.dp = replica, .pp = position, .tp = tp, .cp = cp});
 }
 
 std::vector<int> JobLayout::StagesOf(int rank) const {
@@ -106,15 +106,19 @@ Status JobLayout::BuildPrograms() {
     for (const Action& a : lane.actions) {
       split_backward_ = split_backward_ || a.kind == ActionKind::kWeight;
     }
-    for (int t = 0; t < plan_.mesh.tp; ++t) {
-      programs_[rank_map_.Rank({lane.replica, lane.position, t})] = lane.actions;
+    for (int c = 0; c < plan_.mesh.cp; ++c) {
+      for (int t = 0; t < plan_.mesh.tp; ++t) {
+        programs_[rank_map_.Rank({.dp = lane.replica, .pp = lane.position, .tp = t, .cp = c})] =
+            lane.actions;
+      }
     }
   }
   return Status::Ok();
 }
 
-// PipeDream's replicas sum each update's gradients (a blocking all-reduce after every B), so
-// the dry run holds a rank after its n-th B until every replica of its position has run its n-th.
+// PipeDream's replicas (each with its cp ranks) sum each update's gradients (a blocking
+// all-reduce after every B), so the dry run holds a rank after its n-th B until every rank of
+// its grad group has run its n-th.
 std::optional<std::string> JobLayout::WaitsForReplica(int rank, size_t next,
                                                       const std::vector<int>& backwards) const {
   const std::vector<Action>& program = programs_[rank];
@@ -122,9 +126,7 @@ std::optional<std::string> JobLayout::WaitsForReplica(int rank, size_t next,
       program[next - 1].kind != ActionKind::kBackward) {
     return std::nullopt;
   }
-  MeshCoords c = rank_map_.Coords(rank);
-  for (int d = 0; d < ReplicasOf(c.pp); ++d) {
-    int other = rank_map_.Rank({d, c.pp, c.tp});
+  for (int other : rank_map_.GradGroup(rank)) {
     if (backwards[other] < backwards[rank]) {
       return "the gradient sum of update " + Str(backwards[rank]) + " with " +
              RankName(rank_map_, other);
@@ -184,24 +186,28 @@ struct JobLayout::Transfer {
 };
 
 std::optional<JobLayout::Transfer> JobLayout::SendOf(int rank, const Action& a) const {
-  const int tp = rank_map_.Coords(rank).tp;
+  const MeshCoords c = rank_map_.Coords(rank);
   std::optional<Transfer> t;
   if (a.kind == ActionKind::kForward && a.stage < LastStage()) {
-    t = Transfer{rank, RankOf(a.stage + 1, a.micro_batch, tp), a.stage, a.micro_batch, true};
+    t = Transfer{rank, RankOf(a.stage + 1, a.micro_batch, c.tp, c.cp), a.stage, a.micro_batch,
+                 true};
   } else if (a.kind == ActionKind::kBackward && a.stage > 0) {
-    t = Transfer{rank, RankOf(a.stage - 1, a.micro_batch, tp), a.stage - 1, a.micro_batch, false};
+    t = Transfer{rank, RankOf(a.stage - 1, a.micro_batch, c.tp, c.cp), a.stage - 1, a.micro_batch,
+                 false};
   }
   if (t && t->to == rank) return std::nullopt;
   return t;
 }
 
 std::optional<JobLayout::Transfer> JobLayout::ReceiveOf(int rank, const Action& a) const {
-  const int tp = rank_map_.Coords(rank).tp;
+  const MeshCoords c = rank_map_.Coords(rank);
   std::optional<Transfer> t;
   if (a.kind == ActionKind::kForward && a.stage > 0) {
-    t = Transfer{RankOf(a.stage - 1, a.micro_batch, tp), rank, a.stage - 1, a.micro_batch, true};
+    t = Transfer{RankOf(a.stage - 1, a.micro_batch, c.tp, c.cp), rank, a.stage - 1, a.micro_batch,
+                 true};
   } else if (a.kind == ActionKind::kBackward && a.stage < LastStage()) {
-    t = Transfer{RankOf(a.stage + 1, a.micro_batch, tp), rank, a.stage, a.micro_batch, false};
+    t = Transfer{RankOf(a.stage + 1, a.micro_batch, c.tp, c.cp), rank, a.stage, a.micro_batch,
+                 false};
   }
   if (t && t->from == rank) return std::nullopt;
   return t;

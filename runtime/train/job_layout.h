@@ -56,8 +56,9 @@ class JobLayout {
 
   int PositionOf(int stage) const { return stage % plan_.mesh.pp; }
   int ReplicasOf(int stage) const { return plan_.stages[stage].replicas; }
-  // The global rank that runs `stage` for global micro-batch `micro_batch` as tp rank `tp`.
-  int RankOf(int stage, int micro_batch, int tp) const;
+  // The global rank that runs `stage` for global micro-batch `micro_batch` as tp rank `tp` of
+  // cp rank `cp`.
+  int RankOf(int stage, int micro_batch, int tp, int cp) const;
   // The stages rank `rank` runs, in increasing order (v of them).
   std::vector<int> StagesOf(int rank) const;
   // Rank `rank`'s actions for all Steps(), in order, with global micro-batch ids.

@@ -10,7 +10,7 @@ constexpr const char* kTokenTable = "token.weight";
 }  // namespace
 
 StageModel::StageModel(const JobLayout& layout, int rank, Compute* compute, Comm* tp_comm,
-                       uint64_t seed) {
+                       Comm* cp_comm, uint64_t seed) {
   const Plan& plan = layout.plan();
   const std::vector<int> mine = layout.StagesOf(rank);
   tie_split_ =
@@ -21,6 +21,9 @@ StageModel::StageModel(const JobLayout& layout, int rank, Compute* compute, Comm
   base.tp_rank = layout.rank_map().Coords(rank).tp;
   base.tp_size = plan.mesh.tp;
   base.sequence_parallel = plan.sequence_parallel;
+  base.cp_comm = plan.mesh.cp > 1 ? cp_comm : nullptr;
+  base.cp_rank = layout.rank_map().Coords(rank).cp;
+  base.cp_size = plan.mesh.cp;
   base.seed = seed;
   if (tie_split_ && mine.back() == layout.LastStage()) {
     Slice rows = ShardSlice({plan.model.vocab_size, plan.model.hidden}, SliceAxis::kRows,

@@ -44,10 +44,12 @@ struct StageLayers {
 
 class StageModel {
  public:
-  // Builds rank `rank`'s stages. `tp_comm` is its tp group (nullptr when tp is 1); `compute`
-  // and `tp_comm` must outlive the model. REQUIRES: layout built from a valid plan; the
-  // model has dropout 0 and passes TensorParallelProblem for the plan's tp.
-  StageModel(const JobLayout& layout, int rank, Compute* compute, Comm* tp_comm, uint64_t seed);
+  // Builds rank `rank`'s stages. `tp_comm` and `cp_comm` are its tp and cp groups (nullptr
+  // when the degree is 1); `compute` and the comms must outlive the model. REQUIRES: layout
+  // built from a valid plan; the model has dropout 0 and passes TensorParallelProblem for the
+  // plan's tp.
+  StageModel(const JobLayout& layout, int rank, Compute* compute, Comm* tp_comm, Comm* cp_comm,
+             uint64_t seed);
 
   std::vector<StageLayers>& stages() { return stages_; }
   // The stage with global index `stage`. REQUIRES: this rank runs it.

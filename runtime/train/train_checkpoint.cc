@@ -131,13 +131,14 @@ Status CheckCompatible(const CheckpointMetadata& metadata, const std::string& pa
 
 Status SaveTrainCheckpoint(const TrainState& s, int64_t step, const std::string& path) {
   MeshCoords coords = s.layout->rank_map().Coords(s.rank);
-  const bool contributes = coords.dp == 0;
+  const bool contributes = coords.dp == 0 && coords.cp == 0;
   if (s.rank != 0) {
     return contributes ? SendMessage(*s.world, EncodeShards(s), 0, s.timeout) : Status::Ok();
   }
   std::vector<Shard> shards;
   for (int r = 0; r < s.layout->NumRanks(); ++r) {
-    if (s.layout->rank_map().Coords(r).dp != 0) continue;
+    const MeshCoords peer = s.layout->rank_map().Coords(r);
+    if (peer.dp != 0 || peer.cp != 0) continue;
     std::vector<float> message;
     if (r == 0) {
       message = EncodeShards(s);

@@ -41,13 +41,14 @@ StatusOr<std::unique_ptr<Dataset>> OpenData(const TrainOptions& options, const P
   return dataset;
 }
 
-// Every replica of the embedding's position and of the head's, with tp rank `tp`.
+// Every rank of the embedding's position and of the head's (each replica and cp rank) with tp
+// rank `tp`.
 std::vector<int> TieGroup(const JobLayout& layout, int tp) {
   std::vector<int> ranks;
   for (int position : {layout.PositionOf(0), layout.PositionOf(layout.LastStage())}) {
-    for (int d = 0; d < layout.ReplicasOf(position); ++d) {
-      ranks.push_back(layout.rank_map().Rank({d, position, tp}));
-    }
+    const int first = layout.rank_map().Rank({.dp = 0, .pp = position, .tp = tp});
+    std::vector<int> group = layout.rank_map().GradGroup(first);
+    ranks.insert(ranks.end(), group.begin(), group.end());
   }
   return ranks;
 }
@@ -72,9 +73,10 @@ Status TrainOptions::Validate() const {
 Status Trainer::State::SplitComms() {
   const RankMap& map = layout->rank_map();
   TRIDENT_ASSIGN_OR_RETURN(tp_comm, world->Split(map.TpGroup(rank)));
-  std::vector<int> dp = map.DpGroup(rank);
-  if (dp.size() > 1) {
-    TRIDENT_ASSIGN_OR_RETURN(dp_comm, world->Split(dp));
+  TRIDENT_ASSIGN_OR_RETURN(cp_comm, world->Split(map.CpGroup(rank)));
+  std::vector<int> grad = map.GradGroup(rank);
+  if (grad.size() > 1) {
+    TRIDENT_ASSIGN_OR_RETURN(grad_comm, world->Split(grad));
   }
   if (plan.model.tied_embeddings &&
       layout->PositionOf(0) != layout->PositionOf(layout->LastStage())) {
@@ -99,10 +101,11 @@ Status Trainer::State::Build() {
   coords = layout->rank_map().Coords(rank);
   TRIDENT_ASSIGN_OR_RETURN(data, OpenData(options, plan));
   TRIDENT_RETURN_IF_ERROR(SplitComms());
-  model = std::make_unique<StageModel>(*layout, rank, compute, tp_comm.get(), options.seed);
+  model = std::make_unique<StageModel>(*layout, rank, compute, tp_comm.get(), cp_comm.get(),
+                                       options.seed);
   optimizer = std::make_unique<Optimizer>(compute, &model->parameters(), options.optimizer);
   grad_sync =
-      std::make_unique<GradSync>(compute, model.get(), dp_comm.get(), tie_comm.get(),
+      std::make_unique<GradSync>(compute, model.get(), grad_comm.get(), tie_comm.get(),
                                  plan.mesh.tp > 1 ? tp_comm.get() : nullptr, options.bucket_bytes);
   if (plan.schedule != ScheduleKind::kPipeDream) {  // PipeDream's segments make their own
     interpreter = std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(),
@@ -139,7 +142,7 @@ Status Trainer::State::InitializeWeights() {
 
 double Trainer::State::LocalNormSquared() {
   double sum = 0;
-  if (coords.dp != 0) return 0;
+  if (coords.dp != 0 || coords.cp != 0) return 0;  // the replicas' gradients are equal
   for (ModelParameter& p : model->parameters()) {
     if (p.tied_copy || (p.tp_replicated && coords.tp != 0)) continue;
     for (float v : compute->CopyToHost(*p.param.grad)) sum += static_cast<double>(v) * v;

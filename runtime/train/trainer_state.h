@@ -33,7 +33,7 @@ struct Trainer::State {
   MeshCoords coords;
   Comm* world = nullptr;
   Compute* compute = nullptr;
-  std::unique_ptr<Comm> tp_comm, dp_comm, tie_comm, ctl_comm;
+  std::unique_ptr<Comm> tp_comm, cp_comm, grad_comm, tie_comm, ctl_comm;
   std::unique_ptr<Dataset> data;
   std::unique_ptr<StageModel> model;
   std::unique_ptr<Optimizer> optimizer;

@@ -3,7 +3,7 @@
 #
 #   tiny_plan NAME DEVICES DEVICES_PER_NODE DP PP TP V MICRO_BATCH MICRO_BATCHES SCHEDULE STAGE_LINES
 #       writes $WORK/NAME.yaml: gpt-tiny (tied embeddings unless $tied is false), seq 32,
-#       sequence parallelism when $sp is true
+#       sequence parallelism when $sp is true, context parallelism over $cp ranks (default 1)
 #   tiny_stage FIRST NUM REPLICAS RECOMPUTE     one line of STAGE_LINES
 
 tiny_plan() {
@@ -30,7 +30,7 @@ model:
 cluster: local-cpu
 devices: $2
 devices_per_node: $3
-mesh: {dp: $4, pp: $5, tp: $6}
+mesh: {dp: $4, pp: $5, cp: ${cp:-1}, tp: $6}
 virtual_stages: $7
 micro_batch_size: $8
 num_micro_batches: $9

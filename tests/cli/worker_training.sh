@@ -5,7 +5,8 @@
 # synchronous schedule, pp 2 and 4 with uneven cuts and mixed recompute, tp 2, dp 2, a stage
 # replicated beside one that is not, replicas {3, 1}, {2, 1, 1} and {1, 3, 1} that do not divide
 # the micro-batches (round robin), interleaved with v 2, (dp 2, pp 2, tp 2) on 8 ranks, tp 2
-# with sequence parallelism (alone, under pp 2 with zb_h1, and in the 8-rank mesh), tied
+# with sequence parallelism (alone, under pp 2 with zb_h1, and in the 8-rank mesh), cp 2 (alone,
+# with tp 2 and sequence parallelism, under pp 2), tied
 # embeddings split across the first and last stage — gives the losses and the final parameters of
 # the single-process run within 1e-5 relative. Then: a checkpoint resumed under another plan
 # continues the same loss curve; PipeDream with replicas trains and resumes; a killed rank ends
@@ -98,6 +99,16 @@ check_plan pp2_tp2_sp 4 "zb_h1, pp 2 x tp 2 with sequence parallelism"
 sp=true plan mesh8_sp 8 2 2 2 1 2 4 1f1b "$(stage 0 3 2 none)
 $(stage 3 2 2 full)"
 check_plan mesh8_sp 8 "dp 2 x pp 2 x tp 2 with sequence parallelism on 8 ranks"
+
+# Context parallelism: cp 2 alone, with tp 2 and sequence parallelism, and under pp 2 with the
+# tie split (the tied table's gradient summed over both positions' cp ranks).
+cp=2 plan cp2 2 1 1 1 1 2 4 1f1b "$(stage 0 5 1 none)"
+check_plan cp2 2 "cp 2"
+cp=2 sp=true plan cp2_tp2_sp 4 1 1 2 1 2 4 1f1b "$(stage 0 5 1 selective)"
+check_plan cp2_tp2_sp 4 "cp 2 x tp 2 with sequence parallelism"
+cp=2 plan cp2_pp2 4 1 2 1 1 2 4 1f1b "$(stage 0 2 1 none)
+$(stage 2 3 1 full)"
+check_plan cp2_pp2 4 "cp 2 x pp 2 with the tie split"
 
 # Replicas that do not divide the micro-batches take them round robin (j on replica j mod r):
 # {3, 1} with 4 micro-batches gives position 0 lanes of 2, 1 and 1; {2, 1, 1} with 5 gives

@@ -131,9 +131,9 @@ TEST_P(JobLayoutCoverageTest, EveryActionOnceOnTheRankRankOfNames) {
         ASSERT_EQ(ranks.size(), want) << ActionToString(a);
         if (want == 0) continue;
         ++expected_entries;
-        EXPECT_EQ(ranks.front(), layout->RankOf(s, j, 0)) << ActionToString(a);
+        EXPECT_EQ(ranks.front(), layout->RankOf(s, j, 0, 0)) << ActionToString(a);
         for (int t = 0; t < plan.mesh.tp; ++t) {
-          EXPECT_EQ(map.Coords(layout->RankOf(s, j, t)).tp, t) << ActionToString(a);
+          EXPECT_EQ(map.Coords(layout->RankOf(s, j, t, 0)).tp, t) << ActionToString(a);
         }
       }
     }
@@ -191,8 +191,8 @@ TEST(JobLayoutTest, NonUniformReplication) {
   EXPECT_EQ(ProgramText(*layout, map.Rank({0, 0, 0})), "0F0 0F2 0B0 0B2");
   EXPECT_EQ(ProgramText(*layout, map.Rank({1, 0, 0})), "0F1 0F3 0B1 0B3");
   EXPECT_EQ(ProgramText(*layout, map.Rank({0, 1, 0})), "1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3");
-  EXPECT_EQ(layout->RankOf(0, 3, 0), map.Rank({1, 0, 0}));
-  EXPECT_EQ(layout->RankOf(1, 3, 0), map.Rank({0, 1, 0}));
+  EXPECT_EQ(layout->RankOf(0, 3, 0, 0), map.Rank({1, 0, 0}));
+  EXPECT_EQ(layout->RankOf(1, 3, 0, 0), map.Rank({0, 1, 0}));
   EXPECT_EQ(layout->StagesOf(map.Rank({1, 0, 0})), std::vector<int>{0});
   EXPECT_EQ(layout->StagesOf(map.Rank({0, 1, 0})), std::vector<int>{1});
 }
@@ -209,8 +209,8 @@ TEST(JobLayoutTest, WorkedExampleOfRoundRobinLanes) {
   EXPECT_EQ(ProgramText(*layout, map.Rank({2, 0, 0})), "0F2 0B2");
   EXPECT_EQ(ProgramText(*layout, map.Rank({0, 1, 0})), "1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3");
   for (int j = 0; j < 4; ++j) {
-    EXPECT_EQ(layout->RankOf(0, j, 0), map.Rank({j % 3, 0, 0})) << "micro-batch " << j;
-    EXPECT_EQ(layout->RankOf(1, j, 0), map.Rank({0, 1, 0})) << "micro-batch " << j;
+    EXPECT_EQ(layout->RankOf(0, j, 0, 0), map.Rank({j % 3, 0, 0})) << "micro-batch " << j;
+    EXPECT_EQ(layout->RankOf(1, j, 0, 0), map.Rank({0, 1, 0})) << "micro-batch " << j;
   }
   EXPECT_TRUE(layout->CheckNoDeadlock().ok());
   EXPECT_TRUE(layout->CheckInOrderTransfers().ok());
@@ -223,7 +223,7 @@ TEST(JobLayoutTest, SecondStepMicroBatchesFollowTheFirst) {
   EXPECT_EQ(layout->TotalMicroBatches(), 8);
   EXPECT_EQ(ProgramText(*layout, layout->rank_map().Rank({1, 0, 0})),
             "0F1 0F3 0B1 0B3 0F5 0F7 0B5 0B7");
-  EXPECT_EQ(layout->RankOf(0, 7, 0), layout->rank_map().Rank({1, 0, 0}));
+  EXPECT_EQ(layout->RankOf(0, 7, 0, 0), layout->rank_map().Rank({1, 0, 0}));
 }
 
 // Every replica vector up to M for pp 2 to 4 and M up to 6, two steps: the round-robin

@@ -42,7 +42,7 @@ class PipeDreamReference {
     one.micro_batch_size = plan.micro_batch_size;
     one.seq_len = plan.seq_len;
     layout_.emplace(*JobLayout::Create(MakePlan(plan.model, one)));
-    model_ = std::make_unique<StageModel>(*layout_, 0, &compute_, nullptr, options.seed);
+    model_ = std::make_unique<StageModel>(*layout_, 0, &compute_, nullptr, nullptr, options.seed);
     StatusOr<std::unique_ptr<SyntheticDataset>> data = SyntheticDataset::Create(
         {plan.seq_len, plan.global_batch, options.seed}, SyntheticOptions{plan.model.vocab_size});
     data_ = std::move(*data);
