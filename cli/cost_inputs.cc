@@ -1,5 +1,7 @@
 #include "cli/cost_inputs.h"
 
+#include <algorithm>
+
 #include "planner/plan_inputs.h"
 #include "profiler/analytic_profile.h"
 
@@ -22,11 +24,13 @@ void AddCostOptions(CLI::App* cmd, CostOptions* options, bool cluster_required) 
 
 StatusOr<std::unique_ptr<CostInputs>> LoadCostInputs(const CostOptions& options,
                                                      const ModelSpec& model, int64_t seq_len,
-                                                     DType dtype) {
+                                                     DType dtype, int cp) {
   auto inputs = std::make_unique<CostInputs>();
   TRIDENT_ASSIGN_OR_RETURN(inputs->cluster, LoadClusterSpec(options.cluster));
   if (options.profile.empty()) {
-    AnalyticProfileOptions analytic{options.micro_batches, {}, seq_len, dtype};
+    std::vector<int> cps = DefaultContextDegrees(seq_len);
+    if (std::find(cps.begin(), cps.end(), cp) == cps.end()) cps.push_back(cp);
+    AnalyticProfileOptions analytic{options.micro_batches, {}, seq_len, dtype, cps};
     TRIDENT_ASSIGN_OR_RETURN(inputs->profile, AnalyticProfile(model, inputs->cluster, analytic));
   } else {
     TRIDENT_ASSIGN_OR_RETURN(inputs->profile, LoadProfile(options.profile));

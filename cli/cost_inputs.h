@@ -30,10 +30,11 @@ struct CostInputs {
   std::unique_ptr<ProfileCostModel> costs;
 };
 
-// The cluster, and the profile file or else an analytic profile of `model`; a profile file
-// must match the model and `seq_len` (planner/plan_inputs.h).
+// The cluster, and the profile file or else an analytic profile of `model` (its default cp
+// degrees and `cp`, the one a plan or --fix asks for); a profile file must match the model and
+// `seq_len` (planner/plan_inputs.h).
 StatusOr<std::unique_ptr<CostInputs>> LoadCostInputs(const CostOptions& options,
                                                      const ModelSpec& model, int64_t seq_len,
-                                                     DType dtype);
+                                                     DType dtype, int cp);
 
 }  // namespace trident

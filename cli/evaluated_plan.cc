@@ -28,8 +28,8 @@ StatusOr<EvaluatedPlan> LoadAndEvaluate(const std::string& plan_path, CostOption
   EvaluatedPlan out;
   TRIDENT_ASSIGN_OR_RETURN(out.plan, LoadPlan(plan_path));
   TRIDENT_RETURN_IF_ERROR(ResolveCluster(out.plan, plan_path, &options));
-  TRIDENT_ASSIGN_OR_RETURN(
-      out.inputs, LoadCostInputs(options, out.plan.model, out.plan.seq_len, out.plan.dtype));
+  TRIDENT_ASSIGN_OR_RETURN(out.inputs, LoadCostInputs(options, out.plan.model, out.plan.seq_len,
+                                                      out.plan.dtype, out.plan.mesh.cp));
   EvaluateOptions evaluate;
   evaluate.memory_limit_bytes = MaxMemoryBytes(max_memory_gib);
   TRIDENT_ASSIGN_OR_RETURN(out.evaluation, EvaluatePlan(*out.inputs->costs, out.plan, evaluate));

@@ -1,5 +1,5 @@
 // trident model FILE: the per-layer analytic costs of a model (parameters, FLOPs, activation
-// and stashed bytes, tensor-parallel traffic) for one micro-batch on one rank.
+// and stashed bytes, tensor- and context-parallel traffic) for one micro-batch on one rank.
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,17 +21,18 @@ struct ModelOptions {
   std::string recompute = "none";
   std::string dtype;  // "": the model's dtype
   bool sequence_parallel = false;
+  int cp = 1;
   bool json = false;
 };
 
-nlohmann::json TpCallsJson(const TpCalls& calls) {
+nlohmann::json CallsJson(const GroupCalls& calls) {
   return {{"count", calls.count}, {"bytes", calls.bytes}};
 }
 
-nlohmann::json TpTrafficJson(const TpTraffic& t) {
-  return {{"all_reduce", TpCallsJson(t.all_reduce)},
-          {"all_gather", TpCallsJson(t.all_gather)},
-          {"reduce_scatter", TpCallsJson(t.reduce_scatter)}};
+nlohmann::json TrafficJson(const GroupTraffic& t) {
+  return {{"all_reduce", CallsJson(t.all_reduce)},
+          {"all_gather", CallsJson(t.all_gather)},
+          {"reduce_scatter", CallsJson(t.reduce_scatter)}};
 }
 
 nlohmann::json CostJson(const LayerCost& c) {
@@ -44,9 +45,11 @@ nlohmann::json CostJson(const LayerCost& c) {
           {"recompute_flops", c.recompute_flops},
           {"output_bytes", c.output_bytes},
           {"stashed_bytes", c.stashed_bytes},
-          {"tp_fwd", TpTrafficJson(c.tp_fwd)},
-          {"tp_bwd", TpTrafficJson(c.tp_bwd)},
-          {"tp_wgrad", TpTrafficJson(c.tp_wgrad)}};
+          {"tp_fwd", TrafficJson(c.tp_fwd)},
+          {"tp_bwd", TrafficJson(c.tp_bwd)},
+          {"tp_wgrad", TrafficJson(c.tp_wgrad)},
+          {"cp_fwd", TrafficJson(c.cp_fwd)},
+          {"cp_bwd", TrafficJson(c.cp_bwd)}};
 }
 
 std::vector<std::string> CostRow(std::string label, int count, const LayerCost& c) {
@@ -63,8 +66,9 @@ void PrintTable(const ModelSpec& model, const LayerShape& shape, const ModelCost
   std::cout << model.ToString() << "\n"
             << "per rank, one micro-batch: micro-batch " << shape.micro_batch << ", seq "
             << shape.seq_len << ", tp " << shape.tp
-            << (shape.sequence_parallel ? " with sequence parallelism" : "") << ", "
-            << DTypeName(shape.dtype) << ", recompute "
+            << (shape.sequence_parallel ? " with sequence parallelism" : "")
+            << (shape.cp > 1 ? ", cp " + std::to_string(shape.cp) + " (seq / cp tokens)" : "")
+            << ", " << DTypeName(shape.dtype) << ", recompute "
             << NameOf(RecomputeModeNames(), shape.recompute) << "\n\n";
   TextTable table({"layers", "count", "params/layer", "fwd/layer", "bwd/layer", "output/layer",
                    "stashed/layer"});
@@ -82,7 +86,7 @@ void PrintTable(const ModelSpec& model, const LayerShape& shape, const ModelCost
   std::cout << table.ToString() << "\nparameters: " << FormatCount(cost.total.total_params) << " ("
             << FormatCount(cost.total.params) << " on each of " << shape.tp << " tp ranks)\n"
             << "training FLOPs per micro-batch (all ranks): "
-            << FormatFlops(cost.total.TotalFlops() * shape.tp) << "\n";
+            << FormatFlops(cost.total.TotalFlops() * shape.tp * shape.cp) << "\n";
 }
 
 void PrintJson(const ModelSpec& model, const LayerShape& shape, const ModelCost& cost) {
@@ -98,6 +102,7 @@ void PrintJson(const ModelSpec& model, const LayerShape& shape, const ModelCost&
                         {"seq_len", shape.seq_len},
                         {"tp", shape.tp},
                         {"sequence_parallel", shape.sequence_parallel},
+                        {"cp", shape.cp},
                         {"dtype", DTypeName(shape.dtype)},
                         {"recompute", NameOf(RecomputeModeNames(), shape.recompute)},
                         {"layers", layers},
@@ -116,13 +121,22 @@ Status ResolveShape(const ModelOptions& options, const ModelSpec& model, LayerSh
     return InvalidArgument("--tp: " + problem + " of " + model.name);
   }
   shape->sequence_parallel = options.sequence_parallel;
+  shape->cp = options.cp;
+  if (options.cp > 1 && shape->seq_len % (2 * options.cp) != 0) {
+    return InvalidArgument("--cp " + std::to_string(options.cp) + ": 2·cp does not divide --seq " +
+                           std::to_string(shape->seq_len) +
+                           " (each cp rank holds 2 of a sequence's 2·cp chunks); pick a cp "
+                           "whose double divides the sequence length");
+  }
   if (options.sequence_parallel && options.tp == 1) {
     return InvalidArgument(
         "--sp needs --tp 2 or more: sequence parallelism splits what a tp group leaves whole");
   }
-  if (options.sequence_parallel && shape->seq_len % options.tp != 0) {
-    return InvalidArgument("--sp: tp " + std::to_string(options.tp) + " does not divide --seq " +
-                           std::to_string(shape->seq_len) + "; pick a sequence length it divides");
+  const int64_t local_seq = shape->seq_len / options.cp;
+  if (options.sequence_parallel && local_seq % options.tp != 0) {
+    return InvalidArgument("--sp: tp " + std::to_string(options.tp) + " does not divide " +
+                           (options.cp > 1 ? "--seq / --cp = " : "--seq ") +
+                           std::to_string(local_seq) + "; pick a sequence length it divides");
   }
   return Status::Ok();
 }
@@ -188,6 +202,10 @@ void AddModelCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember(NamesOf(DTypeNames())));
   cmd->add_flag("--sp,--sequence-parallel", options->sequence_parallel,
                 "Megatron's sequence parallelism in the tp group (needs --tp 2 or more)");
+  cmd->add_option("--cp", options->cp,
+                  "Context-parallel degree: each rank holds seq / cp tokens of every sequence")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--json", options->json, "Print JSON with every layer instead of the table");
   cmd->callback([options, exit_code] { *exit_code = RunModel(*options); });
 }

@@ -56,10 +56,13 @@ Status ParseFix(const std::vector<std::string>& fix, SearchConstraints* c) {
       c->pp = value;
     else if (key == "dp")
       c->dp = value;
+    else if (key == "cp")
+      c->cp = value;
     else if (key == "mb" || key == "micro_batch")
       c->micro_batch = value;
     else
-      return InvalidArgument("--fix " + item + ": unknown key '" + key + "'; use tp, pp, dp or mb");
+      return InvalidArgument("--fix " + item + ": unknown key '" + key +
+                             "'; use tp, pp, dp, cp or mb");
   }
   return Status::Ok();
 }
@@ -72,6 +75,28 @@ Status ParseSequenceParallel(const std::string& mode, SearchConstraints* c) {
     return InvalidArgument(
         "--sequence-parallel on contradicts --fix tp=1: sequence parallelism splits what a tp "
         "group leaves whole, so it needs tp > 1; drop one of them");
+  }
+  return Status::Ok();
+}
+
+// --fix cp=N needs 2·N dividing --seq; --sequence-parallel on with --fix tp needs tp dividing
+// each cp rank's seq / cp tokens.
+Status CheckSequenceSplit(const SearchConstraints& c, int64_t seq_len) {
+  const int cp = c.cp.value_or(1);
+  if (cp > 1 && seq_len % (2 * cp) != 0) {
+    return InvalidArgument(
+        "--fix cp=" + std::to_string(cp) + ": 2·cp = " + std::to_string(2 * cp) +
+        " does not divide --seq " + std::to_string(seq_len) +
+        " (context parallelism cuts every sequence into 2·cp chunks); pick a "
+        "cp whose double divides the sequence length, or leave cp to the search");
+  }
+  const int64_t local_seq = seq_len / cp;
+  if (c.sequence_parallel.value_or(false) && c.tp && local_seq % *c.tp != 0) {
+    return InvalidArgument("--sequence-parallel on: tp " + std::to_string(*c.tp) +
+                           " (--fix) does not divide " + (cp > 1 ? "--seq / cp = " : "--seq ") +
+                           std::to_string(local_seq) +
+                           ", and sequence parallelism splits the sequence over tp; pick a "
+                           "sequence length tp divides, or --sequence-parallel auto");
   }
   return Status::Ok();
 }
@@ -91,12 +116,7 @@ Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterS
   for (const std::string& m : o.recompute) c.recompute.push_back(*ValueOf(RecomputeModeNames(), m));
   if (o.zero1 != "auto") c.zero1 = o.zero1 == "on";
   TRIDENT_RETURN_IF_ERROR(ParseSequenceParallel(o.sequence_parallel, &c));
-  if (c.sequence_parallel.value_or(false) && c.tp && r->seq_len % *c.tp != 0) {
-    return InvalidArgument("--sequence-parallel on: tp " + std::to_string(*c.tp) +
-                           " (--fix) does not divide --seq " + std::to_string(r->seq_len) +
-                           ", and sequence parallelism splits the sequence over tp; pick a "
-                           "sequence length tp divides, or --sequence-parallel auto");
-  }
+  TRIDENT_RETURN_IF_ERROR(CheckSequenceSplit(c, r->seq_len));
   TRIDENT_RETURN_IF_ERROR(CheckMaxMemory(o.max_memory_gib));
   c.max_memory_bytes = MaxMemoryBytes(o.max_memory_gib);
   c.cuts = o.cuts;
@@ -124,6 +144,23 @@ Status CheckSequenceParallelEntries(const PlanOptions& o, const Profile& profile
                          "for every tp > 1) or plan with --sequence-parallel auto");
 }
 
+// --fix cp=N (N > 1) needs a profile with entries at that cp (an older or measured profile may
+// have none).
+Status CheckContextParallelEntries(const PlanOptions& o, const Profile& profile,
+                                   const SearchConstraints& c) {
+  if (c.cp.value_or(1) == 1 || o.cost.profile.empty()) return Status::Ok();
+  for (const LayerProfile& layer : profile.layers) {
+    for (const ProfileEntry& e : layer.entries) {
+      if (e.cp == *c.cp) return Status::Ok();
+    }
+  }
+  return InvalidArgument("--profile " + o.cost.profile + ": no entry has cp " +
+                         std::to_string(*c.cp) +
+                         " (key cp of layers[].entries[]), so --fix cp=" + std::to_string(*c.cp) +
+                         " leaves nothing to plan; plan analytically (without --profile), use a "
+                         "profile with those entries, or drop cp from --fix");
+}
+
 StatusOr<std::optional<Baseline>> LoadBaseline(const PlanOptions& o, const SearchRequest& request) {
   if (o.baseline.empty()) return std::optional<Baseline>();
   Baseline b;
@@ -141,12 +178,14 @@ int RunPlan(const PlanOptions& o) {
   if (Status s = BuildRequest(o, *model, *cluster, &request); !s.ok()) return PrintError(s);
   StatusOr<std::optional<Baseline>> baseline = LoadBaseline(o, request);
   if (!baseline.ok()) return PrintError(baseline.status());
-  StatusOr<std::unique_ptr<CostInputs>> inputs =
-      LoadCostInputs(o.cost, *model, request.seq_len, request.dtype);
+  StatusOr<std::unique_ptr<CostInputs>> inputs = LoadCostInputs(
+      o.cost, *model, request.seq_len, request.dtype, request.constraints.cp.value_or(1));
   if (!inputs.ok()) return PrintError(inputs.status());
   if (Status s = CheckSequenceParallelEntries(o, (*inputs)->profile); !s.ok()) {
     return PrintError(s);
   }
+  Status cp_entries = CheckContextParallelEntries(o, (*inputs)->profile, request.constraints);
+  if (!cp_entries.ok()) return PrintError(cp_entries);
   if (*baseline) {
     EvaluateOptions evaluate;
     evaluate.memory_limit_bytes = request.constraints.max_memory_bytes;
@@ -210,7 +249,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--dtype", o->dtype, "Training dtype [default: the model's]")
       ->check(CLI::IsMember(NamesOf(DTypeNames())));
-  cmd->add_option("--fix", o->fix, "Fixed degrees, e.g. tp=8,pp=4 (keys tp, pp, dp, mb)")
+  cmd->add_option("--fix", o->fix, "Fixed degrees, e.g. tp=8,pp=4 (keys tp, pp, dp, cp, mb)")
       ->delimiter(',');
   cmd->add_option("--schedule", o->schedules, "Schedules to consider [default: all synchronous]")
       ->delimiter(',')

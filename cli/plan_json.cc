@@ -17,7 +17,8 @@ nlohmann::json EvaluationJson(const Plan& plan, const Evaluation& ev,
   double seconds = ev.step_ms * 1e-3;
   nlohmann::json out = {
       {"config", ConfigLine(plan)},
-      {"mesh", {{"dp", plan.mesh.dp}, {"pp", plan.mesh.pp}, {"tp", plan.mesh.tp}}},
+      {"mesh",
+       {{"dp", plan.mesh.dp}, {"pp", plan.mesh.pp}, {"cp", plan.mesh.cp}, {"tp", plan.mesh.tp}}},
       {"schedule", NameOf(ScheduleKindNames(), plan.schedule)},
       {"virtual_stages", plan.virtual_stages},
       {"micro_batch_size", plan.micro_batch_size},

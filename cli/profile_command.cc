@@ -45,8 +45,8 @@ int RunAnalytic(const ProfileOptions& o, const ModelSpec& model) {
   }
   StatusOr<ClusterSpec> cluster = LoadClusterSpec(o.cluster);
   if (!cluster.ok()) return PrintError(cluster.status());
-  AnalyticProfileOptions options{o.micro_batches, o.tps, o.seq_len,
-                                 ValueOf(DTypeNames(), o.dtype).value_or(model.dtype)};
+  AnalyticProfileOptions options{
+      o.micro_batches, o.tps, o.seq_len, ValueOf(DTypeNames(), o.dtype).value_or(model.dtype), {}};
   if (o.seq_len > model.max_seq_len) {
     return PrintError(InvalidArgument("--seq " + std::to_string(o.seq_len) + " exceeds " +
                                       model.name + "'s max_seq_len " +

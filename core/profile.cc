@@ -16,13 +16,13 @@ const NameTable<ProfileSource>& ProfileSourceNames() {
   return kNames;
 }
 
-const ProfileEntry* Profile::Find(int index, int micro_batch, int tp,
-                                  bool sequence_parallel) const {
+const ProfileEntry* Profile::Find(int index, int micro_batch, int tp, bool sequence_parallel,
+                                  int cp) const {
   for (const LayerProfile& layer : layers) {
     if (index < layer.first_layer || index >= layer.first_layer + layer.num_layers) continue;
     for (const ProfileEntry& entry : layer.entries) {
       if (entry.micro_batch == micro_batch && entry.tp == tp &&
-          entry.sequence_parallel == sequence_parallel) {
+          entry.sequence_parallel == sequence_parallel && entry.cp == cp) {
         return &entry;
       }
     }
@@ -40,10 +40,20 @@ FieldCheck CheckEntryShape(const ProfileEntry& e, int64_t seq_len, const std::st
   if (FieldCheck error = CheckRange(JoinKeyPath(path, "tp"), e.tp, 1, limits::kMaxHeads)) {
     return error;
   }
-  if (e.sequence_parallel && (e.tp == 1 || seq_len % e.tp != 0)) {
+  if (FieldCheck error = CheckRange(JoinKeyPath(path, "cp"), e.cp, 1, limits::kMaxDevices)) {
+    return error;
+  }
+  if (e.cp > 1 && seq_len % (2 * e.cp) != 0) {
+    return FieldError{JoinKeyPath(path, "cp"),
+                      "cp " + std::to_string(e.cp) + " cannot split seq_len " +
+                          std::to_string(seq_len) + " into 2·cp equal chunks",
+                      "use a cp with 2·cp dividing seq_len"};
+  }
+  const int64_t local_seq = seq_len / e.cp;  // the tokens of a sequence on one cp rank
+  if (e.sequence_parallel && (e.tp == 1 || local_seq % e.tp != 0)) {
     return FieldError{JoinKeyPath(path, "sequence_parallel"),
-                      "needs tp > 1 dividing seq_len " + std::to_string(seq_len) + ", got tp " +
-                          std::to_string(e.tp),
+                      "needs tp > 1 dividing seq_len / cp = " + std::to_string(local_seq) +
+                          ", got tp " + std::to_string(e.tp),
                       "remove the key from this entry"};
   }
   if (e.micro_batch * seq_len > limits::kMaxMicroBatchTokens) {
@@ -109,12 +119,12 @@ FieldCheck CheckLayer(const LayerProfile& layer, int64_t seq_len, int64_t expect
     std::string entry_path = IndexKeyPath(JoinKeyPath(path, "entries"), j);
     if (FieldCheck error = CheckEntry(layer.entries[j], seq_len, entry_path)) return error;
     for (size_t k = 0; k < j; ++k) {
-      if (layer.entries[k].micro_batch == layer.entries[j].micro_batch &&
-          layer.entries[k].tp == layer.entries[j].tp &&
-          layer.entries[k].sequence_parallel == layer.entries[j].sequence_parallel) {
+      const ProfileEntry &a = layer.entries[k], &b = layer.entries[j];
+      if (a.micro_batch == b.micro_batch && a.tp == b.tp &&
+          a.sequence_parallel == b.sequence_parallel && a.cp == b.cp) {
         return FieldError{entry_path,
-                          "duplicate entry for this micro_batch, tp and sequence_parallel",
-                          "keep one entry per (micro_batch, tp, sequence_parallel)"};
+                          "duplicate entry for this micro_batch, tp, sequence_parallel and cp",
+                          "keep one entry per (micro_batch, tp, sequence_parallel, cp)"};
       }
     }
   }
@@ -205,6 +215,7 @@ Status ReadEntry(YamlMap& item, std::vector<ProfileEntry>* entries) {
   TRIDENT_RETURN_IF_ERROR(item.Get("micro_batch", &e.micro_batch));
   TRIDENT_RETURN_IF_ERROR(item.Get("tp", &e.tp));
   TRIDENT_RETURN_IF_ERROR(item.GetOptional("sequence_parallel", &e.sequence_parallel));
+  TRIDENT_RETURN_IF_ERROR(item.GetOptional("cp", &e.cp));
   TRIDENT_RETURN_IF_ERROR(item.Get("fwd_ms", &e.fwd_ms));
   TRIDENT_RETURN_IF_ERROR(item.Get("bwd_input_ms", &e.bwd_input_ms));
   TRIDENT_RETURN_IF_ERROR(item.Get("bwd_weight_ms", &e.bwd_weight_ms));
@@ -262,6 +273,7 @@ void WriteByMode(YamlWriter& out, std::string_view key, int64_t none, int64_t se
 void WriteEntry(YamlWriter& out, const ProfileEntry& e) {
   out.BeginMap().Field("micro_batch", e.micro_batch).Field("tp", e.tp);
   if (e.sequence_parallel) out.Field("sequence_parallel", true);
+  if (e.cp > 1) out.Field("cp", e.cp);
   out.Field("fwd_ms", e.fwd_ms)
       .Field("bwd_input_ms", e.bwd_input_ms)
       .Field("bwd_weight_ms", e.bwd_weight_ms)

@@ -1,6 +1,6 @@
 // Profile: what each layer costs on one device, per (micro-batch size, tp degree, sequence
-// parallelism), either
-// measured by `trident profile` or computed analytically from a cluster description.
+// parallelism, cp degree), either measured by `trident profile` or computed analytically from a
+// cluster description.
 //
 // Identical layers (the transformer blocks) share one entry: a LayerProfile covers the
 // layer indices [first_layer, first_layer + num_layers). The entries of all LayerProfiles
@@ -26,11 +26,14 @@ enum class ProfileSource { kMeasured, kAnalytic, kImported };
 const NameTable<ProfileSource>& ProfileSourceNames();
 
 // Costs of one layer for one micro-batch size and tp degree, with or without sequence
-// parallelism, as one rank of the tp group sees them (tp collectives included in the times).
+// parallelism, at one context-parallel degree, as one rank of the tp and cp groups sees them
+// (tp and cp collectives included in the times). Under cp > 1 the rank holds S/cp tokens of
+// each of the micro_batch sequences (2 of their 2·cp chunks, models/layer_shapes.h).
 struct ProfileEntry {
   int micro_batch = 1;
   int tp = 1;
-  bool sequence_parallel = false;  // only with tp > 1; written only when true
+  bool sequence_parallel = false;  // only with tp > 1 dividing seq_len / cp; written when true
+  int cp = 1;                      // 2·cp divides seq_len; written only when > 1
   double fwd_ms = 0;
   double bwd_input_ms = 0;
   double bwd_weight_ms = 0;
@@ -93,9 +96,10 @@ struct Profile {
 
   bool operator==(const Profile&) const = default;
 
-  // The entry of layer `index` for (micro_batch, tp, sequence_parallel), or nullptr when not
-  // profiled.
-  const ProfileEntry* Find(int index, int micro_batch, int tp, bool sequence_parallel) const;
+  // The entry of layer `index` for (micro_batch, tp, sequence_parallel, cp), or nullptr when
+  // not profiled.
+  const ProfileEntry* Find(int index, int micro_batch, int tp, bool sequence_parallel,
+                           int cp) const;
 
   FieldCheck Check() const;
   Status Validate() const { return ToStatus(Check()); }

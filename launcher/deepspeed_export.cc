@@ -57,6 +57,12 @@ nlohmann::json DsConfig(const Plan& plan, DeepSpeedExport* out) {
                   "DeepSpeed's pipeline engine and AutoTP have no sequence parallelism",
                   "plan with --sequence-parallel off");
   }
+  if (plan.mesh.cp > 1) {
+    Inexpressible(out, "mesh.cp",
+                  "DeepSpeed's sequence parallelism (Ulysses) is another scheme: all-to-all "
+                  "over attention heads, not Megatron's chunks with gathered keys and values",
+                  "plan with --fix cp=1");
+  }
   if (plan.mesh.tp > 1) {
     c["tensor_parallel"] = {{"autotp_size", plan.mesh.tp}};
     if (plan.mesh.pp > 1) {

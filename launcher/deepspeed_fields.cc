@@ -32,6 +32,9 @@ const std::map<std::string_view, std::string_view>& DeepSpeedFieldMapping() {
       {"mesh.dp", "implied: world / (pp · tp)"},
       {"mesh.pp", "pipeline.json num_stages (PipelineModule num_stages)"},
       {"mesh.tp", "tensor_parallel.autotp_size, without pipeline parallelism only"},
+      {"mesh.cp",
+       "cannot be said above 1: DeepSpeed's Ulysses sequence parallelism is all-to-all over "
+       "heads, another scheme"},
       {"virtual_stages", "cannot be said: no interleaved schedule"},
       {"micro_batch_size", "train_micro_batch_size_per_gpu"},
       {"num_micro_batches", "gradient_accumulation_steps (micro-batches / dp)"},

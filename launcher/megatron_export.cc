@@ -192,6 +192,24 @@ void RecomputeArgs(const Plan& plan, MegatronExport* out) {
   }
 }
 
+// Megatron-LM cuts each sequence into 2·cp chunks and, with sequence parallelism, each cp rank's
+// share over tp again in halves: it asks seq_len divisible by 2·cp·tp then (Plan::Check asks
+// only tp dividing seq_len / cp).
+void ContextArgs(const Plan& plan, MegatronExport* out) {
+  const int cp = plan.mesh.cp;
+  if (cp == 1) return;
+  if (plan.sequence_parallel && plan.seq_len % (2 * cp * plan.mesh.tp) != 0) {
+    Inexpressible(out, "mesh.cp",
+                  "Megatron-LM needs seq_len " + Str(plan.seq_len) + " divisible by 2·cp·tp = " +
+                      Str(2 * cp * plan.mesh.tp) + " with sequence parallelism",
+                  "a sequence length 2·cp·tp divides, or plan without --sequence-parallel");
+    return;
+  }
+  Args(&out->parallel_args)
+      .Add("--context-parallel-size", Str(cp))
+      .Add("--cp-comm-type", "allgather");
+}
+
 void ParallelArgs(const Plan& plan, MegatronExport* out) {
   if (!UniformReplication(plan.stages)) {
     Inexpressible(out, "stages[].replicas",
@@ -210,6 +228,7 @@ void ParallelArgs(const Plan& plan, MegatronExport* out) {
   Args a(&out->parallel_args);
   if (plan.zero1) a.Flag("--use-distributed-optimizer");
   if (plan.sequence_parallel) a.Flag("--sequence-parallel");
+  ContextArgs(plan, out);
   if (plan.dtype == DType::kBf16) a.Flag("--bf16");
   if (plan.dtype == DType::kFp16) a.Flag("--fp16");
   if (const std::vector<int> nodes = PlanNodeSizes(plan); nodes.back() != nodes.front()) {

@@ -230,6 +230,7 @@ StatusOr<RecomputeMode> Recompute(const Flags& f) {
 Status ReadParallel(const Flags& f, const MegatronImportOptions& o, Plan* plan) {
   TRIDENT_ASSIGN_OR_RETURN(int64_t tp, f.Int("--tensor-model-parallel-size", 1));
   TRIDENT_ASSIGN_OR_RETURN(int64_t pp, f.Int("--pipeline-model-parallel-size", 1));
+  TRIDENT_ASSIGN_OR_RETURN(int64_t cp, f.Int("--context-parallel-size", 1));
   // torchrun's counts are read only when the options do not give them ("--nproc-per-node gpu"
   // is torchrun's too).
   const bool given = o.devices > 0 && o.devices_per_node > 0;
@@ -247,13 +248,14 @@ Status ReadParallel(const Flags& f, const MegatronImportOptions& o, Plan* plan) 
   plan->devices_per_node = o.devices_per_node > 0 ? o.devices_per_node
                            : per_node > 0         ? static_cast<int>(per_node)
                                                   : plan->devices;
-  if (tp < 1 || pp < 1 || plan->devices % (tp * pp) != 0) {
-    return f.Error("--tensor-model-parallel-size", "tp " + Str(tp) + " × pp " + Str(pp) +
-                                                       " does not divide the world size " +
-                                                       Str(plan->devices));
+  if (tp < 1 || pp < 1 || cp < 1 || plan->devices % (tp * pp * cp) != 0) {
+    return f.Error("--tensor-model-parallel-size",
+                   "tp " + Str(tp) + " × pp " + Str(pp) + (cp > 1 ? " × cp " + Str(cp) : "") +
+                       " does not divide the world size " + Str(plan->devices));
   }
-  const int64_t dp = plan->devices / (tp * pp);
-  plan->mesh = {static_cast<int>(dp), static_cast<int>(pp), static_cast<int>(tp)};
+  const int64_t dp = plan->devices / (tp * pp * cp);
+  plan->mesh = {static_cast<int>(dp), static_cast<int>(pp), static_cast<int>(tp),
+                static_cast<int>(cp)};
   TRIDENT_ASSIGN_OR_RETURN(int64_t mbs, f.Int("--micro-batch-size", 0));
   if (mbs < 1) return f.Error("--micro-batch-size", "is required");
   TRIDENT_ASSIGN_OR_RETURN(plan->global_batch, f.Int("--global-batch-size", mbs * dp));

@@ -73,7 +73,8 @@ void CheckMesh(const Plan& plan, TorchtitanExport* out) {
   if (plan.dtype == DType::kFp16) {
     Inexpressible(out, "dtype", "torchtitan trains in bfloat16 or float32, not fp16",
                   "plan with --dtype bf16");
-  } else if (plan.dtype == DType::kBf16 && (plan.mesh.tp > 1 || plan.mesh.pp > 1)) {
+  } else if (plan.dtype == DType::kBf16 && (plan.mesh.tp > 1 || plan.mesh.pp > 1) &&
+             plan.mesh.cp == 1) {
     Inexpressible(out, "dtype",
                   "torchtitan applies bf16 mixed precision through FSDP, or through autocast "
                   "without tensor or pipeline parallelism; this plan would train in fp32",
@@ -118,7 +119,7 @@ toml::table Parallelism(const Plan& plan, TorchtitanExport* out) {
                 {"data_parallel_shard_degree", 1},
                 {"tensor_parallel_degree", plan.mesh.tp},
                 {"pipeline_parallel_degree", plan.mesh.pp},
-                {"context_parallel_degree", 1}};
+                {"context_parallel_degree", plan.mesh.cp}};
   if (plan.mesh.pp == 1) return p;
   CheckSchedule(plan, out);
   p.insert("pipeline_parallel_schedule", std::string(TorchtitanScheduleName(plan.schedule)));

@@ -36,6 +36,10 @@ const std::map<std::string_view, std::string_view>& TorchtitanFieldMapping() {
        "parallelism only), data_parallel_shard_degree 1"},
       {"mesh.pp", "parallelism.pipeline_parallel_degree"},
       {"mesh.tp", "parallelism.tensor_parallel_degree (always with sequence parallelism)"},
+      {"mesh.cp",
+       "parallelism.context_parallel_degree (its default rotate method is allgather, its load "
+       "balance Trident's 2·cp chunks; torchtitan shards parameters over the cp ranks with FSDP, "
+       "so it holds less than Trident predicts; the computation is the same)"},
       {"virtual_stages", "the split points: pp · virtual_stages stages, looped over the ranks"},
       {"micro_batch_size",
        "parallelism.pipeline_parallel_microbatch_size with a pipeline, else "
@@ -44,8 +48,8 @@ const std::map<std::string_view, std::string_view>& TorchtitanFieldMapping() {
       {"global_batch", "training.global_batch_size"},
       {"seq_len", "training.seq_len"},
       {"dtype",
-       "training.mixed_precision_param bfloat16 or float32; bf16 only without tensor or "
-       "pipeline parallelism (no FSDP), fp16 never"},
+       "training.mixed_precision_param bfloat16 or float32; bf16 only under context "
+       "parallelism (FSDP) or without tensor and pipeline parallelism, fp16 never"},
       {"schedule",
        "parallelism.pipeline_parallel_schedule GPipe, 1F1B or Interleaved1F1B; zb_h1, "
        "pipedream and naive cannot be said (any synchronous one without a pipeline)"},

@@ -192,9 +192,6 @@ Status ReadMesh(const JobKeys& k, Plan* plan) {
                        " × context " + Str(cp) + " × tensor " + Str(tp) + " × pipeline " + Str(pp) +
                        " is not the world size " + Str(plan->devices) + " (--devices)");
   }
-  if (cp > 1)
-    return k.Error("parallelism.context_parallel_degree",
-                   "Trident plans no context parallelism yet; set 1");
   if (ep > 1)
     return k.Error("parallelism.expert_parallel_degree", "Trident plans no experts; set 1");
   if (shard > 1) {
@@ -209,7 +206,8 @@ Status ReadMesh(const JobKeys& k, Plan* plan) {
                    "torchtitan refuses DDP beside tensor or pipeline parallelism (\"DDP has not "
                    "supported > 1D parallelism\")");
   }
-  plan->mesh = {static_cast<int>(replicate), static_cast<int>(pp), static_cast<int>(tp)};
+  plan->mesh = {static_cast<int>(replicate), static_cast<int>(pp), static_cast<int>(tp),
+                static_cast<int>(cp)};
   plan->sequence_parallel = tp > 1;  // torchtitan's tensor parallelism always is
   return Status::Ok();
 }
@@ -217,10 +215,17 @@ Status ReadMesh(const JobKeys& k, Plan* plan) {
 Status ReadTraining(const JobKeys& k, Plan* plan) {
   TRIDENT_ASSIGN_OR_RETURN(int64_t local, k.Int("training.local_batch_size", 8));
   TRIDENT_ASSIGN_OR_RETURN(plan->seq_len, k.Int("training.seq_len", 2048));
-  if (plan->sequence_parallel && plan->seq_len % plan->mesh.tp != 0) {
+  const int cp = plan->mesh.cp;
+  if (cp > 1 && plan->seq_len % (2 * cp) != 0) {
+    return k.Error("training.seq_len", Str(plan->seq_len) +
+                                           " is not divisible by 2 · context_parallel_degree " +
+                                           Str(2 * cp) + ", as torchtitan's load balancing needs");
+  }
+  if (plan->sequence_parallel && (plan->seq_len / cp) % plan->mesh.tp != 0) {
     return k.Error("training.seq_len",
-                   Str(plan->seq_len) + " does not divide over tensor_parallel_degree " +
-                       Str(plan->mesh.tp) + ", whose norms torchtitan shards along the sequence");
+                   Str(plan->seq_len) + (cp > 1 ? " / context_parallel_degree" : "") +
+                       " does not divide over tensor_parallel_degree " + Str(plan->mesh.tp) +
+                       ", whose norms torchtitan shards along the sequence");
   }
   const int64_t dp = plan->mesh.dp;
   TRIDENT_ASSIGN_OR_RETURN(int64_t global, k.Int("training.global_batch_size", -1));
@@ -245,8 +250,9 @@ Status ReadTraining(const JobKeys& k, Plan* plan) {
                            k.Text("training.mixed_precision_param", "bfloat16"));
   if (precision != "bfloat16" && precision != "float32")
     return k.Error("training.mixed_precision_param", precision + ": bfloat16 or float32");
-  // Mixed precision reaches the model through FSDP or, without tp and pp, autocast.
-  const bool applied = plan->mesh.tp == 1 && plan->mesh.pp == 1;
+  // Mixed precision reaches the model through FSDP (applied under context parallelism) or,
+  // without tp and pp, autocast.
+  const bool applied = (plan->mesh.tp == 1 && plan->mesh.pp == 1) || plan->mesh.cp > 1;
   plan->dtype = precision == "bfloat16" && applied ? DType::kBf16 : DType::kFp32;
   plan->model.dtype = plan->dtype;
   plan->model.max_seq_len = plan->seq_len;  // torchtitan's update_from_config

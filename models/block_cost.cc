@@ -96,6 +96,14 @@ namespace trident {
 // gathers the output gradient and reduce-scatters the input's; the weight gradient gathers the
 // sharded region input again: per region 1 all-gather + 1 reduce-scatter forward, 1 + 1 for the
 // input gradient, 1 all-gather for the weight gradient, each of the whole e·bsh.
+//
+// Context parallelism over c ranks: s above is this rank's S/c tokens of each sequence of S,
+// and the attention products score those s queries against all S keys ([s × S] scores), so
+// every term above divides by c. The GPT and Llama blocks gather the keys and values: forward 1
+// all-gather of the packed K and V, [b, S, kvd/t] each, 2e·bS·kvd/t bytes (not stashed); input
+// gradient 1 all-gather of the same and 1 reduce-scatter of the packed dK, dV of that size;
+// weight gradient none. Example llama3-8b (kvd 1024), b 1, S 8192, t 1, c 2, bf16:
+// 2·2·8192·1024 = 33,554,432 bytes per call. The MLP block has no attention and no cp collective.
 LayerCost BlockCost(const LayerCostInputs& in, int tp_regions) {
   LayerCost cost;
   SetLayerParams(in, &cost);
@@ -112,6 +120,12 @@ LayerCost BlockCost(const LayerCostInputs& in, int tp_regions) {
   } else {
     cost.tp_fwd.all_reduce = TpCallsOf(in, tp_regions, act);
     cost.tp_bwd.all_reduce = TpCallsOf(in, tp_regions, act);
+  }
+  if (tp_regions == 2) {
+    const int64_t kv = 2 * in.e * ElementsOf(in.shapes.KeyValue(in.shapes.Keys(in.tokens)));
+    cost.cp_fwd.all_gather = CpCallsOf(in, 1, kv);
+    cost.cp_bwd.all_gather = CpCallsOf(in, 1, kv);
+    cost.cp_bwd.reduce_scatter = CpCallsOf(in, 1, kv);
   }
   return cost;
 }

@@ -35,8 +35,8 @@ int64_t LayerCostInputs::LocalActivationBytes() const {
 LayerCostInputs MakeLayerCostInputs(const ModelSpec& model, LayerKind kind,
                                     const LayerShape& shape) {
   LayerCostInputs in;
-  in.shapes = MakeLayerShapes(model, kind, {shape.tp, 0, shape.sequence_parallel});
-  in.tokens = {shape.micro_batch, shape.seq_len};
+  in.shapes = MakeLayerShapes(model, kind, {shape.tp, 0, shape.sequence_parallel, shape.cp});
+  in.tokens = {shape.micro_batch, shape.seq_len / shape.cp};
   in.e = DTypeBytes(shape.dtype);
   in.recompute = shape.recompute;
   return in;
@@ -79,15 +79,22 @@ void SetBlockFlops(const LayerCostInputs& in, LayerCost* cost) {
   }
 }
 
-TpCalls TpCallsOf(const LayerCostInputs& in, int count, int64_t bytes) {
+GroupCalls TpCallsOf(const LayerCostInputs& in, int count, int64_t bytes) {
   if (in.Tp() <= 1) return {};
   return {count, count * bytes};
 }
 
+GroupCalls CpCallsOf(const LayerCostInputs& in, int count, int64_t bytes) {
+  if (in.Cp() <= 1) return {};
+  return {count, count * bytes};
+}
+
 LayerCost AnalyticLayerCost(const ModelSpec& model, LayerKind kind, const LayerShape& shape) {
-  TRIDENT_CHECK(shape.tp >= 1 && shape.micro_batch >= 1 && shape.seq_len >= 1)
-      << "tp " << shape.tp << ", micro-batch " << shape.micro_batch << ", seq_len "
-      << shape.seq_len;
+  TRIDENT_CHECK(shape.tp >= 1 && shape.micro_batch >= 1 && shape.seq_len >= 1 && shape.cp >= 1)
+      << "tp " << shape.tp << ", micro-batch " << shape.micro_batch << ", seq_len " << shape.seq_len
+      << ", cp " << shape.cp;
+  TRIDENT_CHECK(shape.cp == 1 || shape.seq_len % (2 * shape.cp) == 0)
+      << "cp " << shape.cp << " needs 2·cp dividing seq_len " << shape.seq_len;
   if (kind == LayerKind::kGeneric) return {};
   const LayerCostInputs in = MakeLayerCostInputs(model, kind, shape);
   switch (kind) {

@@ -22,6 +22,13 @@
 //    residual-stream terms of the stash and the output by t, and turns each tp all-reduce of an
 //    activation into an all-gather entering a tp region and a reduce-scatter leaving it; the
 //    weight gradients gather the sharded inputs they need again.
+//  - Context parallelism (LayerShape::cp = c > 1, Megatron's with Llama 3's all-gather
+//    exchange, Dubey et al. 2024 §3.3.2) gives every layer this rank's s/c tokens of each
+//    sequence, so every token-linear figure (linear FLOPs, stash, output, tp payloads) divides
+//    by c; the attention scores [s/c, s] divide by c too. Attention all-gathers the packed K and
+//    V over the cp group in forward ([b, s, kvd/t] each, not stashed) and again in the input
+//    gradient, which also reduce-scatters dK and dV. Parameters are not divided by c. The LM
+//    head's loss average over the cp group (one scalar all-reduce) is left out.
 //  - Tied embeddings: the embedding owns and counts the shared matrix; the LM head of a tied
 //    model reports 0 params and total_params (its FLOPs are unchanged).
 //  - A generic layer (core/model_spec.h) has no shapes: every figure is 0. Its costs exist only
@@ -51,21 +58,23 @@ struct LayerShape {
   int tp = 1;               // t: tensor-parallel degree
   DType dtype = DType::kFp32;
   RecomputeMode recompute = RecomputeMode::kNone;
-  bool sequence_parallel = false;  // REQUIRES: tp > 1 and tp divides seq_len when set
+  bool sequence_parallel = false;  // REQUIRES: tp > 1 and tp divides seq_len / cp when set
+  int cp = 1;                      // c: context-parallel degree; REQUIRES: 2·cp divides seq_len
 };
 
-// Calls of one tp collective: how many, and their payloads summed (each call's payload is its
-// whole buffer: the gathered tensor of an all-gather, the input of a reduce-scatter).
-struct TpCalls {
+// Calls of one collective in one group (tp or cp): how many, and their payloads summed (each
+// call's payload is its whole buffer: the gathered tensor of an all-gather, the input of a
+// reduce-scatter).
+struct GroupCalls {
   int count = 0;
   int64_t bytes = 0;
-  bool operator==(const TpCalls&) const = default;
+  bool operator==(const GroupCalls&) const = default;
 };
 
-// The tp collectives of one pass (forward, input gradient or weight gradient).
-struct TpTraffic {
-  TpCalls all_reduce, all_gather, reduce_scatter;
-  bool operator==(const TpTraffic&) const = default;
+// The collectives of one pass (forward, input gradient or weight gradient) in one group.
+struct GroupTraffic {
+  GroupCalls all_reduce, all_gather, reduce_scatter;
+  bool operator==(const GroupTraffic&) const = default;
 };
 
 struct LayerCost {
@@ -78,9 +87,11 @@ struct LayerCost {
   int64_t param_bytes = 0;      // params · dtype bytes
   int64_t output_bytes = 0;     // activation handed to the next layer, per micro-batch
   int64_t stashed_bytes = 0;    // kept from forward to backward, for `recompute`
-  TpTraffic tp_fwd;             // the forward's collectives in the tp group
-  TpTraffic tp_bwd;             // the input gradient's (B)
-  TpTraffic tp_wgrad;           // the weight gradient's (W): re-gathered inputs
+  GroupTraffic tp_fwd;          // the forward's collectives in the tp group
+  GroupTraffic tp_bwd;          // the input gradient's (B)
+  GroupTraffic tp_wgrad;        // the weight gradient's (W): re-gathered inputs
+  GroupTraffic cp_fwd;          // the forward's collectives in the cp group
+  GroupTraffic cp_bwd;          // the input gradient's (B); W issues none over cp
 
   double TotalFlops() const {
     return fwd_flops + bwd_input_flops + bwd_weight_flops + recompute_flops;

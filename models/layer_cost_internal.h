@@ -16,11 +16,12 @@ namespace trident {
 // What a layer's cost is computed from.
 struct LayerCostInputs {
   LayerShapes shapes;  // tp rank 0, which holds the most (ceil(V/t)) vocabulary rows
-  TokenBlock tokens;   // b sequences of s tokens
+  TokenBlock tokens;   // b sequences of s/c tokens (this cp rank's; s under no cp)
   int64_t e = 4;       // bytes per element of the training dtype
   RecomputeMode recompute = RecomputeMode::kNone;
 
   int64_t Tp() const { return shapes.split.tp; }
+  int64_t Cp() const { return shapes.split.cp; }
   bool SequenceParallel() const { return shapes.split.sequence_parallel; }
   // Bytes of one whole [b, s, h] activation, the payload of a block's tp collectives: e·bsh.
   int64_t ActivationBytes() const;
@@ -50,7 +51,9 @@ int64_t LayerStashBytes(const LayerCostInputs& in);
 void SetBlockFlops(const LayerCostInputs& in, LayerCost* cost);
 
 // `count` calls of `bytes` each; none when t = 1 (no tp group).
-TpCalls TpCallsOf(const LayerCostInputs& in, int count, int64_t bytes);
+GroupCalls TpCallsOf(const LayerCostInputs& in, int count, int64_t bytes);
+// `count` calls of `bytes` each; none when c = 1 (no cp group).
+GroupCalls CpCallsOf(const LayerCostInputs& in, int count, int64_t bytes);
 
 // The cost of one layer, by family.
 LayerCost BlockCost(const LayerCostInputs& in, int tp_regions);  // block_cost.cc

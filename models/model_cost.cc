@@ -3,13 +3,13 @@
 namespace trident {
 namespace {
 
-TpCalls AddTpCalls(const TpCalls& a, const TpCalls& b) {
+GroupCalls AddGroupCalls(const GroupCalls& a, const GroupCalls& b) {
   return {a.count + b.count, a.bytes + b.bytes};
 }
 
-TpTraffic AddTpTraffic(const TpTraffic& a, const TpTraffic& b) {
-  return {AddTpCalls(a.all_reduce, b.all_reduce), AddTpCalls(a.all_gather, b.all_gather),
-          AddTpCalls(a.reduce_scatter, b.reduce_scatter)};
+GroupTraffic AddGroupTraffic(const GroupTraffic& a, const GroupTraffic& b) {
+  return {AddGroupCalls(a.all_reduce, b.all_reduce), AddGroupCalls(a.all_gather, b.all_gather),
+          AddGroupCalls(a.reduce_scatter, b.reduce_scatter)};
 }
 
 }  // namespace
@@ -25,9 +25,11 @@ LayerCost AddLayerCosts(const LayerCost& a, const LayerCost& b) {
   sum.param_bytes = a.param_bytes + b.param_bytes;
   sum.output_bytes = a.output_bytes + b.output_bytes;
   sum.stashed_bytes = a.stashed_bytes + b.stashed_bytes;
-  sum.tp_fwd = AddTpTraffic(a.tp_fwd, b.tp_fwd);
-  sum.tp_bwd = AddTpTraffic(a.tp_bwd, b.tp_bwd);
-  sum.tp_wgrad = AddTpTraffic(a.tp_wgrad, b.tp_wgrad);
+  sum.tp_fwd = AddGroupTraffic(a.tp_fwd, b.tp_fwd);
+  sum.tp_bwd = AddGroupTraffic(a.tp_bwd, b.tp_bwd);
+  sum.tp_wgrad = AddGroupTraffic(a.tp_wgrad, b.tp_wgrad);
+  sum.cp_fwd = AddGroupTraffic(a.cp_fwd, b.cp_fwd);
+  sum.cp_bwd = AddGroupTraffic(a.cp_bwd, b.cp_bwd);
   return sum;
 }
 

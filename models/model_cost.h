@@ -17,7 +17,7 @@ struct ModelCost {
   //    embedding/head matrix once, under the embedding (the head owns 0 of it; see
   //    LmHeadCost), which gives gpt2-small's 124,439,808.
   //  - total.tp_fwd, tp_bwd and tp_wgrad count every layer's collectives of each kind per
-  //    micro-batch, and their bytes are summed over the calls (TpCalls).
+  //    micro-batch, and their bytes are summed over the calls (GroupCalls).
   LayerCost total;
 
   bool operator==(const ModelCost&) const = default;

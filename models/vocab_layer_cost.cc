@@ -3,6 +3,8 @@
 // V vocabulary, t tp degree, e bytes per element, Vt = ceil(V/t) vocabulary rows of tp rank 0
 // (Megatron pads the vocabulary to a multiple of t, and of 128, so that every rank holds the
 // same rows; we pad only to t. Example: V 50257, t 4 -> 12565 rows, 4 · 12565 = 50260 >= V).
+// Under context parallelism s is this cp rank's tokens of each sequence (S/c); these layers
+// issue no cp collective (the head's loss average over the cp group is one scalar, left out).
 #include <cstdint>
 
 #include "models/layer_cost_internal.h"

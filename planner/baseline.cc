@@ -60,6 +60,7 @@ std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework)
   r.constraints.schedules = {ScheduleKind::k1F1B};
   r.constraints.max_virtual_stages = 1;
   r.constraints.sequence_parallel = false;
+  r.constraints.cp = 1;  // Ulysses, DeepSpeed's sequence parallelism, is another scheme
   r.constraints.recompute = {RecomputeMode::kNone, RecomputeMode::kFull};
   SearchRequest no_pipeline = r;
   r.constraints.tp = 1;
@@ -92,6 +93,7 @@ std::string ChangedChoices(const Plan& baseline, const Plan& best) {
     if (theirs != ours) changes.push_back(what + ours + " instead of " + theirs);
   };
   compare("tp ", Str(baseline.mesh.tp), Str(best.mesh.tp));
+  compare("cp ", Str(baseline.mesh.cp), Str(best.mesh.cp));
   compare("pp ", Str(baseline.mesh.pp), Str(best.mesh.pp));
   compare("dp ", Str(baseline.mesh.dp), Str(best.mesh.dp));
   compare("micro-batch ", Str(baseline.micro_batch_size), Str(best.micro_batch_size));

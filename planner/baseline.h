@@ -19,10 +19,10 @@ enum class Framework { kMegatron, kDeepSpeed, kTorchtitan };
 // ZeRO-1 choice) within a framework's choices, for `trident export --allow-approximate`; the
 // fastest of their plans is the re-plan. Every stage is replicated and recomputed alike.
 // Megatron-LM: 1F1B or interleaved 1F1B. DeepSpeed: 1F1B, recompute none or full, no sequence
-// parallelism, and either no tensor parallelism or no pipeline (two searches). torchtitan:
-// GPipe, 1F1B or interleaved 1F1B, recompute none or full, no ZeRO-1, sequence parallelism
-// wherever tp > 1, and either data parallelism alone or none (in fp32 only: torchtitan trains
-// bf16 with tensor or pipeline parallelism only under FSDP).
+// or context parallelism, and either no tensor parallelism or no pipeline (two searches).
+// torchtitan: GPipe, 1F1B or interleaved 1F1B, recompute none or full, no ZeRO-1, sequence
+// parallelism wherever tp > 1, and either data parallelism alone or none (in fp32 only: torchtitan
+// trains bf16 with tensor or pipeline parallelism only under FSDP).
 std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework);
 
 // InvalidArgument naming `baseline_path` unless the baseline trains the request's model (name

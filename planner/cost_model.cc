@@ -7,7 +7,7 @@
 namespace trident {
 namespace {
 
-using EntryKey = std::tuple<int, int, bool>;  // micro_batch, tp, sequence_parallel
+using EntryKey = std::tuple<int, int, bool, int>;  // micro_batch, tp, sequence_parallel, cp
 
 // Entry keys present in every layer of the profile.
 std::set<EntryKey> CommonKeys(const Profile& profile) {
@@ -16,7 +16,7 @@ std::set<EntryKey> CommonKeys(const Profile& profile) {
   for (const LayerProfile& layer : profile.layers) {
     std::set<EntryKey> keys;
     for (const ProfileEntry& e : layer.entries) {
-      keys.insert({e.micro_batch, e.tp, e.sequence_parallel});
+      keys.insert({e.micro_batch, e.tp, e.sequence_parallel, e.cp});
     }
     if (first) {
       common = keys;
@@ -42,13 +42,15 @@ void ScaleTimes(double factor, ProfileEntry& e) {
 
 ProfileCostModel::ProfileCostModel(const Profile& profile, const ClusterSpec& cluster)
     : profile_(profile), cluster_(cluster) {
-  std::set<int> micro_batches, tps;
-  for (const auto& [mb, tp, sp] : CommonKeys(profile)) {
+  std::set<int> micro_batches, tps, cps;
+  for (const auto& [mb, tp, sp, cp] : CommonKeys(profile)) {
     micro_batches.insert(mb);
     tps.insert(tp);
+    cps.insert(cp);
   }
   micro_batches_.assign(micro_batches.begin(), micro_batches.end());
   tps_.assign(tps.begin(), tps.end());
+  cps_.assign(cps.begin(), cps.end());
   layers_ = profile.layers;
   for (LayerProfile& layer : layers_) {
     for (ProfileEntry& e : layer.entries) ScaleTimes(profile.method.load_factor, e);
@@ -57,10 +59,11 @@ ProfileCostModel::ProfileCostModel(const Profile& profile, const ClusterSpec& cl
 }
 
 const ProfileEntry* ProfileCostModel::Layer(int index, int micro_batch, int tp,
-                                            bool sequence_parallel) const {
+                                            bool sequence_parallel, int cp) const {
   if (index < 0 || index >= static_cast<int>(layer_of_.size())) return nullptr;
   for (const ProfileEntry& e : layer_of_[index]->entries) {
-    if (e.micro_batch == micro_batch && e.tp == tp && e.sequence_parallel == sequence_parallel) {
+    if (e.micro_batch == micro_batch && e.tp == tp && e.sequence_parallel == sequence_parallel &&
+        e.cp == cp) {
       return &e;
     }
   }

@@ -30,13 +30,14 @@ class CostModel {
   virtual ~CostModel() = default;
 
   virtual int NumLayers() const = 0;
-  // Costs of layer `index` at (micro_batch, tp, sequence_parallel) on one rank, or nullptr
+  // Costs of layer `index` at (micro_batch, tp, sequence_parallel, cp) on one rank, or nullptr
   // when unknown.
-  virtual const ProfileEntry* Layer(int index, int micro_batch, int tp,
-                                    bool sequence_parallel) const = 0;
-  // Micro-batch sizes and tp degrees for which every layer has costs, ascending.
+  virtual const ProfileEntry* Layer(int index, int micro_batch, int tp, bool sequence_parallel,
+                                    int cp) const = 0;
+  // Micro-batch sizes, tp and cp degrees for which every layer has costs, ascending.
   virtual std::vector<int> MicroBatches() const = 0;
   virtual std::vector<int> TensorParallelDegrees() const = 0;
+  virtual std::vector<int> ContextParallelDegrees() const = 0;
 
   // `collective` of `bytes` over `group_size` ranks whose widest pair spans `level` (see
   // LevelSpanning). REQUIRES: 0 <= level < the cluster's level count.
@@ -68,10 +69,11 @@ class ProfileCostModel : public CostModel {
   ProfileCostModel(const Profile& profile, const ClusterSpec& cluster);
 
   int NumLayers() const override { return profile_.num_layers; }
-  const ProfileEntry* Layer(int index, int micro_batch, int tp,
-                            bool sequence_parallel) const override;
+  const ProfileEntry* Layer(int index, int micro_batch, int tp, bool sequence_parallel,
+                            int cp) const override;
   std::vector<int> MicroBatches() const override { return micro_batches_; }
   std::vector<int> TensorParallelDegrees() const override { return tps_; }
+  std::vector<int> ContextParallelDegrees() const override { return cps_; }
   double CollectiveMsAtLevel(Collective collective, double bytes, int group_size,
                              int level) const override;
   int LevelSpanning(int first_rank, int last_rank) const override {
@@ -88,6 +90,7 @@ class ProfileCostModel : public CostModel {
   const ClusterSpec& cluster_;
   std::vector<int> micro_batches_;
   std::vector<int> tps_;
+  std::vector<int> cps_;
   std::vector<LayerProfile> layers_;  // the profile's, times scaled by its load factor
   // layer_of_[index] points at the item of layers_ that covers that layer.
   std::vector<const LayerProfile*> layer_of_;

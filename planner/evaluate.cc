@@ -17,9 +17,9 @@ StatusOr<CostsByMode> CostsFor(const CostModel& costs, const Plan& plan) {
   CostsByMode by_mode;
   for (const PlanStage& stage : plan.stages) {
     if (by_mode.count(stage.recompute)) continue;
-    TRIDENT_ASSIGN_OR_RETURN(StageCosts c,
-                             StageCosts::Create(costs, plan.micro_batch_size, plan.mesh.tp,
-                                                plan.sequence_parallel, stage.recompute));
+    TRIDENT_ASSIGN_OR_RETURN(
+        StageCosts c, StageCosts::Create(costs, plan.micro_batch_size, plan.mesh.tp,
+                                         plan.sequence_parallel, plan.mesh.cp, stage.recompute));
     by_mode.emplace(stage.recompute, std::move(c));
   }
   return by_mode;
@@ -65,7 +65,7 @@ std::vector<double> BoundaryMs(const CostModel& costs, const Plan& plan, const R
     int64_t bytes =
         by_mode.at(stage.recompute).OutputBytes(stage.first_layer + stage.num_layers - 1);
     const int p = static_cast<int>(s) % plan.mesh.pp;
-    int from = ranks.Rank({ranks.Replicas(p) - 1, p, plan.mesh.tp - 1});
+    int from = ranks.Rank({ranks.Replicas(p) - 1, p, plan.mesh.tp - 1, plan.mesh.cp - 1});
     int to = ranks.Rank({0, static_cast<int>(s + 1) % plan.mesh.pp, 0});
     send.push_back(costs.CollectiveMsAtLevel(Collective::kP2p, static_cast<double>(bytes), 2,
                                              LevelBetween(costs, from, to)));
@@ -148,7 +148,8 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
   std::vector<PositionLanes> lanes = ByPosition(sim, plan.mesh.pp, input.steps);
   for (int p = 0; p < plan.mesh.pp; ++p) {
     PositionFootprint f = PositionFootprintOf(plan, by_mode, p);
-    std::vector<int> group = ranks.DpGroup(ranks.Rank({0, p, 0}));
+    // Every cp rank saw part of each sequence: the shard's gradients sum over dp · cp ranks.
+    std::vector<int> group = ranks.GradGroup(ranks.Rank({0, p, 0}));
     double sync =
         costs.CollectiveMsAtLevel(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
                                   static_cast<int>(group.size()), GroupLevel(costs, group));

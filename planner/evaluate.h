@@ -9,7 +9,8 @@
 // The simulator replays every lane (planner/simulator.h). Boundary s → s+1 is a point-to-point
 // transfer on the link joining the last rank of s's position to the first rank of s+1's
 // (positions hold contiguous ranks, core/rank_map.h). Position p's gradient all-reduce, sync_p,
-// runs over its r_p replicas on the link of the group of ranks it spans. Memory: each rank of
+// runs over its r_p replicas times cp (RankMap::GradGroup: every cp rank saw part of each
+// sequence) on the link of the group of ranks it spans. Memory: each rank of
 // p keeps its lane's live activations, memory_model.h's formulas with m = the busiest lane's
 // count ⌈M / r_p⌉; ZeRO-1 shards the optimizer state over r_p.
 //
@@ -76,7 +77,8 @@ struct EvaluateOptions {
 };
 
 // REQUIRES: plan.Validate() is ok. Fails when the cost model lacks a layer's costs at the
-// plan's (micro_batch_size, tp), or the plan's placement exceeds the cluster.
+// plan's (micro_batch_size, tp, sequence_parallel, cp), or the plan's placement exceeds the
+// cluster.
 StatusOr<Evaluation> EvaluatePlan(const CostModel& costs, const Plan& plan,
                                   const EvaluateOptions& options);
 

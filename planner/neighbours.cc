@@ -16,14 +16,17 @@ void Add(const Plan& plan, std::vector<Neighbour>* out, std::string change, Edit
   out->push_back({std::move(change), std::move(request)});
 }
 
-// tp, pp and micro-batch size doubled (`up`) or halved, those that stay >= 1.
+// tp, cp, pp and micro-batch size doubled (`up`) or halved, those that stay >= 1.
 void AddScaled(const Plan& plan, bool up, std::vector<Neighbour>* out) {
   auto scale = [up](int value) { return up ? value * 2 : value / 2; };
   const int tp = scale(plan.mesh.tp);
+  const int cp = scale(plan.mesh.cp);
   const int pp = scale(plan.mesh.pp);
   const int mb = scale(plan.micro_batch_size);
   if (tp >= 1)
     Add(plan, out, "tp " + std::to_string(tp), [tp](SearchConstraints& c) { c.tp = tp; });
+  if (cp >= 1)
+    Add(plan, out, "cp " + std::to_string(cp), [cp](SearchConstraints& c) { c.cp = cp; });
   if (pp >= 1)
     Add(plan, out, "pp " + std::to_string(pp), [pp](SearchConstraints& c) { c.pp = pp; });
   if (mb >= 1) {
@@ -73,6 +76,7 @@ SearchRequest FixedChoicesRequest(const Plan& plan) {
   request.runners_up = 0;
   SearchConstraints& c = request.constraints;
   c.tp = plan.mesh.tp;
+  c.cp = plan.mesh.cp;
   c.pp = plan.mesh.pp;
   c.micro_batch = plan.micro_batch_size;
   c.schedules = {plan.schedule};

@@ -21,14 +21,16 @@ struct Neighbour {
   SearchRequest request;
 };
 
-// `plan`'s job with its choices fixed: tp, pp, micro-batch size, schedule, the first stage's
-// recompute mode, and up to max(v, 2) virtual stages. dp follows from tp and pp; ZeRO-1 is
+// `plan`'s job with its choices fixed: tp, cp, pp, micro-batch size, schedule, the first stage's
+// recompute mode, sequence parallelism, and up to max(v, 2) virtual stages. dp follows from tp,
+// cp and pp; ZeRO-1 is
 // left to the search. No runners-up. REQUIRES (here and below): plan.Validate() is ok.
 SearchRequest FixedChoicesRequest(const Plan& plan);
 
 // "(same choices)" first (the plan's choices re-planned, the row the others compare with),
-// then tp, pp and micro-batch size doubled, then halved (those that stay >= 1), every other
-// schedule, every other recompute mode, and ZeRO-1 switched when dp > 1.
+// then tp, cp, pp and micro-batch size doubled, then halved (those that stay >= 1), every other
+// schedule, every other recompute mode, ZeRO-1 switched when dp > 1 and sequence parallelism
+// switched when tp > 1.
 std::vector<Neighbour> NeighbourRequests(const Plan& plan);
 
 // A neighbour re-planned: the best plan's step time and peak memory, or why there is none

@@ -56,7 +56,8 @@ std::string MicroBatchesPerReplica(const Plan& plan) {
 
 std::string ConfigLine(const Plan& plan) {
   std::string text = "tp " + std::to_string(plan.mesh.tp) +
-                     (plan.sequence_parallel ? " (sequence parallel)" : "") + " × pp " +
+                     (plan.sequence_parallel ? " (sequence parallel)" : "") +
+                     (plan.mesh.cp > 1 ? " × cp " + std::to_string(plan.mesh.cp) : "") + " × pp " +
                      std::to_string(plan.mesh.pp) + " × dp " + std::to_string(plan.mesh.dp) + ", " +
                      NameOf(ScheduleKindNames(), plan.schedule);
   if (plan.virtual_stages > 1) text += " (v " + std::to_string(plan.virtual_stages) + ")";

@@ -30,12 +30,18 @@ struct Config {
   bool zero1 = false;
   int micro_batches = 1;  // over all replicas
   bool sp = false;        // sequence parallelism in the tp group
+  int cp = 1;             // context parallelism: each replica is a cp group of tp groups
   int PerReplica() const { return micro_batches / dp; }
-  auto Key() const { return std::tuple(tp, sp, pp, micro_batch, schedule, v, recompute, zero1); }
+  // Ranks of one unit of the partition DP: a replica of a position holds tp · cp ranks.
+  int UnitRanks() const { return tp * cp; }
+  auto Key() const {
+    return std::tuple(cp, tp, sp, pp, micro_batch, schedule, v, recompute, zero1);
+  }
 };
 
 std::string Describe(const Config& c) {
-  std::string text = "tp " + std::to_string(c.tp) + (c.sp ? " + sp" : "") + ", pp " +
+  std::string text = "tp " + std::to_string(c.tp) + (c.sp ? " + sp" : "") +
+                     (c.cp > 1 ? ", cp " + std::to_string(c.cp) : "") + ", pp " +
                      std::to_string(c.pp) + ", dp " + std::to_string(c.dp) + ", micro-batch " +
                      std::to_string(c.micro_batch) + ", " + NameOf(ScheduleKindNames(), c.schedule);
   if (c.v > 1) text += " v " + std::to_string(c.v);
@@ -66,11 +72,12 @@ class DpCosts : public PartitionCosts {
 
   double BoundaryMs(int last_of_left, int boundary_unit) const override {
     const int per_node = model_.DevicesPerNode();
+    const int unit_ranks = config_.UnitRanks();
     bool crosses =
-        config_.dp * config_.tp >= per_node || (boundary_unit * config_.tp) % per_node == 0;
-    // Leaving a node, the transfer runs at the level spanned by the ranks dp·tp either side of
-    // the boundary, where every replica's sender and receiver lie.
-    const int reach = config_.dp * config_.tp, boundary_rank = boundary_unit * config_.tp;
+        config_.dp * unit_ranks >= per_node || (boundary_unit * unit_ranks) % per_node == 0;
+    // Leaving a node, the transfer runs at the level spanned by the ranks dp·cp·tp either side
+    // of the boundary, where every replica's sender and receiver lie.
+    const int reach = config_.dp * unit_ranks, boundary_rank = boundary_unit * unit_ranks;
     int level = crosses ? std::max(1, model_.LevelSpanning(std::max(0, boundary_rank - reach),
                                                            boundary_rank + reach - 1))
                         : 0;
@@ -96,12 +103,14 @@ class DpCosts : public PartitionCosts {
   }
 
  private:
+  // The gradient all-reduce over the replicas' cp ranks (RankMap::GradGroup: dp · cp ranks).
   double SyncMs(int first, int last, int replicas, int first_unit) const {
-    if (replicas == 1) return 0;
-    int first_rank = first_unit * config_.tp;
-    int last_rank = (first_unit + replicas) * config_.tp - 1;
+    const int group = replicas * config_.cp;
+    if (group == 1) return 0;
+    int first_rank = first_unit * config_.UnitRanks();
+    int last_rank = (first_unit + replicas) * config_.UnitRanks() - 1;
     return model_.CollectiveMsAtLevel(Collective::kAllReduce,
-                                      static_cast<double>(costs_.GradBytes(first, last)), replicas,
+                                      static_cast<double>(costs_.GradBytes(first, last)), group,
                                       model_.LevelSpanning(first_rank, last_rank));
   }
 
@@ -209,8 +218,9 @@ class Searcher {
  private:
   Status CheckRequest() const;
   void ForTp(int tp);
-  void ForMesh(int tp, bool sp, int pp, int dp);
-  void ForReplicated(int tp, bool sp, int units);
+  void ForUnit(int tp, bool sp, int cp);
+  void ForMesh(const Config& unit, int pp, int dp);
+  void ForReplicated(const Config& unit, int units);
   void TryConfig(const Config& c, const StageCosts& sc);
   void TryReplicated(const Config& base, const StageCosts& sc);
   void ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
@@ -222,7 +232,7 @@ class Searcher {
   void RememberEstimate(double estimate);
   void Score(const Config& c, const DpCosts& dp_costs, const StageCosts& sc,
              std::vector<PlanStage> stages);
-  const StageCosts* CostsFor(int mb, int tp, bool sp, RecomputeMode recompute);
+  const StageCosts* CostsFor(const Config& c);
   Plan MakePlan(const Scored& scored) const;
   StatusOr<SearchResult> Rank();
   std::vector<ScheduleKind> Schedules() const;
@@ -232,7 +242,7 @@ class Searcher {
   const SearchRequest& request_;
   const SearchConstraints& constraints_;
   int64_t memory_limit_ = 0;
-  std::map<std::tuple<int, int, bool, RecomputeMode>, std::optional<StageCosts>> stage_costs_;
+  std::map<std::tuple<int, int, bool, int, RecomputeMode>, std::optional<StageCosts>> stage_costs_;
   std::vector<Scored> pool_;
   std::vector<Config> infeasible_;  // for the "nothing fits" message
   // The best `rerank` estimates so far (a max-heap): a configuration whose lower bound is
@@ -272,11 +282,13 @@ Status Searcher::CheckRequest() const {
   return Status::Ok();
 }
 
-const StageCosts* Searcher::CostsFor(int mb, int tp, bool sp, RecomputeMode recompute) {
-  auto key = std::tuple(mb, tp, sp, recompute);
+// The costs of c's (micro-batch, tp, sequence parallelism, cp, recompute), or nullptr.
+const StageCosts* Searcher::CostsFor(const Config& c) {
+  auto key = std::tuple(c.micro_batch, c.tp, c.sp, c.cp, c.recompute);
   auto it = stage_costs_.find(key);
   if (it == stage_costs_.end()) {
-    StatusOr<StageCosts> created = StageCosts::Create(costs_, mb, tp, sp, recompute);
+    StatusOr<StageCosts> created =
+        StageCosts::Create(costs_, c.micro_batch, c.tp, c.sp, c.cp, c.recompute);
     it = stage_costs_.emplace(key, created.ok() ? std::optional(*created) : std::nullopt).first;
   }
   return it->second ? &*it->second : nullptr;
@@ -285,47 +297,68 @@ const StageCosts* Searcher::CostsFor(int mb, int tp, bool sp, RecomputeMode reco
 void Searcher::ForTp(int tp) {
   if (!Allowed(constraints_.tp, tp) || costs_.DevicesPerNode() % tp != 0) return;
   if (!request_.model.TensorParallelProblem(tp).empty() || request_.devices % tp != 0) return;
-  const int units = request_.devices / tp;
-  for (bool sp : {false, true}) {
-    if (tp == 1 ? sp : !Allowed(constraints_.sequence_parallel, sp)) continue;
-    for (int pp : Divisors(units)) {
-      if (pp > request_.model.NumLayers() || !Allowed(constraints_.pp, pp)) continue;
-      int dp = units / pp;
-      if (Allowed(constraints_.dp, dp)) ForMesh(tp, sp, pp, dp);
-    }
-    if (constraints_.replicate_stages && !constraints_.dp && constraints_.cuts.empty() &&
-        units <= kMaxReplicatedUnits) {
-      ForReplicated(tp, sp, units);
+  for (int cp : costs_.ContextParallelDegrees()) {
+    if (!Allowed(constraints_.cp, cp) || request_.devices % (tp * cp) != 0) continue;
+    if (cp > 1 && request_.seq_len % (2 * cp) != 0) continue;
+    for (bool sp : {false, true}) {
+      if (tp == 1 ? sp : !Allowed(constraints_.sequence_parallel, sp)) continue;
+      if (sp && (request_.seq_len / cp) % tp != 0) continue;
+      ForUnit(tp, sp, cp);
     }
   }
 }
 
+// Every mesh whose units are cp groups of tp groups.
+void Searcher::ForUnit(int tp, bool sp, int cp) {
+  Config unit;
+  unit.tp = tp;
+  unit.sp = sp;
+  unit.cp = cp;
+  const int units = request_.devices / unit.UnitRanks();
+  for (int pp : Divisors(units)) {
+    if (pp > request_.model.NumLayers() || !Allowed(constraints_.pp, pp)) continue;
+    int dp = units / pp;
+    if (Allowed(constraints_.dp, dp)) ForMesh(unit, pp, dp);
+  }
+  if (constraints_.replicate_stages && !constraints_.dp && constraints_.cuts.empty() &&
+      units <= kMaxReplicatedUnits) {
+    ForReplicated(unit, units);
+  }
+}
+
 // Per-stage replication: any pp from 2 to the units (it need not divide them).
-void Searcher::ForReplicated(int tp, bool sp, int units) {
+void Searcher::ForReplicated(const Config& unit, int units) {
   for (int pp = 2; pp <= std::min(units, request_.model.NumLayers()); ++pp) {
     if (!Allowed(constraints_.pp, pp)) continue;
     for (int mb : costs_.MicroBatches()) {
       if (!Allowed(constraints_.micro_batch, mb) || request_.global_batch % mb != 0) continue;
       if (request_.global_batch / mb > Plan::kMaxMicroBatches) continue;
       for (RecomputeMode recompute : RecomputeModes()) {
-        const StageCosts* sc = CostsFor(mb, tp, sp, recompute);
-        Config base{tp,        pp,    1,
-                    mb,        1,     ScheduleKind::k1F1B,
-                    recompute, false, static_cast<int>(request_.global_batch / mb),
-                    sp};
+        Config base = unit;
+        base.pp = pp;
+        base.micro_batch = mb;
+        base.recompute = recompute;
+        base.micro_batches = static_cast<int>(request_.global_batch / mb);
+        const StageCosts* sc = CostsFor(base);
         if (sc != nullptr) TryReplicated(base, *sc);
       }
     }
   }
 }
 
-void Searcher::ForMesh(int tp, bool sp, int pp, int dp) {
+void Searcher::ForMesh(const Config& unit, int pp, int dp) {
   for (int mb : costs_.MicroBatches()) {
     if (!Allowed(constraints_.micro_batch, mb) || request_.global_batch % mb != 0) continue;
     int64_t micro_batches = request_.global_batch / mb;
     if (micro_batches % dp != 0 || micro_batches > Plan::kMaxMicroBatches) continue;
     for (RecomputeMode recompute : RecomputeModes()) {
-      const StageCosts* sc = CostsFor(mb, tp, sp, recompute);
+      Config base = unit;
+      base.pp = pp;
+      base.dp = dp;
+      base.micro_batch = mb;
+      base.recompute = recompute;
+      base.micro_batches = static_cast<int>(micro_batches);
+      const StageCosts* sc = CostsFor(base);
       if (sc == nullptr) continue;
       for (ScheduleKind schedule : Schedules()) {
         if (pp == 1 && schedule != ScheduleKind::k1F1B && Schedules().size() > 1) continue;
@@ -334,8 +367,10 @@ void Searcher::ForMesh(int tp, bool sp, int pp, int dp) {
         for (int v = schedule == ScheduleKind::kInterleaved1F1B ? 2 : 1; v <= max_v; ++v) {
           for (bool zero1 : {false, true}) {
             if (!Allowed(constraints_.zero1, zero1) || (zero1 && dp == 1)) continue;
-            Config c{tp, pp, dp, mb, v, schedule, recompute, zero1, static_cast<int>(micro_batches),
-                     sp};
+            Config c = base;
+            c.schedule = schedule;
+            c.v = v;
+            c.zero1 = zero1;
             TryConfig(c, *sc);
           }
         }
@@ -415,7 +450,7 @@ void Searcher::RememberEstimate(double estimate) {
 }
 
 void Searcher::TryReplicated(const Config& base, const StageCosts& sc) {
-  const int units = request_.devices / base.tp;
+  const int units = request_.devices / base.UnitRanks();
   const int micro_batches = base.micro_batches;
   std::vector<int> dividing, any;
   for (int r = 1; r <= std::min(units, micro_batches); ++r) {
@@ -452,7 +487,7 @@ void Searcher::ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCos
     max_r = std::max(max_r, st.replicas);
     units += st.replicas;
   }
-  if (UniformReplication(stages) && units * c.tp == request_.devices &&
+  if (UniformReplication(stages) && units * c.UnitRanks() == request_.devices &&
       c.micro_batches % max_r == 0)
     return;
   c.dp = max_r;
@@ -463,7 +498,7 @@ void Searcher::ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCos
 // For the "nothing fits" message: the least memory this configuration would need, taking the
 // fastest partition that ignores memory.
 void Searcher::TrackLeastMemory(const Config& c) {
-  const StageCosts& sc = *CostsFor(c.micro_batch, c.tp, c.sp, c.recompute);
+  const StageCosts& sc = *CostsFor(c);
   DpCosts dp_costs(costs_, sc, c, memory_limit_);
   Partition partition = PartitionUniform(
       DpCosts(costs_, sc, c, std::numeric_limits<int64_t>::max()), c.pp * c.v, c.dp);
@@ -494,7 +529,7 @@ Plan Searcher::MakePlan(const Scored& scored) const {
   Plan plan;
   CopyJobToPlan(request_, &plan);
   plan.devices_per_node = costs_.DevicesPerNode();
-  plan.mesh = {c.dp, c.pp, c.tp};
+  plan.mesh = {c.dp, c.pp, c.tp, c.cp};
   plan.virtual_stages = c.v;
   plan.micro_batch_size = c.micro_batch;
   plan.num_micro_batches = c.micro_batches;
@@ -510,7 +545,7 @@ auto CandidateKey(const Candidate& c) {
   const Plan& p = c.plan;
   std::vector<int> cuts;
   for (const PlanStage& st : p.stages) cuts.push_back(st.first_layer);
-  return std::tuple(c.evaluation.step_ms, c.evaluation.peak_memory_bytes, p.mesh.tp,
+  return std::tuple(c.evaluation.step_ms, c.evaluation.peak_memory_bytes, p.mesh.cp, p.mesh.tp,
                     p.sequence_parallel, p.mesh.pp, p.micro_batch_size, p.schedule,
                     p.virtual_stages, p.stages.front().recompute, p.zero1, cuts);
 }

@@ -1,11 +1,11 @@
-// The planner's search: the outer loop over tp (with or without sequence parallelism), pp, dp,
+// The planner's search: the outer loop over tp (with or without sequence parallelism), cp, pp, dp,
 // micro-batch size, schedule (with its virtual stages), recompute and ZeRO-1; for each, the
 // partition DP (planner/partition.h) chooses the stage cuts (and, for small meshes, per-stage
 // replication) that minimize the slowest stage subject to every position's memory; a closed-form
 // estimate ranks them and the best candidates are re-ranked by simulating their exact schedules
-// (planner/evaluate.h). Ties break deterministically: the smaller (step time, peak memory, tp,
-// sequence parallelism (off first), pp, micro-batch, schedule, virtual stages, recompute, zero1,
-// cuts) wins.
+// (planner/evaluate.h). Ties break deterministically: the smaller (step time, peak memory, cp,
+// tp, sequence parallelism (off first), pp, micro-batch, schedule, virtual stages, recompute,
+// zero1, cuts) wins.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +28,8 @@ struct SearchConstraints {
   std::optional<bool> zero1;             // unset: both
   // Sequence parallelism where tp > 1 (tp 1 never has it); unset: both.
   std::optional<bool> sequence_parallel;
+  // Context-parallel degree; unset: every cp of the cost model whose 2·cp divides seq_len.
+  std::optional<int> cp;
   int64_t max_memory_bytes = 0;  // 0: the device's memory
   std::vector<int> cuts;         // first layer of each stage; only evaluated
   int max_virtual_stages = 4;

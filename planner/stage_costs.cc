@@ -6,7 +6,7 @@
 namespace trident {
 
 StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch, int tp,
-                                        bool sequence_parallel, RecomputeMode recompute) {
+                                        bool sequence_parallel, int cp, RecomputeMode recompute) {
   StageCosts c;
   const int n = model.NumLayers();
   c.fwd_.assign(n + 1, 0);
@@ -18,12 +18,14 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
   c.stash_.assign(n + 1, 0);
   c.workspace_.assign(1, {});
   for (int i = 0; i < n; ++i) {
-    const ProfileEntry* e = model.Layer(i, micro_batch, tp, sequence_parallel);
+    const ProfileEntry* e = model.Layer(i, micro_batch, tp, sequence_parallel, cp);
     if (e == nullptr) {
-      const char* sp = sequence_parallel ? " with sequence parallelism" : "";
+      const std::string sp = sequence_parallel ? " with sequence parallelism" : "";
+      const std::string at_cp = cp > 1 ? ", cp " + std::to_string(cp) : "";
       return NotFound("no costs for layer " + std::to_string(i) + " at micro-batch " +
-                      std::to_string(micro_batch) + ", tp " + std::to_string(tp) + sp +
-                      "; use a profile with that micro-batch size and tp degree" + sp);
+                      std::to_string(micro_batch) + ", tp " + std::to_string(tp) + sp + at_cp +
+                      "; use a profile with that micro-batch size and tp degree" + sp +
+                      (cp > 1 ? " and cp degree" : ""));
     }
     c.fwd_[i + 1] = c.fwd_[i] + e->fwd_ms;
     c.bwd_input_[i + 1] = c.bwd_input_[i] + e->bwd_input_ms + e->RecomputeMs(recompute);

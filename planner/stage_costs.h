@@ -1,7 +1,6 @@
-// StageCosts: the layer costs of one (micro-batch size, tp, sequence parallelism, recompute)
-// configuration as prefix
-// sums, so the cost of any contiguous range of layers is O(1). This is what the partition DP
-// and the step-time estimate read.
+// StageCosts: the layer costs of one (micro-batch size, tp, sequence parallelism, cp,
+// recompute) configuration as prefix sums, so the cost of any contiguous range of layers is O(1).
+// This is what the partition DP and the step-time estimate read.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +22,9 @@ struct RangeTimes {
 
 class StageCosts {
  public:
-  // NotFound when a layer has no costs at (micro_batch, tp, sequence_parallel).
+  // NotFound when a layer has no costs at (micro_batch, tp, sequence_parallel, cp).
   static StatusOr<StageCosts> Create(const CostModel& model, int micro_batch, int tp,
-                                     bool sequence_parallel, RecomputeMode recompute);
+                                     bool sequence_parallel, int cp, RecomputeMode recompute);
 
   int NumLayers() const { return static_cast<int>(fwd_.size()) - 1; }
   // Layers [first, last], inclusive.

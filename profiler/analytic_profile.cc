@@ -9,14 +9,22 @@
 namespace trident {
 namespace {
 
+// One link, one direction, in the units the time model uses.
+struct LinkRates {
+  double bytes_per_ms = 0;
+  double latency_ms = 0;
+};
+
+LinkRates RatesOf(const LinkSpec& link) { return {link.bw_gb_per_s * 1e6, link.latency_us * 1e-3}; }
+
 // What one device can do, in the units the time model uses.
 struct DeviceRates {
-  double flops_per_ms = 0;       // peak FLOP/s of the dtype / 1e3
-  double bytes_per_ms = 0;       // memory bandwidth / 1e3
-  double launch_ms = 0;          // per GEMM kernel
-  int64_t tile = 1;              // GEMM output tile (1: no quantization)
-  double link_bytes_per_ms = 0;  // intra-node link, one direction
-  double link_latency_ms = 0;
+  double flops_per_ms = 0;  // peak FLOP/s of the dtype / 1e3
+  double bytes_per_ms = 0;  // memory bandwidth / 1e3
+  double launch_ms = 0;     // per GEMM kernel
+  int64_t tile = 1;         // GEMM output tile (1: no quantization)
+  LinkRates tp_link;        // the intra-node link: a tp group never leaves its node
+  LinkRates cp_link;        // the link of the level the cp group spans (ContextLink)
 };
 
 int64_t RoundUp(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
@@ -38,16 +46,25 @@ double GemmMs(const GemmShape& g, int64_t dtype_bytes, const DeviceRates& r) {
 // all-reduce is a reduce-scatter then an all-gather, each rank sending and receiving (t−1)/t of
 // the payload in t−1 steps per half. Example one all-reduce, t 8, 6 MiB over 300 GB/s:
 // 1.75 · 6.29 MB / 300 GB/s = 36.7 µs + 14 · 3 µs latency = 78.7 µs.
-double RingMs(const TpCalls& calls, int phases, int t, const DeviceRates& r) {
+double RingMs(const GroupCalls& calls, int phases, int t, const LinkRates& link) {
   if (t <= 1 || calls.count == 0) return 0;
   double steps = static_cast<double>(phases) * (t - 1);
-  return steps / t * static_cast<double>(calls.bytes) / r.link_bytes_per_ms +
-         steps * calls.count * r.link_latency_ms;
+  return steps / t * static_cast<double>(calls.bytes) / link.bytes_per_ms +
+         steps * calls.count * link.latency_ms;
 }
 
-double TpTrafficMs(const TpTraffic& traffic, int t, const DeviceRates& r) {
-  return RingMs(traffic.all_reduce, 2, t, r) + RingMs(traffic.all_gather, 1, t, r) +
-         RingMs(traffic.reduce_scatter, 1, t, r);
+// The collectives of one pass over a group of t ranks joined by `link`.
+double TrafficMs(const GroupTraffic& traffic, int t, const LinkRates& link) {
+  return RingMs(traffic.all_reduce, 2, t, link) + RingMs(traffic.all_gather, 1, t, link) +
+         RingMs(traffic.reduce_scatter, 1, t, link);
+}
+
+// The link a cp group's ring runs on: its ranks are cp tp-strided ranks within tp·cp consecutive
+// ones (core/rank_map.h), so it stays in a node when tp·cp fits in one and otherwise runs at the
+// widest level those ranks span. Example dgx-h100 (8 per node), tp 8, cp 2: ranks 0 and 8, the
+// inter-node link.
+LinkRates ContextLink(const ClusterSpec& cluster, int tp, int cp) {
+  return RatesOf(cluster.LinkOfLevel(cluster.LevelSpanning(0, int64_t{tp} * cp - 1)));
 }
 
 struct GemmTimes {
@@ -75,11 +92,14 @@ ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape, con
   e.micro_batch = static_cast<int>(shape.micro_batch);
   e.tp = shape.tp;
   e.sequence_parallel = shape.sequence_parallel;
-  e.fwd_ms =
-      gemm.linear_ms + gemm.attention_ms + elementwise_ms + TpTrafficMs(cost.tp_fwd, shape.tp, r);
+  e.cp = shape.cp;
+  e.fwd_ms = gemm.linear_ms + gemm.attention_ms + elementwise_ms +
+             TrafficMs(cost.tp_fwd, shape.tp, r.tp_link) +
+             TrafficMs(cost.cp_fwd, shape.cp, r.cp_link);
   e.bwd_input_ms = gemm.linear_ms + 2 * gemm.attention_ms + 2 * elementwise_ms +
-                   TpTrafficMs(cost.tp_bwd, shape.tp, r);
-  e.bwd_weight_ms = gemm.linear_ms + TpTrafficMs(cost.tp_wgrad, shape.tp, r);
+                   TrafficMs(cost.tp_bwd, shape.tp, r.tp_link) +
+                   TrafficMs(cost.cp_bwd, shape.cp, r.cp_link);
+  e.bwd_weight_ms = gemm.linear_ms + TrafficMs(cost.tp_wgrad, shape.tp, r.tp_link);
   e.param_bytes = cost.param_bytes;
   e.grad_bytes = cost.params * 4;
   e.optimizer_bytes = cost.params * OptimizerBytesPerParam(shape.dtype);
@@ -93,7 +113,8 @@ ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape, con
       2.0 * static_cast<double>(cost.stashed_bytes - selective.stashed_bytes) / r.bytes_per_ms;
   shape.recompute = RecomputeMode::kFull;
   e.stashed_full_bytes = AnalyticLayerCost(model, kind, shape).stashed_bytes;
-  e.recompute_full_ms = e.fwd_ms;
+  // The rerun forward attends to the keys and values the input gradient gathers anyway.
+  e.recompute_full_ms = e.fwd_ms - TrafficMs(cost.cp_fwd, shape.cp, r.cp_link);
   return e;
 }
 
@@ -110,8 +131,7 @@ StatusOr<DeviceRates> Rates(const ClusterSpec& cluster, DType dtype) {
   r.bytes_per_ms = cluster.device.memory_bw_gb_per_s * 1e6;
   r.launch_ms = gpu ? kGpuKernelLaunchUs * 1e-3 : 0;
   r.tile = gpu ? kGpuTile : 1;
-  r.link_bytes_per_ms = cluster.intra_node.bw_gb_per_s * 1e6;
-  r.link_latency_ms = cluster.intra_node.latency_us * 1e-3;
+  r.tp_link = RatesOf(cluster.intra_node);
   return r;
 }
 
@@ -134,7 +154,47 @@ StatusOr<std::vector<int>> ResolveTps(const ModelSpec& model, const ClusterSpec&
   return requested;
 }
 
+// The requested cp degrees, or DefaultContextDegrees.
+StatusOr<std::vector<int>> ResolveCps(int64_t seq_len, const std::vector<int>& requested) {
+  if (requested.empty()) return DefaultContextDegrees(seq_len);
+  for (int c : requested) {
+    if (c < 1 || (c > 1 && seq_len % (2 * c) != 0)) {
+      return InvalidArgument("--cp " + std::to_string(c) + ": 2·cp must divide the sequence " +
+                             std::to_string(seq_len) +
+                             " (each cp rank holds 2 of its 2·cp chunks)");
+    }
+  }
+  return requested;
+}
+
+// The entries of one layer at one micro-batch size: every tp and cp, with and without sequence
+// parallelism where tp > 1 divides the cp rank's tokens.
+void AddEntries(const ModelSpec& model, LayerKind kind, LayerShape shape,
+                const ClusterSpec& cluster, DeviceRates rates, const std::vector<int>& tps,
+                const std::vector<int>& cps, std::vector<ProfileEntry>* entries) {
+  for (int tp : tps) {
+    for (int cp : cps) {
+      shape.tp = tp;
+      shape.cp = cp;
+      shape.sequence_parallel = false;
+      rates.cp_link = ContextLink(cluster, tp, cp);
+      entries->push_back(Entry(model, kind, shape, rates));
+      if (tp == 1 || (shape.seq_len / cp) % tp != 0) continue;
+      shape.sequence_parallel = true;
+      entries->push_back(Entry(model, kind, shape, rates));
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<int> DefaultContextDegrees(int64_t seq_len) {
+  std::vector<int> cps = {1};
+  for (int c = 2; c <= kMaxDefaultCp && seq_len / c >= kMinContextTokens; c *= 2) {
+    if (seq_len % (2 * c) == 0) cps.push_back(c);
+  }
+  return cps;
+}
 
 StatusOr<Profile> AnalyticProfile(const ModelSpec& model, const ClusterSpec& cluster,
                                   const AnalyticProfileOptions& options) {
@@ -143,10 +203,12 @@ StatusOr<Profile> AnalyticProfile(const ModelSpec& model, const ClusterSpec& clu
       "give its profile with --profile (trident import writes it beside the model)"));
   TRIDENT_ASSIGN_OR_RETURN(DeviceRates rates, Rates(cluster, options.dtype));
   TRIDENT_ASSIGN_OR_RETURN(std::vector<int> tps, ResolveTps(model, cluster, options.tps));
+  const int64_t seq_len = options.seq_len > 0 ? options.seq_len : model.max_seq_len;
+  TRIDENT_ASSIGN_OR_RETURN(std::vector<int> cps, ResolveCps(seq_len, options.cps));
   Profile p;
   p.model = model.name;
   p.num_layers = model.NumLayers();
-  p.seq_len = options.seq_len > 0 ? options.seq_len : model.max_seq_len;
+  p.seq_len = seq_len;
   p.dtype = options.dtype;
   p.device_kind = cluster.device.kind;
   p.device = cluster.device.name + " of " + cluster.name;
@@ -157,13 +219,8 @@ StatusOr<Profile> AnalyticProfile(const ModelSpec& model, const ClusterSpec& clu
   for (const LayerGroup& group : model.layers) {
     LayerProfile layer{first, group.repeat, group.kind, {}};
     for (int mb : options.micro_batches) {
-      for (int tp : tps) {
-        LayerShape shape{mb, p.seq_len, tp, options.dtype, RecomputeMode::kNone};
-        layer.entries.push_back(Entry(model, group.kind, shape, rates));
-        if (tp == 1 || p.seq_len % tp != 0) continue;
-        shape.sequence_parallel = true;
-        layer.entries.push_back(Entry(model, group.kind, shape, rates));
-      }
+      LayerShape shape{mb, p.seq_len, 1, options.dtype, RecomputeMode::kNone};
+      AddEntries(model, group.kind, shape, cluster, rates, tps, cps, &layer.entries);
     }
     p.layers.push_back(std::move(layer));
     first += group.repeat;

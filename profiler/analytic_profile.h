@@ -12,8 +12,14 @@
 //    twice that in backward, at memory bandwidth;
 //  - the layer's tp collectives as rings over the intra-node link (a tp group never spans
 //    nodes): an all-reduce 2(t−1)/t · bytes / bandwidth + 2(t−1) · latency, an all-gather or
-//    reduce-scatter half that (the two halves of a ring all-reduce), on the critical path.
-// Every tp > 1 that divides the sequence gets a second entry with sequence parallelism.
+//    reduce-scatter half that (the two halves of a ring all-reduce), on the critical path;
+//  - the layer's cp collectives (the attention's K/V all-gathers, forward and input gradient,
+//    and the dK/dV reduce-scatter) as the same rings over c ranks, on the link of the level
+//    the cp group spans: inside a node when tp·cp <= devices per node, else the inter-node
+//    link (or a wider level's); blocking, in the pass that issues them. A full recompute's
+//    rerun forward uses the input gradient's gather, so it costs the forward without it.
+// Every tp > 1 that divides the cp rank's tokens gets a second entry with sequence parallelism.
+// Every cp degree gets its entries (AnalyticProfileOptions::cps).
 // Backward splits as in models/layer_cost.h: input gradient = linear GEMMs + 2 × attention
 // GEMMs, weight gradient = linear GEMMs. Selective recompute reruns the attention GEMMs and
 // their memory-bound work; full recompute reruns the forward.
@@ -43,15 +49,29 @@ inline constexpr int64_t kGpuTile = 128;
 // Launch and scheduling cost of one GPU kernel, microseconds.
 inline constexpr double kGpuKernelLaunchUs = 4.0;
 
+// Default cp degrees: up to 32 (Llama 3 405B trained 128K-token sequences at cp 16, Dubey et
+// al. 2024 §3.3.2), and no cp rank below 1,024 tokens of a sequence, where the K/V gathers
+// of a whole sequence outweigh the rank's attention work. Shorter sequences thus get fewer
+// entries and the search stays fast: seq 2,048 has cp 1 and 2.
+inline constexpr int kMaxDefaultCp = 32;
+inline constexpr int64_t kMinContextTokens = 1024;
+
 struct AnalyticProfileOptions {
   std::vector<int> micro_batches = {1, 2, 4, 8};
   std::vector<int> tps;  // empty: every divisor of devices_per_node that shards the model
   int64_t seq_len = 0;   // 0: the model's max_seq_len
   DType dtype = DType::kBf16;
+  std::vector<int> cps;  // context-parallel degrees; empty: DefaultContextDegrees(seq_len)
 };
 
+// 1, and every power of two up to kMaxDefaultCp that cuts seq_len into 2·cp chunks and leaves
+// each cp rank at least kMinContextTokens of it. Example seq 8192: 1, 2, 4, 8; seq 131072:
+// 1 ... 32; seq 2048: 1, 2.
+std::vector<int> DefaultContextDegrees(int64_t seq_len);
+
 // Fails when the cluster's device has no peak for `dtype`, when a tp does not shard the model,
-// or when the model has generic layers (their costs come only from a profile).
+// when 2·cp does not divide the sequence for a requested cp, or when the model has generic layers
+// (their costs come only from a profile).
 StatusOr<Profile> AnalyticProfile(const ModelSpec& model, const ClusterSpec& cluster,
                                   const AnalyticProfileOptions& options);
 

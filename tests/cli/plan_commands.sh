@@ -40,7 +40,7 @@ verdict "explain names the bottleneck and the neighbouring choices"
 # export --to megatron: the plan's mesh and batch as Megatron-LM flags in a script bash parses.
 run "$bin" plan --model "$configs/models/gpt3-1.3b.yaml" --cluster "$a100" --devices 32 \
   --global-batch 256 --seq 2048 --schedule 1f1b,interleaved_1f1b -o "$WORK/mega.yaml"
-tp=$(sed -n 's/^mesh: {dp: [0-9]*, pp: [0-9]*, tp: \([0-9]*\)}$/\1/p' "$WORK/mega.yaml")
+tp=$(sed -n 's/^mesh: {dp: [0-9]*, pp: [0-9]*, cp: [0-9]*, tp: \([0-9]*\)}$/\1/p' "$WORK/mega.yaml")
 run "$bin" export "$WORK/mega.yaml" --to megatron -o "$WORK/megatron.sh"
 expect_rc 0 && expect_in out "wrote $WORK/megatron.sh" && [[ -x $WORK/megatron.sh ]] &&
   bash -n "$WORK/megatron.sh" && grep -qx "  --tensor-model-parallel-size $tp" "$WORK/megatron.sh" &&
@@ -148,7 +148,7 @@ verdict "a model that fits nowhere: exit 1, shortfall and suggestion, no file"
 
 run "$bin" plan --model "$configs/models/gpt-tiny.yaml" --cluster "$configs/clusters/local-cpu.yaml" \
   --global-batch 16 --seq 64 --dtype fp32 --fix tp=1,pp=2 --schedule gpipe -o "$WORK/tiny.yaml" --json
-expect_rc 0 && expect_json "d['best']['mesh'] == {'dp': 1, 'pp': 2, 'tp': 1} and d['best']['schedule'] == 'gpipe'"
+expect_rc 0 && expect_json "d['best']['mesh'] == {'dp': 1, 'pp': 2, 'cp': 1, 'tp': 1} and d['best']['schedule'] == 'gpipe'"
 verdict "plan --fix and --schedule constrain the result (JSON)"
 
 run "$bin" plan --model "$configs/models/gpt-tiny.yaml" --cluster "$configs/clusters/local-cpu.yaml" \
@@ -251,6 +251,61 @@ verdict "model --sp without --tp says what it needs"
 run "$bin" model "$llama8b" --tp 8 --sp --seq 8192 --json
 expect_rc 0 && expect_json "d['sequence_parallel'] and d['layers'][1]['tp_fwd']['all_gather']['count'] == 2"
 verdict "model --tp 8 --sp lists the blocks' all-gathers"
+
+run "$bin" plan --model "$tiny" --cluster "$cpu" --profile "$WORK/tiny.profile.yaml" \
+  --global-batch 8 --seq 64 --fix cp=2 -o "$WORK/no-cp.yaml"
+expect_rc 1 && expect_in err "no entry has cp 2 (key cp of layers[].entries[])" &&
+  [[ ! -e $WORK/no-cp.yaml ]]
+verdict "plan --fix cp=2 with a profile that has no cp entries says so"
+
+run "$bin" plan --model "$llama8b" --cluster "$h100" --devices 64 --global-batch 512 \
+  --seq 8192 --fix cp=3 -o "$WORK/cp3.yaml"
+expect_rc 1 && expect_in err "--fix cp=3: 2·cp = 6 does not divide --seq 8192" &&
+  [[ ! -e $WORK/cp3.yaml ]]
+verdict "plan --fix cp=3: exit 1, 2·cp must divide the sequence"
+
+run "$bin" plan --model "$llama8b" --cluster "$h100" --devices 64 --global-batch 512 \
+  --seq 4104 --fix tp=8,cp=4 --sequence-parallel on -o "$WORK/cpsp.yaml"
+expect_rc 1 && expect_in err "tp 8 (--fix) does not divide --seq / cp = 1026" &&
+  [[ ! -e $WORK/cpsp.yaml ]]
+verdict "plan --fix tp=8,cp=4 --sequence-parallel on: tp must divide each cp rank's tokens"
+
+run "$bin" plan --model "$llama8b" --cluster "$h100" --devices 64 --global-batch 64 \
+  --seq 8192 --fix tp=8,cp=2 -o "$WORK/cp.yaml" --json
+expect_rc 0 && expect_json "d['best']['mesh']['cp'] == 2 and 'cp 2' in d['best']['config']" &&
+  grep -q '^mesh: {dp: [0-9]*, pp: [0-9]*, cp: 2, tp: 8}$' "$WORK/cp.yaml"
+verdict "plan --fix cp=2 writes mesh.cp and reports it"
+
+run "$bin" simulate "$WORK/cp.yaml" --cluster "$h100" --json
+expect_rc 0 && expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" \
+  "$(sed -n 's/^  step_time_ms: //p' "$WORK/cp.yaml")"
+verdict "simulate reproduces a context-parallel plan's prediction"
+
+run "$bin" explain "$WORK/cp.yaml" --cluster "$h100"
+expect_rc 0 && expect_in out "cp 4" && expect_in out "cp 1"
+verdict "explain re-plans the cp neighbours"
+
+run "$bin" export "$WORK/cp.yaml" --to megatron -o "$WORK/cp.sh"
+expect_rc 0 && grep -qx "  --context-parallel-size 2" "$WORK/cp.sh" &&
+  grep -qx "  --cp-comm-type allgather" "$WORK/cp.sh"
+verdict "export --to megatron writes --context-parallel-size"
+
+run "$bin" import megatron "$WORK/cp.sh" -o "$WORK/cp-back.yaml" --cluster "$h100" \
+  --vocab-size 128256 --name llama3-8b
+expect_rc 0 && grep -q '^mesh: {dp: [0-9]*, pp: [0-9]*, cp: 2, tp: 8}$' "$WORK/cp-back.yaml"
+verdict "import megatron reads --context-parallel-size back"
+
+run "$bin" export "$WORK/cp.yaml" --to deepspeed -o "$WORK/cp-ds"
+expect_rc 1 && expect_in err "Ulysses" && expect_in err "--fix cp=1"
+verdict "export --to deepspeed refuses context parallelism, naming the fix"
+
+run "$bin" model "$llama8b" --cp 2 --seq 8192 --json
+expect_rc 0 && expect_json "d['cp'] == 2 and d['layers'][1]['cp_fwd']['all_gather'] == {'count': 1, 'bytes': 33554432}"
+verdict "model --cp 2 lists the blocks' K/V all-gathers"
+
+run "$bin" model "$llama8b" --cp 3 --seq 8192
+expect_rc 1 && expect_in err "--cp 3: 2·cp does not divide --seq 8192"
+verdict "model --cp that cannot split the sequence says so"
 
 # PipelineModule's "parameters" partition builds each layer alone: gpt2-small's tied head
 # weighs its own [V, h], so the last of 4 stages holds the final norm and the head only.

@@ -83,11 +83,15 @@ TEST(RoundTrip, ExponentsFollowADecimalPoint) {
 
 TEST(Profile, FindCoversSharedBlocks) {
   Profile profile = testing::TinyProfile();
-  ASSERT_NE(profile.Find(2, 1, 1, false), nullptr);
-  EXPECT_EQ(profile.Find(2, 1, 1, false), profile.Find(1, 1, 1, false));
-  EXPECT_NE(profile.Find(2, 2, 2, false), nullptr);
-  EXPECT_EQ(profile.Find(0, 2, 2, false), nullptr);
-  EXPECT_EQ(profile.Find(5, 1, 1, false), nullptr);
+  ASSERT_NE(profile.Find(2, 1, 1, false, 1), nullptr);
+  EXPECT_EQ(profile.Find(2, 1, 1, false, 1), profile.Find(1, 1, 1, false, 1));
+  EXPECT_NE(profile.Find(2, 2, 2, false, 1), nullptr);
+  EXPECT_EQ(profile.Find(0, 2, 2, false, 1), nullptr);
+  EXPECT_EQ(profile.Find(5, 1, 1, false, 1), nullptr);
+  // Entries are keyed by cp too: the blocks' cp 2 entry is its own, the embedding has none.
+  ASSERT_NE(profile.Find(2, 1, 1, false, 2), nullptr);
+  EXPECT_EQ(profile.Find(2, 1, 1, false, 2)->cp, 2);
+  EXPECT_EQ(profile.Find(0, 1, 1, false, 2), nullptr);
 }
 
 }  // namespace

@@ -41,10 +41,12 @@ Profile TinyProfile() {
   p.build = "trident 0.1.0";
   p.date = "2026-11-21T00:00:00Z";
   p.method = {ProfileSource::kMeasured, 3, 20, 1.25};
-  ProfileEntry e{1,    1,    false, 0.125, 0.25,  0.1875, 0.0625, 0.125, 2.5,
-                 4096, 4096, 8192,  16384, 65536, 32768,  16384,  1024};
+  ProfileEntry e{1,   1,    false, 1,    0.125, 0.25,  0.1875, 0.0625, 0.125,
+                 2.5, 4096, 4096,  8192, 16384, 65536, 32768,  16384,  1024};
+  ProfileEntry context = e;  // cp 2: written with its key, read back
+  context.cp = 2;
   p.layers = {{0, 1, LayerKind::kEmbedding, {e}},
-              {1, 2, LayerKind::kGptBlock, {e, ProfileEntry{e.micro_batch * 2, 2}}},
+              {1, 2, LayerKind::kGptBlock, {e, ProfileEntry{e.micro_batch * 2, 2}, context}},
               {3, 1, LayerKind::kFinalNorm, {e}},
               {4, 1, LayerKind::kLmHead, {e}}};
   return p;

@@ -46,7 +46,9 @@ TEST(LayerCostTest, GptBlockByHand) {
                      .stashed_bytes = 4352,
                      .tp_fwd = {},
                      .tp_bwd = {},
-                     .tp_wgrad = {}};
+                     .tp_wgrad = {},
+                     .cp_fwd = {},
+                     .cp_bwd = {}};
   EXPECT_EQ(cost, expected);
 }
 
@@ -83,7 +85,9 @@ TEST(LayerCostTest, GptBlockTensorParallelByHand) {
                      .stashed_bytes = 2688,
                      .tp_fwd = AllReduces(2, 512),
                      .tp_bwd = AllReduces(2, 512),
-                     .tp_wgrad = {}};
+                     .tp_wgrad = {},
+                     .cp_fwd = {},
+                     .cp_bwd = {}};
   EXPECT_EQ(cost, expected);
 }
 
@@ -106,7 +110,9 @@ TEST(LayerCostTest, LlamaBlockByHand) {
                      .stashed_bytes = 1792,
                      .tp_fwd = {},
                      .tp_bwd = {},
-                     .tp_wgrad = {}};
+                     .tp_wgrad = {},
+                     .cp_fwd = {},
+                     .cp_bwd = {}};
   EXPECT_EQ(cost, expected);
   LayerCost selective = AnalyticLayerCost(TinyLlamaSpec(), LayerKind::kLlamaBlock,
                                           TinyShape(DType::kBf16, 1, RecomputeMode::kSelective));
@@ -141,15 +147,17 @@ TEST(LayerCostTest, MlpBlockByHand) {
                      .stashed_bytes = 2304,
                      .tp_fwd = {},
                      .tp_bwd = {},
-                     .tp_wgrad = {}};
+                     .tp_wgrad = {},
+                     .cp_fwd = {},
+                     .cp_bwd = {}};
   EXPECT_EQ(cost, expected);
 
   LayerCost tp2 = AnalyticLayerCost(model, LayerKind::kMlpBlock, TinyShape(DType::kFp32, 2));
   EXPECT_EQ(tp2.params, 280);
   EXPECT_EQ(tp2.fwd_flops, 4096);
   EXPECT_EQ(tp2.stashed_bytes, 1280);
-  EXPECT_EQ(tp2.tp_fwd.all_reduce, (TpCalls{1, 256}));
-  EXPECT_EQ(tp2.tp_bwd.all_reduce, (TpCalls{1, 256}));
+  EXPECT_EQ(tp2.tp_fwd.all_reduce, (GroupCalls{1, 256}));
+  EXPECT_EQ(tp2.tp_bwd.all_reduce, (GroupCalls{1, 256}));
 
   // No attention: selective changes nothing; full keeps the 256-byte input.
   EXPECT_EQ(AnalyticLayerCost(model, LayerKind::kMlpBlock,
@@ -177,7 +185,9 @@ TEST(LayerCostTest, EmbeddingByHand) {
                      .stashed_bytes = 32,
                      .tp_fwd = {},
                      .tp_bwd = {},
-                     .tp_wgrad = {}};
+                     .tp_wgrad = {},
+                     .cp_fwd = {},
+                     .cp_bwd = {}};
   EXPECT_EQ(cost, expected);
 
   model.positions = PositionKind::kRope;  // no position table
@@ -193,7 +203,7 @@ TEST(LayerCostTest, EmbeddingPadsVocabularyOverTensorParallel) {
   EXPECT_EQ(cost.params, 96);
   EXPECT_EQ(cost.total_params, 136);
   EXPECT_EQ(cost.tp_fwd, AllReduces(1, 256));
-  EXPECT_EQ(cost.tp_bwd, TpTraffic{});
+  EXPECT_EQ(cost.tp_bwd, GroupTraffic{});
 }
 
 // Final norm: LayerNorm 2h = 16 params, RMSNorm h = 8; stash and output e·bsh = 256.
@@ -205,8 +215,8 @@ TEST(LayerCostTest, FinalNormByHand) {
   EXPECT_EQ(layer_norm.stashed_bytes, 256);
   EXPECT_EQ(layer_norm.output_bytes, 256);
   EXPECT_EQ(layer_norm.TotalFlops(), 0);
-  EXPECT_EQ(layer_norm.tp_fwd, TpTraffic{});
-  EXPECT_EQ(layer_norm.tp_bwd, TpTraffic{});
+  EXPECT_EQ(layer_norm.tp_fwd, GroupTraffic{});
+  EXPECT_EQ(layer_norm.tp_bwd, GroupTraffic{});
   LayerCost rms_norm =
       AnalyticLayerCost(TinyLlamaSpec(), LayerKind::kFinalNorm, TinyShape(DType::kFp32));
   EXPECT_EQ(rms_norm.params, 8);
@@ -228,7 +238,9 @@ TEST(LayerCostTest, LmHeadByHand) {
                      .stashed_bytes = 576,
                      .tp_fwd = {},
                      .tp_bwd = {},
-                     .tp_wgrad = {}};
+                     .tp_wgrad = {},
+                     .cp_fwd = {},
+                     .cp_bwd = {}};
   EXPECT_EQ(cost, expected);
 }
 
@@ -250,7 +262,9 @@ TEST(LayerCostTest, LmHeadTensorParallelByHand) {
                      .stashed_bytes = 448,
                      .tp_fwd = AllReduces(3, 96),
                      .tp_bwd = AllReduces(1, 256),
-                     .tp_wgrad = {}};
+                     .tp_wgrad = {},
+                     .cp_fwd = {},
+                     .cp_bwd = {}};
   EXPECT_EQ(cost, expected);
 }
 
@@ -330,16 +344,84 @@ TEST_P(KorthikantiSequenceParallelTest, DividesEveryTermByTp) {
   const LayerCost none = cost(RecomputeMode::kNone);
   const int64_t act = 2 * b * s * h;
   EXPECT_EQ(none.output_bytes, act / t);
-  EXPECT_EQ(none.tp_fwd.all_reduce, TpCalls{});
-  EXPECT_EQ(none.tp_fwd.all_gather, (TpCalls{2, 2 * act}));
-  EXPECT_EQ(none.tp_fwd.reduce_scatter, (TpCalls{2, 2 * act}));
-  EXPECT_EQ(none.tp_bwd.all_gather, (TpCalls{2, 2 * act}));
-  EXPECT_EQ(none.tp_bwd.reduce_scatter, (TpCalls{2, 2 * act}));
-  EXPECT_EQ(none.tp_wgrad.all_gather, (TpCalls{2, 2 * act}));
+  EXPECT_EQ(none.tp_fwd.all_reduce, GroupCalls{});
+  EXPECT_EQ(none.tp_fwd.all_gather, (GroupCalls{2, 2 * act}));
+  EXPECT_EQ(none.tp_fwd.reduce_scatter, (GroupCalls{2, 2 * act}));
+  EXPECT_EQ(none.tp_bwd.all_gather, (GroupCalls{2, 2 * act}));
+  EXPECT_EQ(none.tp_bwd.reduce_scatter, (GroupCalls{2, 2 * act}));
+  EXPECT_EQ(none.tp_wgrad.all_gather, (GroupCalls{2, 2 * act}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tp, KorthikantiTest, ::testing::Values(1, 2, 4));
 INSTANTIATE_TEST_SUITE_P(Tp, KorthikantiSequenceParallelTest, ::testing::Values(2, 4));
+
+// Context parallelism over c ranks: each holds s/c tokens of every sequence and scores them
+// against all s keys, so the Korthikanti terms, the FLOPs and the tp payloads divide by c:
+// (34bsh + 5abs²)/c at t 1. Attention gathers K and V, [b, s, h/t] each (GPT: kvd = h), once
+// forward and once in the input gradient, which also reduce-scatters dK and dV.
+class KorthikantiContextParallelTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(KorthikantiContextParallelTest, DividesTheBlockByCp) {
+  const auto [t, c] = GetParam();
+  const int64_t b = 2, s = 16, h = 64, a = 4;
+  const ModelSpec model = KorthikantiGpt(h, a, 0.1);
+  LayerShape shape{.micro_batch = b, .seq_len = s, .tp = t, .dtype = DType::kBf16};
+  const LayerCost whole = AnalyticLayerCost(model, LayerKind::kGptBlock, shape);
+  shape.cp = c;
+  const LayerCost split = AnalyticLayerCost(model, LayerKind::kGptBlock, shape);
+  EXPECT_EQ(split.stashed_bytes, b * s * h * (10 + 24 / t) / c + 5 * a * b * s * s / t / c);
+  EXPECT_EQ(split.stashed_bytes * c, whole.stashed_bytes);
+  EXPECT_DOUBLE_EQ(split.fwd_flops * c, whole.fwd_flops);
+  EXPECT_DOUBLE_EQ(split.bwd_input_flops * c, whole.bwd_input_flops);
+  EXPECT_DOUBLE_EQ(split.bwd_weight_flops * c, whole.bwd_weight_flops);
+  EXPECT_EQ(split.output_bytes * c, whole.output_bytes);
+  EXPECT_EQ(split.param_bytes, whole.param_bytes);
+  EXPECT_EQ(split.tp_fwd.all_reduce.bytes * c, whole.tp_fwd.all_reduce.bytes);
+  const int64_t kv = 2 * 2 * b * s * h / t;  // K and V, bf16, the whole sequence
+  EXPECT_EQ(split.cp_fwd, (GroupTraffic{{}, {1, kv}, {}}));
+  EXPECT_EQ(split.cp_bwd, (GroupTraffic{{}, {1, kv}, {1, kv}}));
+  EXPECT_EQ(whole.cp_fwd, GroupTraffic{});
+  EXPECT_EQ(whole.cp_bwd, GroupTraffic{});
+}
+
+INSTANTIATE_TEST_SUITE_P(TpCp, KorthikantiContextParallelTest,
+                         ::testing::Combine(::testing::Values(1, 2), ::testing::Values(2, 4)));
+
+// Sequence parallelism on top of cp 2: the residual stream holds s/(c·t) tokens, so with
+// selective recompute the whole stash is 34bsh/(c·t).
+TEST(LayerCostTest, ContextAndSequenceParallelDivideTheResidualStream) {
+  const int64_t b = 2, s = 16, h = 64, a = 4, t = 2, c = 2;
+  LayerShape shape{.micro_batch = b,
+                   .seq_len = s,
+                   .tp = t,
+                   .dtype = DType::kBf16,
+                   .recompute = RecomputeMode::kSelective,
+                   .sequence_parallel = true,
+                   .cp = c};
+  LayerCost cost = AnalyticLayerCost(KorthikantiGpt(h, a, 0.1), LayerKind::kGptBlock, shape);
+  EXPECT_EQ(cost.stashed_bytes, 34 * b * s * h / (c * t));
+  EXPECT_EQ(cost.output_bytes, 2 * b * s * h / (c * t));
+}
+
+// Llama's grouped K and V by hand: h 8, a 2, kv 1 (kvd 4), b 2, s 4, bf16, cp 2: each gather
+// moves K and V of the whole sequence, 2 · 2 bytes · 2 · 4 · 4 = 128 bytes. The MLP block, the
+// embedding and the head issue none; the head's FLOPs halve with its tokens.
+TEST(LayerCostTest, ContextParallelTrafficByHand) {
+  LayerShape shape = TinyShape(DType::kBf16);
+  shape.cp = 2;
+  LayerCost block = AnalyticLayerCost(TinyLlamaSpec(), LayerKind::kLlamaBlock, shape);
+  EXPECT_EQ(block.cp_fwd, (GroupTraffic{{}, {1, 128}, {}}));
+  EXPECT_EQ(block.cp_bwd, (GroupTraffic{{}, {1, 128}, {1, 128}}));
+  for (LayerKind kind : {LayerKind::kEmbedding, LayerKind::kFinalNorm, LayerKind::kLmHead}) {
+    LayerCost cost = AnalyticLayerCost(TinyLlamaSpec(), kind, shape);
+    EXPECT_EQ(cost.cp_fwd, GroupTraffic{});
+    EXPECT_EQ(cost.cp_bwd, GroupTraffic{});
+  }
+  EXPECT_DOUBLE_EQ(
+      AnalyticLayerCost(TinyLlamaSpec(), LayerKind::kLmHead, shape).fwd_flops * 2,
+      AnalyticLayerCost(TinyLlamaSpec(), LayerKind::kLmHead, TinyShape(DType::kBf16)).fwd_flops);
+  EXPECT_EQ(AnalyticLayerCost(TinyGptSpec(), LayerKind::kMlpBlock, shape).cp_fwd, GroupTraffic{});
+}
 
 // Without dropout the two bsh masks and the abs² mask and dropout output go:
 // 34 - 2 = 32 bsh and 5 - 3 = 2 abs² (bf16, t 1).
@@ -412,8 +494,8 @@ TEST_P(TensorParallelTest, RanksAddUpToTheWholeLayer) {
   EXPECT_EQ(rank.bwd_input_flops * t, whole.bwd_input_flops);
   EXPECT_EQ(rank.bwd_weight_flops * t, whole.bwd_weight_flops);
   EXPECT_EQ(rank.output_bytes, whole.output_bytes);
-  EXPECT_EQ(whole.tp_fwd, TpTraffic{});
-  EXPECT_EQ(whole.tp_bwd, TpTraffic{});
+  EXPECT_EQ(whole.tp_fwd, GroupTraffic{});
+  EXPECT_EQ(whole.tp_bwd, GroupTraffic{});
 }
 
 // h 32: GPT replicates 2 LayerNorms (4h) and 2 row-parallel biases (2h) = 6h = 192; Llama its

@@ -119,8 +119,8 @@ TEST(ModelCostTest, TensorParallelAllReduceCounts) {
   EXPECT_EQ(cost.total.tp_fwd.all_reduce.count, 1 + 2 * 12 + 3);
   EXPECT_EQ(cost.total.tp_bwd.all_reduce.count, 2 * 12 + 1);
   ModelCost single = AnalyticModelCost(Gpt2SmallSpec(), Bf16Shape(1, 1024, 1));
-  EXPECT_EQ(single.total.tp_fwd, TpTraffic{});
-  EXPECT_EQ(single.total.tp_bwd, TpTraffic{});
+  EXPECT_EQ(single.total.tp_fwd, GroupTraffic{});
+  EXPECT_EQ(single.total.tp_bwd, GroupTraffic{});
 }
 
 TEST(ModelCostTest, TotalIsTheSumOfLayers) {

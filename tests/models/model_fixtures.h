@@ -87,8 +87,8 @@ inline ModelSpec TinyLlamaSpec() {
 }
 
 // `count` all-reduces of `bytes` in all, and no other tp collective.
-inline TpTraffic AllReduces(int count, int64_t bytes) {
-  TpTraffic t;
+inline GroupTraffic AllReduces(int count, int64_t bytes) {
+  GroupTraffic t;
   t.all_reduce = {count, bytes};
   return t;
 }

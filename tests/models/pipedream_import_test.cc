@@ -218,8 +218,8 @@ TEST(PipeDreamImportTest, WritesAGenericModelAndItsProfile) {
   EXPECT_EQ(profile.num_layers, 5);
   EXPECT_EQ(profile.seq_len, 1);
   EXPECT_EQ(profile.method.source, ProfileSource::kImported);
-  EXPECT_EQ(profile.Find(0, 32, 2, false), nullptr);  // tp 1 only
-  const ProfileEntry* b1 = profile.Find(1, 32, 1, false);
+  EXPECT_EQ(profile.Find(0, 32, 2, false, 1), nullptr);  // tp 1 only
+  const ProfileEntry* b1 = profile.Find(1, 32, 1, false, 1);
   ASSERT_NE(b1, nullptr);
   EXPECT_EQ(b1->fwd_ms, 1);
   EXPECT_EQ(b1->bwd_input_ms, 1);

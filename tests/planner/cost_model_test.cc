@@ -128,8 +128,8 @@ TEST(CostModel, ProfiledSizesAndReservedMemory) {
   ProfileCostModel costs(profile, cluster);
   EXPECT_EQ(costs.MicroBatches(), (std::vector<int>{1, 2}));
   EXPECT_EQ(costs.TensorParallelDegrees(), (std::vector<int>{1}));
-  EXPECT_NE(costs.Layer(0, 2, 1, false), nullptr);
-  EXPECT_EQ(costs.Layer(0, 4, 1, false), nullptr);
+  EXPECT_NE(costs.Layer(0, 2, 1, false, 1), nullptr);
+  EXPECT_EQ(costs.Layer(0, 4, 1, false, 1), nullptr);
   EXPECT_EQ(costs.ReservedBytes(), kGpuReservedBytes);
   EXPECT_EQ(costs.DeviceMemoryBytes(), int64_t{80} << 30);
 }
@@ -146,7 +146,7 @@ TEST(CostModel, LayerTimesAreScaledByTheLoadFactor) {
   e.stashed_none_bytes = 1000;
   profile.method.load_factor = 1.25;
   ProfileCostModel costs(profile, cluster);
-  const ProfileEntry* scaled = costs.Layer(0, 1, 1, false);
+  const ProfileEntry* scaled = costs.Layer(0, 1, 1, false, 1);
   ASSERT_NE(scaled, nullptr);
   EXPECT_DOUBLE_EQ(scaled->fwd_ms, 2.5);
   EXPECT_DOUBLE_EQ(scaled->bwd_input_ms, 3.75);

@@ -53,6 +53,7 @@ TEST(Neighbours, FixedChoicesRequestFixesThePlansChoices) {
   EXPECT_EQ(r.dtype, DType::kBf16);
   EXPECT_EQ(r.runners_up, 0);
   EXPECT_EQ(r.constraints.tp, 2);
+  EXPECT_EQ(r.constraints.cp, 1);
   EXPECT_EQ(r.constraints.pp, 2);
   EXPECT_FALSE(r.constraints.dp.has_value());  // follows from tp and pp
   EXPECT_EQ(r.constraints.micro_batch, 2);
@@ -67,7 +68,7 @@ TEST(Neighbours, ChangeOneChoiceEach) {
   ASSERT_TRUE(small.best.plan.zero1);
   std::vector<Neighbour> neighbours = NeighbourRequests(small.best.plan);
   EXPECT_THAT(Changes(neighbours),
-              ElementsAre("(same choices)", "tp 4", "pp 4", "micro-batch 4", "tp 1", "pp 1",
+              ElementsAre("(same choices)", "tp 4", "cp 2", "pp 4", "micro-batch 4", "tp 1", "pp 1",
                           "micro-batch 1", "schedule naive", "schedule gpipe",
                           "schedule interleaved_1f1b", "schedule zb_h1", "schedule pipedream",
                           "recompute selective", "recompute full", "without zero1",
@@ -77,13 +78,16 @@ TEST(Neighbours, ChangeOneChoiceEach) {
   EXPECT_EQ(neighbours[0].request.constraints.tp, fixed.constraints.tp);
   EXPECT_EQ(neighbours[1].request.constraints.tp, 4);
   EXPECT_EQ(neighbours[1].request.constraints.pp, 2);  // the others stay fixed
-  EXPECT_EQ(neighbours[5].request.constraints.pp, 1);
-  EXPECT_EQ(neighbours[6].request.constraints.micro_batch, 1);
-  EXPECT_THAT(neighbours[10].request.constraints.schedules, ElementsAre(ScheduleKind::kZbH1));
-  EXPECT_THAT(neighbours[13].request.constraints.recompute, ElementsAre(RecomputeMode::kFull));
-  EXPECT_EQ(neighbours[14].request.constraints.zero1, false);
+  EXPECT_EQ(neighbours[1].request.constraints.cp, 1);
+  EXPECT_EQ(neighbours[2].request.constraints.cp, 2);
+  EXPECT_EQ(neighbours[2].request.constraints.tp, fixed.constraints.tp);
+  EXPECT_EQ(neighbours[6].request.constraints.pp, 1);
+  EXPECT_EQ(neighbours[7].request.constraints.micro_batch, 1);
+  EXPECT_THAT(neighbours[11].request.constraints.schedules, ElementsAre(ScheduleKind::kZbH1));
+  EXPECT_THAT(neighbours[14].request.constraints.recompute, ElementsAre(RecomputeMode::kFull));
+  EXPECT_EQ(neighbours[15].request.constraints.zero1, false);
   EXPECT_EQ(fixed.constraints.sequence_parallel, small.best.plan.sequence_parallel);
-  EXPECT_EQ(neighbours[15].request.constraints.sequence_parallel,
+  EXPECT_EQ(neighbours[16].request.constraints.sequence_parallel,
             !small.best.plan.sequence_parallel);
 }
 
@@ -95,7 +99,7 @@ TEST(Neighbours, HalvingStopsAtOneAndZeroOneNeedsReplicas) {
   plan.zero1 = true;
   std::vector<std::string> changes = Changes(NeighbourRequests(plan));
   EXPECT_THAT(std::vector<std::string>(changes.begin(), changes.begin() + 5),
-              ElementsAre("(same choices)", "tp 2", "pp 4", "micro-batch 2", "pp 1"));
+              ElementsAre("(same choices)", "tp 2", "cp 2", "pp 4", "micro-batch 2"));
   EXPECT_EQ(changes.back(), "recompute full");  // dp 1: no ZeRO-1 row
   plan.mesh.dp = 2;
   EXPECT_EQ(Changes(NeighbourRequests(plan)).back(), "without zero1");
@@ -108,7 +112,7 @@ TEST(Neighbours, ReplanningComparesWithThePlansStepTime) {
   const double plan_ms = small.best.evaluation.step_ms;
   std::vector<NeighbourOutcome> outcomes =
       ExploreNeighbours(*small.fixture->costs, small.best.plan, plan_ms);
-  ASSERT_EQ(outcomes.size(), 16u);
+  ASSERT_EQ(outcomes.size(), 17u);
   // The same choices re-planned find the plan itself.
   ASSERT_TRUE(outcomes[0].status.ok()) << outcomes[0].status.ToString();
   EXPECT_DOUBLE_EQ(outcomes[0].step_ms, plan_ms);
@@ -118,8 +122,8 @@ TEST(Neighbours, ReplanningComparesWithThePlansStepTime) {
   ASSERT_TRUE(outcomes[1].status.ok()) << outcomes[1].status.ToString();
   EXPECT_NEAR(outcomes[1].step_change_pct, 100 * (outcomes[1].step_ms / plan_ms - 1), 1e-9);
   // Naive runs one micro-batch, but the global batch needs 8 of size 2.
-  EXPECT_EQ(outcomes[7].change, "schedule naive");
-  EXPECT_EQ(outcomes[7].status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(outcomes[8].change, "schedule naive");
+  EXPECT_EQ(outcomes[8].status.code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ inline std::unique_ptr<PlannerFixture> LoadPlannerFixture(const std::string& mod
   f->model = *LoadModelSpec(TRIDENT_SOURCE_DIR "/configs/models/" + model_name + ".yaml");
   f->cluster = *LoadClusterSpec(TRIDENT_SOURCE_DIR "/configs/clusters/" + cluster_name + ".yaml");
   StatusOr<Profile> profile =
-      AnalyticProfile(f->model, f->cluster, {{1, 2, 4}, {}, seq_len, dtype});
+      AnalyticProfile(f->model, f->cluster, {{1, 2, 4}, {}, seq_len, dtype, {}});
   EXPECT_TRUE(profile.ok()) << profile.status().ToString();
   if (profile.ok()) f->profile = *profile;
   f->costs = std::make_unique<ProfileCostModel>(f->profile, f->cluster);

@@ -19,7 +19,7 @@ Case Load(const std::string& model, const std::string& cluster, int64_t seq_len)
   Case c;
   c.model = *LoadModelSpec(TRIDENT_SOURCE_DIR "/configs/models/" + model + ".yaml");
   c.cluster = *LoadClusterSpec(TRIDENT_SOURCE_DIR "/configs/clusters/" + cluster + ".yaml");
-  c.profile = *AnalyticProfile(c.model, c.cluster, {{1, 2, 4, 8}, {}, seq_len, DType::kBf16});
+  c.profile = *AnalyticProfile(c.model, c.cluster, {{1, 2, 4, 8}, {}, seq_len, DType::kBf16, {}});
   return c;
 }
 

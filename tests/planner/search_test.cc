@@ -203,10 +203,10 @@ TEST(StageCosts, RecomputeModeChoosesTheStashAndTheWorkspace) {
     }
   }
   ProfileCostModel costs(f->profile, f->cluster);
-  const ProfileEntry& block = *costs.Layer(1, 2, 1, false);
+  const ProfileEntry& block = *costs.Layer(1, 2, 1, false, 1);
   for (RecomputeMode mode :
        {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull}) {
-    StatusOr<StageCosts> stage = StageCosts::Create(costs, 2, 1, false, mode);
+    StatusOr<StageCosts> stage = StageCosts::Create(costs, 2, 1, false, 1, mode);
     ASSERT_TRUE(stage.ok()) << stage.status().ToString();
     PositionFootprint footprint = stage->Footprint(1, 2);
     EXPECT_EQ(footprint.workspace_bytes, block.WorkspaceBytes(mode));

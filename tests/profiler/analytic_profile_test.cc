@@ -32,8 +32,8 @@ TEST(AnalyticProfile, CoversEveryLayerAndValidates) {
   // gpt2-small's 12 heads admit tp 1, 2 and 4 of the 8 devices per node.
   for (int layer = 0; layer < model.NumLayers(); ++layer) {
     for (int mb : {1, 2, 4, 8}) {
-      for (int tp : {1, 2, 4}) EXPECT_NE(profile->Find(layer, mb, tp, false), nullptr);
-      EXPECT_EQ(profile->Find(layer, mb, 8, false), nullptr);
+      for (int tp : {1, 2, 4}) EXPECT_NE(profile->Find(layer, mb, tp, false, 1), nullptr);
+      EXPECT_EQ(profile->Find(layer, mb, 8, false, 1), nullptr);
     }
   }
 }
@@ -42,10 +42,10 @@ TEST(AnalyticProfile, CoversEveryLayerAndValidates) {
 // efficiency, and its backward costs about twice its forward.
 TEST(AnalyticProfile, LargeBlocksRunNearTheGemmEfficiency) {
   ModelSpec model = LoadPreset("gpt3-175b");
-  AnalyticProfileOptions options{{1}, {8}, 2048, DType::kBf16};
+  AnalyticProfileOptions options{{1}, {8}, 2048, DType::kBf16, {1}};
   StatusOr<Profile> profile = AnalyticProfile(model, LoadCluster("dgx-a100-80gb"), options);
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
-  const ProfileEntry* block = profile->Find(1, 1, 8, false);
+  const ProfileEntry* block = profile->Find(1, 1, 8, false, 1);
   ASSERT_NE(block, nullptr);
   LayerCost cost = AnalyticLayerCost(model, LayerKind::kGptBlock,
                                      {1, 2048, 8, DType::kBf16, RecomputeMode::kNone});
@@ -64,34 +64,73 @@ TEST(AnalyticProfile, LargeBlocksRunNearTheGemmEfficiency) {
 TEST(AnalyticProfile, ThinShapesRunFarBelowPeak) {
   ModelSpec model = LoadPreset("gpt2-small");
   ClusterSpec cluster = LoadCluster("dgx-a100-80gb");
-  StatusOr<Profile> thin = AnalyticProfile(model, cluster, {{1}, {1}, 4, DType::kBf16});
-  StatusOr<Profile> full = AnalyticProfile(model, cluster, {{1}, {1}, 128, DType::kBf16});
+  StatusOr<Profile> thin = AnalyticProfile(model, cluster, {{1}, {1}, 4, DType::kBf16, {}});
+  StatusOr<Profile> full = AnalyticProfile(model, cluster, {{1}, {1}, 128, DType::kBf16, {}});
   ASSERT_TRUE(thin.ok() && full.ok());
-  double thin_ms = thin->Find(1, 1, 1, false)->fwd_ms;
-  double full_ms = full->Find(1, 1, 1, false)->fwd_ms;
+  double thin_ms = thin->Find(1, 1, 1, false, 1)->fwd_ms;
+  double full_ms = full->Find(1, 1, 1, false, 1)->fwd_ms;
   EXPECT_GT(thin_ms, 0.5 * full_ms);  // 32x fewer tokens, not 32x less time
 }
 
 TEST(AnalyticProfile, MemoryFollowsTheMixedPrecisionRule) {
   ModelSpec model = LoadPreset("gpt2-small");
   StatusOr<Profile> profile =
-      AnalyticProfile(model, LoadCluster("dgx-a100-80gb"), {{1}, {1}, 1024, DType::kBf16});
+      AnalyticProfile(model, LoadCluster("dgx-a100-80gb"), {{1}, {1}, 1024, DType::kBf16, {}});
   ASSERT_TRUE(profile.ok());
-  const ProfileEntry* block = profile->Find(1, 1, 1, false);
+  const ProfileEntry* block = profile->Find(1, 1, 1, false, 1);
   EXPECT_EQ(block->param_bytes, 7087872 * 2);
   EXPECT_EQ(block->grad_bytes, 7087872 * 4);
   EXPECT_EQ(block->optimizer_bytes, 7087872 * 12);
 }
 
+TEST(AnalyticProfile, DefaultContextDegreesLeaveEachRankAThousandTokens) {
+  EXPECT_EQ(DefaultContextDegrees(8192), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(DefaultContextDegrees(131072), (std::vector<int>{1, 2, 4, 8, 16, 32}));
+  EXPECT_EQ(DefaultContextDegrees(2048), (std::vector<int>{1, 2}));
+  EXPECT_EQ(DefaultContextDegrees(1000), (std::vector<int>{1}));
+}
+
+// The cp all-gathers and reduce-scatter as rings in the pass that issues them: inside a node
+// (NVLink) while tp·cp fits in one, on the inter-node link beyond. Llama 3 8B block, bf16,
+// seq 8192, tp 4: K and V of the whole sequence, 2 · 2 bytes · 8192 · 256 = 8 MiB per call.
+TEST(AnalyticProfile, ContextParallelRingsRunOnTheLinkTheGroupSpans) {
+  ModelSpec model = LoadPreset("llama3-8b");
+  ClusterSpec cluster = LoadCluster("dgx-h100");
+  AnalyticProfileOptions options{{1}, {4}, 8192, DType::kBf16, {1, 2, 4}};
+  StatusOr<Profile> profile = AnalyticProfile(model, cluster, options);
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  const ProfileEntry* whole = profile->Find(1, 1, 4, false, 1);
+  const ProfileEntry* inside = profile->Find(1, 1, 4, false, 2);  // tp·cp 8: one node
+  const ProfileEntry* across = profile->Find(1, 1, 4, false, 4);  // tp·cp 16: two nodes
+  ASSERT_TRUE(whole && inside && across);
+  EXPECT_EQ(inside->stashed_none_bytes * 2, whole->stashed_none_bytes);
+  EXPECT_EQ(inside->param_bytes, whole->param_bytes);
+  const double kv = 2.0 * 2 * 8192 * 256;
+  auto ring_ms = [kv](int c, const LinkSpec& link) {
+    return (c - 1.0) / c * kv / (link.bw_gb_per_s * 1e6) + (c - 1) * link.latency_us * 1e-3;
+  };
+  // Forward: one gather; the full recompute's forward reuses the input gradient's.
+  EXPECT_NEAR(inside->fwd_ms - inside->recompute_full_ms, ring_ms(2, cluster.intra_node), 1e-9);
+  EXPECT_NEAR(across->fwd_ms - across->recompute_full_ms, ring_ms(4, cluster.inter_node), 1e-9);
+  EXPECT_DOUBLE_EQ(whole->fwd_ms, whole->recompute_full_ms);
+  // The entries are written and read back with their cp.
+  StatusOr<Profile> again = ParseProfile(ProfileToYaml(*profile), "profile.yaml");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again->Find(1, 1, 4, false, 4), *across);
+}
+
 TEST(AnalyticProfile, ErrorsNameTheFix) {
   ModelSpec model = LoadPreset("gpt2-small");
   ClusterSpec cpu = LoadCluster("local-cpu");
-  StatusOr<Profile> no_bf16 = AnalyticProfile(model, cpu, {{1}, {1}, 64, DType::kBf16});
+  StatusOr<Profile> no_bf16 = AnalyticProfile(model, cpu, {{1}, {1}, 64, DType::kBf16, {}});
   ASSERT_FALSE(no_bf16.ok());
   EXPECT_THAT(no_bf16.status().message(), ::testing::HasSubstr("no peak_tflops for bf16"));
-  StatusOr<Profile> bad_tp = AnalyticProfile(model, cpu, {{1}, {5}, 64, DType::kFp32});
+  StatusOr<Profile> bad_tp = AnalyticProfile(model, cpu, {{1}, {5}, 64, DType::kFp32, {}});
   ASSERT_FALSE(bad_tp.ok());
   EXPECT_THAT(bad_tp.status().message(), ::testing::HasSubstr("tp 5 does not divide 12 heads"));
+  StatusOr<Profile> bad_cp = AnalyticProfile(model, cpu, {{1}, {1}, 64, DType::kFp32, {64}});
+  ASSERT_FALSE(bad_cp.ok());
+  EXPECT_THAT(bad_cp.status().message(), ::testing::HasSubstr("2·cp must divide the sequence 64"));
 }
 
 }  // namespace

@@ -121,8 +121,8 @@ TEST(MeasuredProfile, CoversEveryLayerOnceAndIdenticalBlocksShareOneEntry) {
   EXPECT_EQ(blocks.entries.size(), 2u);  // one per micro-batch, for both blocks
   for (int layer = 0; layer < model.NumLayers(); ++layer) {
     for (int mb : {1, 2})
-      EXPECT_NE(profile.Find(layer, mb, 1, false), nullptr) << layer << " " << mb;
-    EXPECT_EQ(profile.Find(layer, 4, 1, false), nullptr);
+      EXPECT_NE(profile.Find(layer, mb, 1, false, 1), nullptr) << layer << " " << mb;
+    EXPECT_EQ(profile.Find(layer, 4, 1, false, 1), nullptr);
   }
 }
 
@@ -329,10 +329,10 @@ TEST(MeasuredProfile, TensorParallelShardsAreTimedAsAGroup) {
   const Profile& p = profiles[0];
   ASSERT_TRUE(p.Validate().ok()) << p.Validate().ToString();
   EXPECT_THAT(p.device, HasSubstr("2 ranks"));
-  const ProfileEntry* block = p.Find(1, 1, 2, false);
+  const ProfileEntry* block = p.Find(1, 1, 2, false, 1);
   ASSERT_NE(block, nullptr);
   EXPECT_EQ(block->param_bytes, Analytic(model, LayerKind::kGptBlock, 1, 16, 2).params * 4);
-  EXPECT_LT(block->stashed_none_bytes, p.Find(1, 1, 1, false)->stashed_none_bytes);
+  EXPECT_LT(block->stashed_none_bytes, p.Find(1, 1, 1, false, 1)->stashed_none_bytes);
   for (size_t i = 0; i < p.layers.size(); ++i) {
     for (size_t j = 0; j < p.layers[i].entries.size(); ++j) {
       const ProfileEntry& mine = p.layers[i].entries[j];
