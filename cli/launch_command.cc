@@ -35,9 +35,8 @@ StatusOr<std::vector<HostSlots>> HostsFromFlags(const LaunchFlags& f) {
 
 void PrintSetup(const LaunchFlags& f, const LaunchSetup& setup) {
   const Plan& plan = setup.plan;
-  std::cout << "plan: " << f.plan << ": " << plan.devices << " ranks (dp " << plan.mesh.dp
-            << ", pp " << plan.mesh.pp << ", tp " << plan.mesh.tp << "), planned for nodes of "
-            << plan.devices_per_node << " devices\n";
+  std::cout << "plan: " << f.plan << ": " << plan.devices << " ranks (" << MeshText(plan.mesh)
+            << "), planned for nodes of " << plan.devices_per_node << " devices\n";
   std::cout << "placement:\n" << PlacementTable(plan, setup.placement);
   for (const std::string& warning : setup.warnings) std::cerr << "warning: " << warning << "\n";
   std::cout << "command:\n  " << ShellQuote(setup.command) << "\n" << std::flush;

@@ -45,8 +45,8 @@ int RunAnalytic(const ProfileOptions& o, const ModelSpec& model) {
   }
   StatusOr<ClusterSpec> cluster = LoadClusterSpec(o.cluster);
   if (!cluster.ok()) return PrintError(cluster.status());
-  AnalyticProfileOptions options{
-      o.micro_batches, o.tps, o.seq_len, ValueOf(DTypeNames(), o.dtype).value_or(model.dtype), {}};
+  AnalyticProfileOptions options{o.micro_batches, o.tps, o.seq_len,
+                                 ValueOf(DTypeNames(), o.dtype).value_or(model.dtype), o.cps};
   if (o.seq_len > model.max_seq_len) {
     return PrintError(InvalidArgument("--seq " + std::to_string(o.seq_len) + " exceeds " +
                                       model.name + "'s max_seq_len " +
@@ -174,6 +174,12 @@ void AddProfileFlags(CLI::App* cmd, ProfileOptions* o) {
   cmd->add_option("--tp", o->tps,
                   "Tensor-parallel degrees [default measured: 1, and the job's size under mpirun "
                   "when it shards the model; --analytic: every one that fits a node]")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--cp", o->cps,
+                  "Context-parallel degrees, each timed with every --tp whose tp·cp divides the "
+                  "job's ranks [default measured: 1; --analytic: powers of two up to 32 leaving "
+                  "each cp rank 1,024 tokens or more]")
       ->delimiter(',')
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--seq", o->seq_len, "Sequence length [default: the model's max_seq_len]")

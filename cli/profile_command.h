@@ -26,6 +26,7 @@ struct ProfileOptions {
   std::string device;  // empty: cpu, unless --analytic
   std::vector<int> micro_batches = {1, 2, 4, 8};
   std::vector<int> tps;
+  std::vector<int> cps;  // empty: 1 measured; --analytic: DefaultContextDegrees
   int64_t seq_len = 0;
   std::string dtype;
   int threads = 1;

@@ -25,12 +25,13 @@ namespace {
 // Milliseconds with three decimals below 10 ms (the small layers of small models).
 std::string Ms(double ms) { return ms < 10 ? FormatFixed(ms, 3) + " ms" : FormatMs(ms); }
 
-// "2", or "2 sp" for an entry with sequence parallelism.
-std::string TpLabel(int tp, bool sequence_parallel) {
-  return std::to_string(tp) + (sequence_parallel ? " sp" : "");
+// "2", "2 sp" for an entry with sequence parallelism, "2 sp cp 4" for one of cp degree 4.
+std::string TpLabel(int tp, bool sequence_parallel, int cp) {
+  return std::to_string(tp) + (sequence_parallel ? " sp" : "") +
+         (cp > 1 ? " cp " + std::to_string(cp) : "");
 }
 
-// One row per layer group and (micro-batch, tp, sequence parallelism).
+// One row per layer group and (micro-batch, tp, sequence parallelism, cp).
 void PrintMeasuredSummary(const Profile& profile) {
   std::cout << profile.ToString() << "\n\n";
   TextTable table({"layers", "kind", "mb", "tp", "fwd", "bwd input", "bwd weight", "+selective",
@@ -38,9 +39,10 @@ void PrintMeasuredSummary(const Profile& profile) {
   for (const LayerProfile& layer : profile.layers) {
     for (const ProfileEntry& e : layer.entries) {
       table.AddRow({LayerRange(layer), NameOf(LayerKindNames(), layer.kind),
-                    std::to_string(e.micro_batch), TpLabel(e.tp, e.sequence_parallel), Ms(e.fwd_ms),
-                    Ms(e.bwd_input_ms), Ms(e.bwd_weight_ms), Ms(e.recompute_selective_ms),
-                    Ms(e.recompute_full_ms), FormatBytes(static_cast<double>(e.stashed_none_bytes)),
+                    std::to_string(e.micro_batch), TpLabel(e.tp, e.sequence_parallel, e.cp),
+                    Ms(e.fwd_ms), Ms(e.bwd_input_ms), Ms(e.bwd_weight_ms),
+                    Ms(e.recompute_selective_ms), Ms(e.recompute_full_ms),
+                    FormatBytes(static_cast<double>(e.stashed_none_bytes)),
                     FormatFixed(e.spread_pct, 1) + "%"});
     }
   }
@@ -59,7 +61,7 @@ class ProgressPrinter {
 
   void operator()(const MeasureProgress& p) {
     std::string what = NameOf(LayerKindNames(), p.kind) + " mb " + std::to_string(p.micro_batch) +
-                       " tp " + TpLabel(p.tp, p.sequence_parallel) + " pass " +
+                       " tp " + TpLabel(p.tp, p.sequence_parallel, p.cp) + " pass " +
                        std::to_string(p.pass) + "/" + std::to_string(p.passes);
     if (tty_) {
       constexpr int kWidth = 30;
@@ -105,6 +107,7 @@ StatusOr<MeasuredProfileOptions> MeasuredOptions(const ProfileOptions& o, const 
   } else if (launched > 1 && model.TensorParallelProblem(launched).empty()) {
     options.tps = {1, launched};
   }
+  if (!o.cps.empty()) options.cps = o.cps;
   options.seq_len = o.seq_len;
   options.threads = o.threads;
   options.clock = o.clock == "cpu" ? TimingClock::kThreadCpu : TimingClock::kWall;
@@ -143,8 +146,9 @@ void PrintNotes(const ModelSpec& model) {
 // NCCL (tensors) over MPI (host figures) on GPUs, MPI alone on CPUs.
 StatusOr<std::unique_ptr<Comm>> WorldFor(const MeasuredProfileOptions& options,
                                          const Compute& compute) {
-  int largest_tp = *std::max_element(options.tps.begin(), options.tps.end());
-  if (!LaunchedWorldSize() && largest_tp == 1) return std::unique_ptr<Comm>();
+  const int largest_tp = *std::max_element(options.tps.begin(), options.tps.end());
+  const int largest_cp = *std::max_element(options.cps.begin(), options.cps.end());
+  if (!LaunchedWorldSize() && largest_tp * largest_cp == 1) return std::unique_ptr<Comm>();
   if (options.device == "cuda") {
     return MakeWorldComm("nccl", CommOptions{.device_stream = compute.device_stream()});
   }

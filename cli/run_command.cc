@@ -60,6 +60,18 @@ class SupervisedSteps : public RunFlowSteps {
 
 // The flow's options from the flags and the files they name, and the cluster's name; what is
 // wrong when they do not hold together.
+// The cp degrees the layer profile measures: 1, and N for --fix cp=N (the search weighs cp on
+// this machine only when asked: each degree costs a measurement of every layer). A malformed
+// value is left to the planner's --fix check.
+std::vector<int> ProfiledCpDegrees(const std::vector<std::string>& fix) {
+  for (const std::string& item : fix) {
+    if (!item.starts_with("cp=")) continue;
+    const int cp = std::atoi(item.c_str() + 3);
+    if (cp > 1) return {1, cp};
+  }
+  return {1};
+}
+
 StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_name) {
   RunFlowOptions o;
   o.model = f.model;
@@ -108,6 +120,7 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   profile.seq_len = o.seq_len;
   profile.threads = o.threads;
   o.profile_tps = MeasurableTpDegrees(model, profile, o.devices);
+  o.profile_cps = ProfiledCpDegrees(f.fix);
   o.machine = ThisCpuModelName() + "|" + TridentBuild();
   return o;
 }

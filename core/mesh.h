@@ -1,6 +1,8 @@
 // The parallel degrees of a job and one rank's coordinates in them.
 #pragma once
 
+#include <string>
+
 namespace trident {
 
 // Degrees of data, pipeline, context and tensor parallelism: the plan file's named mesh
@@ -12,6 +14,12 @@ struct Mesh {
   int cp = 1;  // context parallelism: the sequence split over cp ranks
   bool operator==(const Mesh&) const = default;
 };
+
+// "dp 16, pp 16, cp 8, tp 8": the degrees, cp only when above 1.
+inline std::string MeshText(const Mesh& m) {
+  return "dp " + std::to_string(m.dp) + ", pp " + std::to_string(m.pp) +
+         (m.cp > 1 ? ", cp " + std::to_string(m.cp) : "") + ", tp " + std::to_string(m.tp);
+}
 
 // One rank's coordinates: dp is the replica index of its pipeline position, pp the position,
 // tp its rank inside the tensor-parallel group, cp its rank inside the context-parallel group.

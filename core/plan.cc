@@ -279,8 +279,8 @@ FieldCheck Plan::Check() const {
 std::string Plan::ToString() const {
   return model.name + " on " + Str(devices) + " devices: dp " + Str(mesh.dp) + " × pp " +
          Str(mesh.pp) + (mesh.cp > 1 ? " × cp " + Str(mesh.cp) : "") + " × tp " + Str(mesh.tp) +
-         (sequence_parallel ? " + sp" : "") + ", " +
-         NameOf(ScheduleKindNames(), schedule) + ", micro-batch " + Str(micro_batch_size) + " × " +
-         Str(num_micro_batches) + ", seq " + Str(seq_len);
+         (sequence_parallel ? " + sp" : "") + ", " + NameOf(ScheduleKindNames(), schedule) +
+         ", micro-batch " + Str(micro_batch_size) + " × " + Str(num_micro_batches) + ", seq " +
+         Str(seq_len);
 }
 }  // namespace trident

@@ -40,6 +40,12 @@ MeshCoords RankMap::Coords(int rank) const {
   return MeshCoords{.dp = group / cp_, .pp = p, .tp = offset % tp_, .cp = group % cp_};
 }
 
+std::string RankMap::Describe(int rank) const {
+  const MeshCoords c = Coords(rank);
+  return "dp " + std::to_string(c.dp) + ", pp " + std::to_string(c.pp) +
+         (cp_ > 1 ? ", cp " + std::to_string(c.cp) : "") + ", tp " + std::to_string(c.tp);
+}
+
 std::vector<int> RankMap::TpGroup(int rank) const {
   MeshCoords c = Coords(rank);
   std::vector<int> group;

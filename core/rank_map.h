@@ -40,6 +40,9 @@ class RankMap {
   int Rank(const MeshCoords& coords) const;
   MeshCoords Coords(int rank) const;
 
+  // "dp 1, pp 0, cp 1, tp 0": `rank`'s coordinates, cp only when the map has cp > 1.
+  std::string Describe(int rank) const;
+
   // Ranks of `rank`'s tensor-parallel group, in tp order.
   std::vector<int> TpGroup(int rank) const;
   // Ranks of `rank`'s context-parallel group (same replica, position and tp index), in cp order.

@@ -19,8 +19,11 @@ std::string RankRange(int first, int count) {
   return count == 1 ? Str(first) : Str(first) + "-" + Str(first + count - 1);
 }
 
-std::string CoordsText(const MeshCoords& c) {
-  return "(" + Str(c.dp) + ", " + Str(c.pp) + ", " + Str(c.tp) + ")";
+// "(dp, pp, tp)" of a rank, "(dp, pp, cp, tp)" when the map has cp > 1.
+std::string CoordsText(const RankMap& map, int rank) {
+  const MeshCoords c = map.Coords(rank);
+  return "(" + Str(c.dp) + ", " + Str(c.pp) + ", " + (map.Cp() > 1 ? Str(c.cp) + ", " : "") +
+         Str(c.tp) + ")";
 }
 
 std::string PlanShape(const Plan& plan) {
@@ -167,8 +170,8 @@ std::string PlacementTable(const Plan& plan, const Placement& placement) {
   auto pad = [](std::string text, size_t n) {
     return text + std::string(n > text.size() ? n - text.size() : 0, ' ');
   };
-  std::string table =
-      "  " + pad("host", width) + "  slots  ranks      (dp, pp, tp) first .. last\n";
+  std::string table = "  " + pad("host", width) + "  slots  ranks      " +
+                      (map.Cp() > 1 ? "(dp, pp, cp, tp)" : "(dp, pp, tp)") + " first .. last\n";
   for (const HostRanks& host : placement.hosts) {
     std::string slots = placement.local ? "-" : Str(host.slots);
     table += "  " + pad(host.host, width) + "  " + pad(slots, 5) + "  ";
@@ -178,7 +181,7 @@ std::string PlacementTable(const Plan& plan, const Placement& placement) {
     }
     int last = host.first_rank + host.num_ranks - 1;
     table += pad(RankRange(host.first_rank, host.num_ranks), 9) + "  " +
-             CoordsText(map.Coords(host.first_rank)) + " .. " + CoordsText(map.Coords(last)) + "\n";
+             CoordsText(map, host.first_rank) + " .. " + CoordsText(map, last) + "\n";
   }
   return table;
 }

@@ -85,8 +85,9 @@ std::string DefaultRunCacheDir(const char* xdg_cache_home, const char* home) {
 // sequence parallelism ("with sp") has none to plan it with.
 std::string LayerProfileCachePath(const RunFlowOptions& o) {
   const std::string key = o.model_text + "|seq " + std::to_string(o.seq_len) + "|mb " +
-                          Join(o.micro_batches) + "|tp " + Join(o.profile_tps) +
-                          " with sp|threads " + std::to_string(o.threads) + "|" + o.machine;
+                          Join(o.micro_batches) + "|tp " + Join(o.profile_tps) + " with sp|cp " +
+                          Join(o.profile_cps) + "|threads " + std::to_string(o.threads) + "|" +
+                          o.machine;
   return CachePath(o, "profile-" + o.model_name, key);
 }
 
@@ -98,7 +99,7 @@ std::string LinkProfileCachePath(const RunFlowOptions& o) {
 std::vector<std::string> LayerProfileArgv(const RunFlowOptions& o, const std::string& output) {
   std::vector<std::string> argv = {o.trident, "profile", o.model, "--device", "cpu", "-o", output};
   argv.insert(argv.end(), {"--micro-batch", Join(o.micro_batches), "--tp", Join(o.profile_tps),
-                           "--threads", std::to_string(o.threads)});
+                           "--cp", Join(o.profile_cps), "--threads", std::to_string(o.threads)});
   if (o.seq_len > 0) argv.insert(argv.end(), {"--seq", std::to_string(o.seq_len)});
   return argv;
 }

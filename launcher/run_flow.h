@@ -36,6 +36,7 @@ struct RunFlowOptions {
   std::string data;     // empty: the worker's default corpus
   std::vector<int> micro_batches = {1, 2, 4};
   std::vector<int> profile_tps = {1};      // tp degrees the layer profile measures
+  std::vector<int> profile_cps = {1};      // cp degrees the layer profile measures
   int threads = 1;                         // compute threads per rank
   std::vector<std::string> fix;            // the planner's --fix values
   std::vector<std::string> schedules;      // the planner's --schedule values

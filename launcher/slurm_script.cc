@@ -14,9 +14,8 @@ std::string Header(const Plan& plan, const SbatchOptions& o, const std::vector<i
   int64_t per_node = nodes.front();
   std::string s = "#!/bin/bash\n";
   s += "# Trident job: " + o.plan + "\n";
-  s += "# " + Str(plan.devices) + " ranks (dp " + Str(plan.mesh.dp) + ", pp " + Str(plan.mesh.pp) +
-       ", tp " + Str(plan.mesh.tp) + ") in " + Str(static_cast<int64_t>(nodes.size())) +
-       " node(s) of up to " + Str(per_node) +
+  s += "# " + Str(plan.devices) + " ranks (" + MeshText(plan.mesh) + ") in " +
+       Str(static_cast<int64_t>(nodes.size())) + " node(s) of up to " + Str(per_node) +
        " ranks, in rank order (a tp group never spans nodes).\n";
   s += "# Written by 'trident launch --slurm'; submit with sbatch. The worker and the plan must\n";
   s += "# be on a file system every node sees.\n";

@@ -118,7 +118,8 @@ void AddMemory(const CostModel& costs, const Plan& plan, const CostsByMode& by_m
                           LaneMicroBatches(plan.num_micro_batches, replicas, 0),
                           replicas,
                           plan.zero1,
-                          costs.ReservedBytes()};
+                          costs.ReservedBytes(),
+                          plan.mesh.cp};
     ev->memory.push_back(PositionMemory(f, p, context));
     ev->peak_memory_bytes = std::max(ev->peak_memory_bytes, ev->memory.back().Total());
   }

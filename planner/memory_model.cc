@@ -35,7 +35,7 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
   m.params = f.param_bytes;
   m.grads = f.grad_bytes;
   m.optimizer = c.zero1 ? (f.optimizer_bytes + c.replicas - 1) / c.replicas : f.optimizer_bytes;
-  if (c.replicas > 1) m.grad_buckets = f.grad_bytes - f.tied_grad_bytes;
+  if (c.replicas * c.cp > 1) m.grad_buckets = f.grad_bytes - f.tied_grad_bytes;
   m.activations = static_cast<int64_t>(std::ceil(live * static_cast<double>(f.stash_bytes)));
   if (c.schedule == ScheduleKind::kPipeDream) {
     m.weight_versions = static_cast<int64_t>(live - 1) * f.param_bytes;

@@ -1,6 +1,6 @@
 // Memory per rank of one pipeline position: parameters, gradients, optimizer state
 // (sharded over the replicas with ZeRO-1), the flat buffers the replicas' gradient
-// all-reduce packs the gradients into (replicas > 1; a tied table split over two positions
+// all-reduce packs the gradients into (replicas · cp > 1; a tied table split over two positions
 // is summed on its own and not packed), the activations the schedule keeps alive at its peak,
 // PipeDream's stashed weight versions, the largest layer workspace and the device's reserved
 // memory.
@@ -70,6 +70,7 @@ struct MemoryContext {
   int replicas = 1;       // of this position, for ZeRO-1 sharding
   bool zero1 = false;
   int64_t reserved_bytes = 0;
+  int cp = 1;  // the grad group is replicas · cp ranks: buckets whenever it exceeds one
 };
 
 MemoryBreakdown PositionMemory(const PositionFootprint& footprint, int position,

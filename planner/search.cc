@@ -98,7 +98,8 @@ class DpCosts : public PartitionCosts {
                           LaneMicroBatches(config_.micro_batches, replicas, 0),
                           replicas,
                           config_.zero1,
-                          model_.ReservedBytes()};
+                          model_.ReservedBytes(),
+                          config_.cp};
     return PositionMemory(f, position, context);
   }
 

@@ -109,6 +109,10 @@ class Bench {
   int tp() const { return tp_comm_ == nullptr ? 1 : tp_comm_->Size(); }
   bool sequence_parallel() const { return setup_.sequence_parallel && tp() > 1; }
   int tp_rank() const { return tp_comm_ == nullptr ? 0 : tp_comm_->Rank(); }
+  int cp() const { return cp_comm_ == nullptr ? 1 : cp_comm_->Size(); }
+  int cp_rank() const { return cp_comm_ == nullptr ? 0 : cp_comm_->Rank(); }
+  // The tokens of a sequence this rank holds before any tp split: S/cp.
+  int64_t LocalSeq() const { return setup_.seq_len / cp(); }
 
  private:
   int64_t Current() const { return compute_.memory_stats().current_bytes; }
@@ -129,6 +133,7 @@ class Bench {
   LayerBenchSetup setup_;
   Compute& compute_;
   Comm* tp_comm_;   // null for a group of one
+  Comm* cp_comm_;   // null for a group of one
   Comm* job_comm_;  // the ranks that measure together: the world, else the tp group; or null
   std::vector<RecomputeMode> modes_;
   int micro_batch_ = 1;
@@ -147,18 +152,19 @@ Bench::Bench(const ModelSpec& model, const LayerBenchSetup& setup)
       setup_(setup),
       compute_(*setup.compute),
       tp_comm_(setup.tp_comm != nullptr && setup.tp_comm->Size() > 1 ? setup.tp_comm : nullptr),
+      cp_comm_(setup.cp_comm != nullptr && setup.cp_comm->Size() > 1 ? setup.cp_comm : nullptr),
       job_comm_(setup.world != nullptr && setup.world->Size() > 1 ? setup.world : tp_comm_),
       modes_(ModesOf(setup.kind)) {}
 
 void Bench::SetMicroBatch(int micro_batch) {
   micro_batch_ = micro_batch;
-  // The layer's input and output: this rank's S/t tokens under sequence parallelism.
-  const int64_t seq = sequence_parallel() ? setup_.seq_len / tp() : setup_.seq_len;
+  // The layer's input and output: this rank's S/cp tokens, S/(cp·t) under sequence parallelism.
+  const int64_t seq = sequence_parallel() ? LocalSeq() / tp() : LocalSeq();
   activation_shape_ = {micro_batch, seq, model_.hidden};
   std::mt19937 rng(kInputSeed);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(model_.vocab_size - 1));
-  host_ids_.resize(static_cast<size_t>(micro_batch * setup_.seq_len));
+  host_ids_.resize(static_cast<size_t>(micro_batch * LocalSeq()));
   for (int32_t& x : host_ids_) x = id(rng);
   host_x_.resize(static_cast<size_t>(NumElements(activation_shape_)));
   for (float& x : host_x_) x = value(rng);
@@ -166,7 +172,7 @@ void Bench::SetMicroBatch(int micro_batch) {
   for (float& x : host_dy_) x = value(rng);
   if (setup_.kind == LayerKind::kLmHead) {
     host_dy_ = {1.0f};  // dloss of a lone loss
-    targets_BS_ = compute_.Allocate({micro_batch, setup_.seq_len}, ElementType::kInt32);
+    targets_BS_ = compute_.Allocate({micro_batch, LocalSeq()}, ElementType::kInt32);
     compute_.CopyFromHost(std::span<const int32_t>(host_ids_), targets_BS_);
   }
 }
@@ -181,6 +187,9 @@ LayerContext Bench::Context(RecomputeMode mode) {
   c.layer_index = FirstIndexOf(model_, setup_.kind);
   c.recompute = mode;
   c.sequence_parallel = sequence_parallel();
+  c.cp_comm = cp_comm_;
+  c.cp_rank = cp_rank();
+  c.cp_size = cp();
   if (setup_.kind == LayerKind::kLmHead && model_.tied_embeddings) {
     c.tied_weight = &tied_table_VlH_;
     c.tied_weight_grad = &tied_grad_VlH_;
@@ -227,7 +236,7 @@ int64_t Bench::OptimizerStateBytes(Layer& layer) {
 
 Tensor Bench::MakeInput() {
   if (setup_.kind == LayerKind::kEmbedding) {
-    Tensor ids_BS = compute_.Allocate({micro_batch_, setup_.seq_len}, ElementType::kInt32);
+    Tensor ids_BS = compute_.Allocate({micro_batch_, LocalSeq()}, ElementType::kInt32);
     compute_.CopyFromHost(std::span<const int32_t>(host_ids_), ids_BS);
     return ids_BS;
   }
@@ -429,6 +438,7 @@ StatusOr<std::unique_ptr<LayerBench>> LayerBench::Create(const ModelSpec& model,
   auto impl = std::make_unique<Impl>(model, setup);
   impl->built.tp = impl->bench.tp();
   impl->built.sequence_parallel = impl->bench.sequence_parallel();
+  impl->built.cp = impl->bench.cp();
   TRIDENT_RETURN_IF_ERROR(impl->bench.Build(&impl->built));
   return std::unique_ptr<LayerBench>(new LayerBench(std::move(impl)));
 }

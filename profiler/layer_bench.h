@@ -54,8 +54,12 @@ struct LayerBenchSetup {
   // The whole job, when several tp groups measure at once (see above). nullptr: no job.
   Comm* world = nullptr;
   TimingClock clock = TimingClock::kWall;
-  // Megatron's sequence parallelism in the tp group. REQUIRES: the group's size divides seq_len.
+  // Megatron's sequence parallelism in the tp group. REQUIRES: the group's size divides
+  // seq_len / cp.
   bool sequence_parallel = false;
+  // The cp group (nullptr for cp 1): each rank runs its S/cp tokens of each sequence.
+  // REQUIRES: 2·cp divides seq_len; the world is set (the job measures together).
+  Comm* cp_comm = nullptr;
 };
 
 struct LayerMeasurement {

@@ -5,6 +5,22 @@
 namespace trident {
 namespace {
 
+Status CheckCp(int cp, int64_t seq, int world_size) {
+  const std::string c = std::to_string(cp);
+  if (cp < 1 || cp > world_size) {
+    return InvalidArgument("--cp " + c + ": a cp shard is timed as one rank of a group of " + c +
+                           " and this job has " + std::to_string(world_size) +
+                           " rank(s); run under mpirun with at least " + c +
+                           " ranks, e.g. mpirun -np " + c + " trident profile MODEL --cp 1," + c);
+  }
+  if (cp > 1 && seq % (2 * cp) != 0) {
+    return InvalidArgument("--cp " + c + ": the sequence of " + std::to_string(seq) +
+                           " tokens does not cut into 2·cp = " + std::to_string(2 * cp) +
+                           " equal chunks; pick a cp with 2·cp dividing --seq");
+  }
+  return Status::Ok();
+}
+
 Status CheckTp(const ModelSpec& model, int tp, int world_size) {
   if (std::string problem = model.TensorParallelProblem(tp); !problem.empty()) {
     return InvalidArgument("--tp " + std::to_string(tp) + ": " + problem + " of " + model.name +
@@ -42,6 +58,8 @@ Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions
     if (mb < 1) return InvalidArgument("--micro-batch " + std::to_string(mb) + ": must be >= 1");
   }
   for (int tp : options.tps) TRIDENT_RETURN_IF_ERROR(CheckTp(model, tp, world_size));
+  const int64_t seq = options.seq_len > 0 ? options.seq_len : model.max_seq_len;
+  for (int cp : options.cps) TRIDENT_RETURN_IF_ERROR(CheckCp(cp, seq, world_size));
   if (options.seq_len < 0 || options.seq_len > model.max_seq_len) {
     return InvalidArgument("--seq " + std::to_string(options.seq_len) + " exceeds " + model.name +
                            "'s max_seq_len " + std::to_string(model.max_seq_len) +

@@ -24,6 +24,8 @@ enum class TimingClock { kWall, kThreadCpu };
 struct MeasuredProfileOptions {
   std::vector<int> micro_batches = {1, 2, 4, 8};
   std::vector<int> tps = {1};
+  // Context-parallel degrees: each measured with every tp whose tp·cp divides the job's ranks.
+  std::vector<int> cps = {1};
   int64_t seq_len = 0;                     // 0: the model's max_seq_len
   std::string device = "cpu";              // the compute backend's device: cpu or cuda
   int threads = 1;                         // compute threads per rank (cpu)
@@ -40,8 +42,9 @@ struct MeasuredProfileOptions {
 };
 
 // Ok, or what is wrong with `options` for `model` in a job of `world_size` ranks, naming the
-// flag and the fix: a tp that does not shard the model or does not fit the job, a sequence
-// longer than max_seq_len, bad repeat settings.
+// flag and the fix: a tp that does not shard the model or does not fit the job, a cp that does
+// not fit the job or cannot cut the sequence into 2·cp chunks, a sequence longer than
+// max_seq_len, bad repeat settings.
 Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions& options,
                             int world_size);
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <tuple>
 
+#include "core/rank_map.h"
 #include "core/version.h"
 
 namespace trident {
@@ -21,13 +22,22 @@ std::vector<LayerKind> DistinctKinds(const ModelSpec& model) {
   return kinds;
 }
 
-// This rank's tp group of `tp` consecutive ranks of `world`; null for tp 1.
-StatusOr<std::unique_ptr<Comm>> TpGroup(Comm* world, int tp) {
-  if (tp == 1) return std::unique_ptr<Comm>();
-  std::vector<int> ranks;
-  const int first = world->Rank() / tp * tp;
-  for (int r = first; r < first + tp; ++r) ranks.push_back(r);
-  return world->Split(ranks);
+// This rank's tp and cp groups when the job's ranks form replicas of a cp × tp mesh (the rank
+// map's order: tp consecutive ranks, cp groups tp apart); null for a degree of 1.
+struct Groups {
+  std::unique_ptr<Comm> tp, cp;
+};
+StatusOr<Groups> MeshGroups(Comm* world, int tp, int cp) {
+  Groups groups;
+  if (tp * cp == 1) return groups;
+  TRIDENT_ASSIGN_OR_RETURN(RankMap map, RankMap::Create(tp, cp, {world->Size() / (tp * cp)}));
+  if (tp > 1) {
+    TRIDENT_ASSIGN_OR_RETURN(groups.tp, world->Split(map.TpGroup(world->Rank())));
+  }
+  if (cp > 1) {
+    TRIDENT_ASSIGN_OR_RETURN(groups.cp, world->Split(map.CpGroup(world->Rank())));
+  }
+  return groups;
 }
 
 std::string DeviceName(const MeasuredProfileOptions& o, const Compute& compute, int world_size) {
@@ -62,19 +72,20 @@ void AddLayers(const ModelSpec& model, std::map<LayerKind, std::vector<ProfileEn
   for (const LayerGroup& group : model.layers) {
     std::vector<ProfileEntry>& mine = entries[group.kind];
     std::sort(mine.begin(), mine.end(), [](const ProfileEntry& a, const ProfileEntry& b) {
-      return std::tuple(a.micro_batch, a.tp, a.sequence_parallel) <
-             std::tuple(b.micro_batch, b.tp, b.sequence_parallel);
+      return std::tuple(a.micro_batch, a.tp, a.sequence_parallel, a.cp) <
+             std::tuple(b.micro_batch, b.tp, b.sequence_parallel, b.cp);
     });
     p->layers.push_back({first, group.repeat, group.kind, mine});
     first += group.repeat;
   }
 }
 
-// One layer kind at one tp degree, and its bench (which holds the tp group it measures with).
+// One layer kind at one tp and cp degree, and its bench (which holds the groups it measures with).
 struct Measurement {
   LayerKind kind;
   int tp;
   bool sequence_parallel;
+  int cp;
   std::unique_ptr<LayerBench> bench;
 };
 
@@ -90,8 +101,8 @@ Status TakeTurns(std::vector<Measurement>& measurements, const MeasuredProfileOp
   for (report.pass = 1; report.pass <= options.passes; ++report.pass) {
     for (Measurement& m : measurements) {
       for (int mb : sizes) {
-        report = {report.done, report.total, report.pass, report.passes,
-                  m.kind,      mb,           m.tp,        m.sequence_parallel};
+        report = {report.done, report.total, report.pass,         report.passes, m.kind,
+                  mb,          m.tp,         m.sequence_parallel, m.cp};
         if (progress) progress(report);
         TRIDENT_RETURN_IF_ERROR(m.bench->Measure(mb, share));
         LayerMeasurement result = m.bench->Result(mb);
@@ -113,18 +124,21 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
   ModelSpec runnable = model;
   runnable.dropout = 0;
   Profile profile = ProfileHeader(model, options, compute, world_size);
-  std::vector<std::unique_ptr<Comm>> groups;
+  std::vector<Groups> groups;
   std::vector<Measurement> measurements;
-  for (int tp : options.tps) {
-    TRIDENT_ASSIGN_OR_RETURN(groups.emplace_back(), TpGroup(world, tp));
-    for (bool sp : {false, true}) {
-      if (sp && (tp == 1 || profile.seq_len % tp != 0)) continue;
-      for (LayerKind kind : DistinctKinds(model)) {
-        LayerBenchSetup setup{kind,  profile.seq_len, &compute, groups.back().get(),
-                              world, options.clock,   /*sp=*/sp};
-        TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<LayerBench> bench,
-                                 LayerBench::Create(runnable, setup));
-        measurements.push_back({kind, tp, sp, std::move(bench)});
+  for (int cp : options.cps) {
+    for (int tp : options.tps) {
+      if (world_size % (tp * cp) != 0) continue;  // a combination larger than the job
+      TRIDENT_ASSIGN_OR_RETURN(groups.emplace_back(), MeshGroups(world, tp, cp));
+      for (bool sp : {false, true}) {
+        if (sp && (tp == 1 || profile.seq_len / cp % tp != 0)) continue;
+        for (LayerKind kind : DistinctKinds(model)) {
+          LayerBenchSetup setup{kind,  profile.seq_len, &compute, groups.back().tp.get(),
+                                world, options.clock,   sp,       groups.back().cp.get()};
+          TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<LayerBench> bench,
+                                   LayerBench::Create(runnable, setup));
+          measurements.push_back({kind, tp, sp, cp, std::move(bench)});
+        }
       }
     }
   }

@@ -45,6 +45,7 @@ struct MeasureProgress {
   int micro_batch = 1;
   int tp = 1;
   bool sequence_parallel = false;
+  int cp = 1;
   const LayerMeasurement* result = nullptr;  // null before the turn; then every pass so far
 };
 using MeasureProgressFn = std::function<void(const MeasureProgress&)>;

@@ -12,9 +12,7 @@ namespace {
 std::string Str(int64_t value) { return std::to_string(value); }
 
 std::string RankName(const RankMap& map, int rank) {
-  MeshCoords c = map.Coords(rank);
-  return "rank " + Str(rank) + " (dp " + Str(c.dp) + ", pp " + Str(c.pp) +
-         (map.Cp() > 1 ? ", cp " + Str(c.cp) : "") + ", tp " + Str(c.tp) + ")";
+  return "rank " + Str(rank) + " (" + map.Describe(rank) + ")";
 }
 
 // Done flags of every (kind, stage, micro-batch) of a layout, for the dry run.

@@ -231,15 +231,12 @@ std::string RunSummaryJson(const RunFigures& f) {
 std::string TraceToChromeJson(const std::vector<TraceEvent>& events, const RankMap& ranks) {
   nlohmann::json out = nlohmann::json::array();
   for (int r = 0; r < ranks.NumRanks(); ++r) {
-    MeshCoords c = ranks.Coords(r);
     out.push_back(
         {{"ph", "M"},
          {"name", "thread_name"},
          {"pid", 0},
          {"tid", r},
-         {"args",
-          {{"name", "rank " + std::to_string(r) + " (dp " + std::to_string(c.dp) + ", pp " +
-                        std::to_string(c.pp) + ", tp " + std::to_string(c.tp) + ")"}}}});
+         {"args", {{"name", "rank " + std::to_string(r) + " (" + ranks.Describe(r) + ")"}}}});
   }
   for (const TraceEvent& e : events) {
     out.push_back(

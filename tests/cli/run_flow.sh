@@ -3,7 +3,8 @@
 #
 # trident run end to end on this machine: gpt-tiny profiled, planned, launched on 2 ranks and
 # trained for a few steps, ending with the measured-against-predicted summary and its files;
-# a second run reuses both cached profiles; bad requests fail before anything starts.
+# a second run reuses both cached profiles; tp 2 with sequence parallelism and cp 2 run with
+# their peak memory within 10% of the plan's; bad requests fail before anything starts.
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 
@@ -46,6 +47,17 @@ assert abs(d["measured"] / d["predicted"] - 1) <= 0.10, d
 ' "$WORK/sp/summary.json"
 verdict "tp 2 with sequence parallelism: planned, trained, peak memory within 10% of the plan"
 
+# cp 2 through the whole flow: --fix cp=2 has the profile measure the layers at cp 2 too, the plan
+# splits each sequence over both ranks, and the measured peak memory is the plan's within 10%.
+run timeout 300 "$trident" "${flow[@]}" --fix cp=2 --out "$WORK/cp" -- --quiet
+expect_rc 0 && grep -q '^mesh: {dp: 1, pp: 1, cp: 2, tp: 1}$' "$WORK/cp/plan.yaml" &&
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["peak_memory_bytes"]
+assert abs(d["measured"] / d["predicted"] - 1) <= 0.10, d
+' "$WORK/cp/summary.json"
+verdict "cp 2: profiled, planned, trained, peak memory within 10% of the plan"
+
 run "$trident" run configs/models/gpt-tiny.yaml --cluster "$WORK/nowhere.yaml" --out "$WORK/bad"
 expect_rc 1 && expect_in err "--cluster $WORK/nowhere.yaml: no such file" && [[ ! -e $WORK/bad ]]
 verdict "a missing cluster file is named before anything starts"
@@ -55,4 +67,4 @@ expect_rc 1 && expect_in err "--devices 3: cluster local-cpu" && expect_in err "
   [[ ! -e $WORK/bad ]]
 verdict "more ranks than the cluster has devices are refused"
 
-summary 5
+summary 6
