@@ -653,7 +653,8 @@ StatusOr<SearchResult> Searcher::Run() {
   return InvalidArgument("no configuration of " + request_.model.name + " on " +
                          std::to_string(request_.devices) +
                          " devices satisfies the constraints (tp dividing the heads and the "
-                         "devices per node, a micro-batch size dividing --global-batch " +
+                         "devices per node, a cp of the profile with 2·cp dividing --seq, a "
+                         "micro-batch size dividing --global-batch " +
                          std::to_string(request_.global_batch) +
                          " into a multiple of dp); relax --fix, --cuts or --global-batch");
 }
