@@ -24,7 +24,7 @@ int RunExplain(const ExplainOptions& o) {
   std::cout << ev->plan.model.name << ": " << ConfigLine(ev->plan) << "\n"
             << StepBreakdown(ev->plan, ev->evaluation)
             << "\nneighbouring choices (each re-planned with the plan's other choices fixed; "
-               "dp follows from tp and pp, ZeRO-1 is free):\n";
+               "dp follows from tp, cp and pp, ZeRO-1 is free):\n";
   TextTable table({"change", "step", "vs this plan", "peak memory"});
   for (const NeighbourOutcome& n :
        ExploreNeighbours(*ev->inputs->costs, ev->plan, ev->evaluation.step_ms)) {

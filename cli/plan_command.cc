@@ -178,8 +178,10 @@ int RunPlan(const PlanOptions& o) {
   if (Status s = BuildRequest(o, *model, *cluster, &request); !s.ok()) return PrintError(s);
   StatusOr<std::optional<Baseline>> baseline = LoadBaseline(o, request);
   if (!baseline.ok()) return PrintError(baseline.status());
-  StatusOr<std::unique_ptr<CostInputs>> inputs = LoadCostInputs(
-      o.cost, *model, request.seq_len, request.dtype, request.constraints.cp.value_or(1));
+  // An analytic profile holds the default cp degrees and the one --fix or the baseline asks.
+  const int cp = request.constraints.cp.value_or(*baseline ? (*baseline)->plan.mesh.cp : 1);
+  StatusOr<std::unique_ptr<CostInputs>> inputs =
+      LoadCostInputs(o.cost, *model, request.seq_len, request.dtype, cp);
   if (!inputs.ok()) return PrintError(inputs.status());
   if (Status s = CheckSequenceParallelEntries(o, (*inputs)->profile); !s.ok()) {
     return PrintError(s);

@@ -4,8 +4,9 @@ namespace trident {
 
 std::vector<GemmShape> LayerForwardGemms(const ModelSpec& model, LayerKind kind,
                                          const LayerShape& shape) {
-  return MakeLayerShapes(model, kind, {shape.tp, 0})
-      .ForwardGemms({shape.micro_batch, shape.seq_len});
+  // A cp rank's tokens: S/cp of each sequence, attending to all S keys.
+  return MakeLayerShapes(model, kind, {shape.tp, 0, shape.sequence_parallel, shape.cp})
+      .ForwardGemms({shape.micro_batch, shape.seq_len / shape.cp});
 }
 
 }  // namespace trident

@@ -45,6 +45,17 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
   return m;
 }
 
+int64_t FullestPositionLowerBound(const PositionFootprint& whole, const MemoryContext& c) {
+  const double live =
+      LiveActivationFactor(c.schedule, c.pp - 1, c.pp, c.micro_batches, c.virtual_stages);
+  const int64_t optimizer = c.zero1 ? whole.optimizer_bytes / c.replicas : whole.optimizer_bytes;
+  const int64_t buckets = c.replicas > 1 ? whole.grad_bytes - whole.tied_grad_bytes : 0;
+  const double sum =
+      static_cast<double>(whole.param_bytes + whole.grad_bytes + optimizer + buckets) +
+      live * static_cast<double>(whole.stash_bytes);
+  return static_cast<int64_t>(std::floor(sum / c.pp)) + c.reserved_bytes;
+}
+
 namespace {
 
 std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes)); }

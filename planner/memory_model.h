@@ -76,4 +76,14 @@ struct MemoryContext {
 MemoryBreakdown PositionMemory(const PositionFootprint& footprint, int position,
                                const MemoryContext& context);
 
+// A lower bound on the fullest rank's memory (Total()) for any cut of layers whose footprints
+// sum to `whole` into context.pp · context.virtual_stages chunks (chunk s on position s mod pp),
+// whether each chunk is judged alone standing for v like it (the partition DP's rule) or each
+// position sums its chunks (the evaluation's). Summed over the chunks, the ranks hold all the
+// parameters, gradients, optimizer state (/ replicas with ZeRO-1) and gradient buckets, and at
+// least the last position's live activations (the fewest) of the whole stash; the fullest
+// holds at least the average, a pp-th of that, plus the reserved memory. Example 1F1B, pp 4,
+// 40 GiB of static state, 16 GiB of stash: 40/4 + 1 · 16/4 = 14 GiB + reserved.
+int64_t FullestPositionLowerBound(const PositionFootprint& whole, const MemoryContext& context);
+
 }  // namespace trident

@@ -227,7 +227,8 @@ class Searcher {
   void ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
                        std::vector<PlanStage> stages);
   void TrackLeastMemory(const Config& c);
-  bool StaticMemoryExceeds(const Config& c, const StageCosts& sc) const;
+  bool MemoryBoundExceeds(const Config& c, const StageCosts& sc) const;
+  bool ReplicatedMemoryBoundExceeds(const Config& c, const StageCosts& sc, int units) const;
   bool CannotRank(const Config& c, const StageCosts& sc) const;
   Status NothingFits(const SearchResult& result) const;
   void RememberEstimate(double estimate);
@@ -408,7 +409,7 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
     Score(c, dp_costs, sc, StagesFromCuts(constraints_.cuts, sc.NumLayers(), c));
     return;
   }
-  if (StaticMemoryExceeds(c, sc)) {
+  if (MemoryBoundExceeds(c, sc)) {
     ++result_.infeasible;
     infeasible_.push_back(c);
     return;
@@ -423,14 +424,33 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
   Score(c, dp_costs, sc, StagesOf(partition, c.recompute));
 }
 
-// Cheap bounds that spare the DP: the fullest position holds at least the average static
-// memory (parameters, gradients, optimizer state), and the busiest position computes at least
-// the average share of the m micro-batches.
-bool Searcher::StaticMemoryExceeds(const Config& c, const StageCosts& sc) const {
-  PositionFootprint all = sc.Footprint(0, sc.NumLayers() - 1);
-  int64_t optimizer = c.zero1 ? all.optimizer_bytes / c.dp : all.optimizer_bytes;
-  int64_t static_bytes = (all.param_bytes + all.grad_bytes + optimizer) / c.pp;
-  return static_bytes + costs_.ReservedBytes() > memory_limit_;
+// Cheap bounds that spare the DP: the fullest position holds at least the average memory
+// (FullestPositionLowerBound: static state, buckets and the fewest live activations), and the
+// busiest position computes at least the average share of the m micro-batches.
+bool Searcher::MemoryBoundExceeds(const Config& c, const StageCosts& sc) const {
+  MemoryContext context{c.schedule,
+                        c.pp,
+                        c.v,
+                        LaneMicroBatches(c.micro_batches, c.dp, 0),
+                        c.dp,
+                        c.zero1,
+                        costs_.ReservedBytes()};
+  return FullestPositionLowerBound(sc.Footprint(0, sc.NumLayers() - 1), context) > memory_limit_;
+}
+
+// The same bound for per-stage replication: no stage has more than units − (pp − 1) replicas,
+// so no lane runs fewer than ⌈M / that⌉ micro-batches; buckets and ZeRO-1 only add.
+bool Searcher::ReplicatedMemoryBoundExceeds(const Config& c, const StageCosts& sc,
+                                            int units) const {
+  const int most_replicas = std::min(units - c.pp + 1, c.micro_batches);
+  MemoryContext context{c.schedule,
+                        c.pp,
+                        1,
+                        LaneMicroBatches(c.micro_batches, most_replicas, 0),
+                        1,
+                        false,
+                        costs_.ReservedBytes()};
+  return FullestPositionLowerBound(sc.Footprint(0, sc.NumLayers() - 1), context) > memory_limit_;
 }
 
 bool Searcher::CannotRank(const Config& c, const StageCosts& sc) const {
@@ -464,6 +484,7 @@ void Searcher::TryReplicated(const Config& base, const StageCosts& sc) {
     if (std::find(schedules.begin(), schedules.end(), schedule) == schedules.end()) continue;
     Config c = base;
     c.schedule = schedule;
+    if (ReplicatedMemoryBoundExceeds(c, sc, units)) continue;
     DpCosts dp_costs(costs_, sc, c, memory_limit_);
     // Counts dividing M balance every replica's lanes; round robin (core/replica_lanes.h) also
     // takes the others, which the DP's busiest-lane costs judge only roughly, so both are
@@ -633,7 +654,8 @@ StatusOr<SearchResult> Searcher::Run() {
   return InvalidArgument("no configuration of " + request_.model.name + " on " +
                          std::to_string(request_.devices) +
                          " devices satisfies the constraints (tp dividing the heads and the "
-                         "devices per node, a micro-batch size dividing --global-batch " +
+                         "devices per node, a cp of the profile with 2·cp dividing --seq, a "
+                         "micro-batch size dividing --global-batch " +
                          std::to_string(request_.global_batch) +
                          " into a multiple of dp); relax --fix, --cuts or --global-batch");
 }

@@ -25,6 +25,7 @@ using ::testing::HasSubstr;
 using testing::KeyPaths;
 using testing::Llama;
 using testing::MakePlan;
+using testing::WithContextParallel;
 
 std::vector<std::string> Inexpressible(const Plan& plan) {
   return KeyPaths(ExportDeepSpeed(plan, "p.yaml").inexpressible);
@@ -89,6 +90,8 @@ TEST(DeepSpeedExportTest, ChoicesDeepSpeedCannotExpressNameTheirField) {
   Plan sequence_parallel = MakePlan(Gpt(8), 2, 1, {8});
   sequence_parallel.sequence_parallel = true;
   EXPECT_THAT(Inexpressible(sequence_parallel), ElementsAre("sequence_parallel"));
+  EXPECT_THAT(Inexpressible(WithContextParallel(MakePlan(Gpt(8), 1, 1, {8}), 8)),
+              ElementsAre("mesh.cp"));
   EXPECT_THAT(Inexpressible(MakePlan(Gpt(8), 1, 1, {4, 4}, 1, ScheduleKind::kGpipe)),
               ElementsAre("schedule"));
   EXPECT_THAT(

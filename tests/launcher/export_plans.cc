@@ -54,6 +54,13 @@ Plan MakePlan(const ModelSpec& model, int tp, int dp, std::vector<int> blocks, i
   return p;
 }
 
+Plan WithContextParallel(Plan plan, int cp) {
+  plan.mesh.cp = cp;
+  plan.devices *= cp;
+  EXPECT_FALSE(plan.Check().has_value()) << FormatFieldError(*plan.Check());
+  return plan;
+}
+
 std::vector<std::string> KeyPaths(const std::vector<FieldError>& errors) {
   std::vector<std::string> paths;
   for (const FieldError& e : errors) paths.push_back(e.key_path);

@@ -23,6 +23,9 @@ ModelSpec Llama(int blocks);
 Plan MakePlan(const ModelSpec& model, int tp, int dp, std::vector<int> blocks, int v = 1,
               ScheduleKind schedule = ScheduleKind::k1F1B);
 
+// `plan` with each replica a cp group of its tp groups: cp times the devices.
+Plan WithContextParallel(Plan plan, int cp);
+
 // The key paths of an export's inexpressible choices, in order.
 std::vector<std::string> KeyPaths(const std::vector<FieldError>& errors);
 

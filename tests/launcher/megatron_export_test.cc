@@ -23,6 +23,7 @@ using testing::Gpt;
 using testing::KeyPaths;
 using testing::Llama;
 using testing::MakePlan;
+using testing::WithContextParallel;
 
 using ::testing::ElementsAre;
 using ::testing::IsSubsetOf;
@@ -153,6 +154,20 @@ TEST(MegatronExportTest, ChoicesMegatronCannotExpressNameTheirField) {
   EXPECT_THAT(Inexpressible(MakePlan(mlp, 1, 1, {8})), ElementsAre("model.layers[].kind"));
   Plan partial_node = MakePlan(Gpt(8), 1, 12, {8});
   EXPECT_THAT(Inexpressible(partial_node), ElementsAre("devices"));
+  // Sequence parallelism under cp: Megatron-LM asks 2·cp·tp to divide the sequence; Trident
+  // only tp dividing seq / cp (2 · 8 · 8 = 128 does not divide 2,112 = 2 · 8 · 132).
+  Plan context_sp = WithContextParallel(MakePlan(Llama(32), 8, 1, {32}), 8);
+  context_sp.sequence_parallel = true;
+  context_sp.seq_len = 2112;
+  EXPECT_THAT(Inexpressible(context_sp), ElementsAre("mesh.cp"));
+}
+
+TEST(MegatronExportTest, ContextParallelismIsTheAllGatherKind) {
+  Plan plan = WithContextParallel(MakePlan(Llama(32), 8, 1, {16, 16}), 4);
+  const MegatronExport out = ExportMegatron(plan);
+  ASSERT_TRUE(out.inexpressible.empty());
+  EXPECT_THAT(out.parallel_args, ::testing::IsSupersetOf({"--context-parallel-size", "4",
+                                                          "--cp-comm-type", "allgather"}));
 }
 
 // The whole script for a Llama plan, against tests/data/export/llama-megatron.sh (regenerate

@@ -23,6 +23,7 @@ using testing::Gpt;
 using ::testing::HasSubstr;
 using testing::Llama;
 using testing::MakePlan;
+using testing::WithContextParallel;
 
 TEST(ShellWordsTest, SplitsAsAShellWould) {
   EXPECT_THAT(ShellWords("A=(\n  --x 1  # a comment\n  --y 'two words' \\\n  --z \"q\\\"\"\n)"),
@@ -71,6 +72,10 @@ TEST(MegatronImportTest, ExportedPlansComeBackTheSame) {
   Plan uneven = MakePlan(Gpt(8), 1, 1, {1, 3, 3, 1}, 2, ScheduleKind::kInterleaved1F1B);
   for (PlanStage& s : uneven.stages) s.recompute = RecomputeMode::kSelective;
   ExpectRoundTrip(uneven);
+  ExpectRoundTrip(WithContextParallel(MakePlan(Llama(32), 8, 2, {16, 16}), 4));
+  Plan context_sp = WithContextParallel(MakePlan(Llama(32), 2, 1, {32}), 2);
+  context_sp.sequence_parallel = true;
+  ExpectRoundTrip(context_sp);
 }
 
 MegatronImportOptions WithVocab() {

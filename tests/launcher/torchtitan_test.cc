@@ -30,6 +30,7 @@ using ::testing::HasSubstr;
 using testing::KeyPaths;
 using testing::Llama;
 using testing::MakePlan;
+using testing::WithContextParallel;
 
 std::vector<std::string> Inexpressible(const Plan& plan) {
   return KeyPaths(ExportTorchtitan(plan, "p.yaml").inexpressible);
@@ -121,6 +122,10 @@ TEST(TorchtitanExportTest, RoundTripsEveryRunnableChoice) {
       Runnable(1, 1, {4, 4, 4, 4, 4, 4, 4, 4}, 2, ScheduleKind::kInterleaved1F1B),
       Runnable(1, 1, {0, 16, 16}),  // embedding alone
   };
+  // Context parallelism: torchtitan applies FSDP over the cp ranks, which takes bf16 too.
+  Plan context = WithContextParallel(MakePlan(Llama(32), 2, 1, {32}), 4);
+  context.sequence_parallel = true;
+  plans.push_back(context);
   Plan full = Runnable(1, 2, {32});
   for (PlanStage& s : full.stages) s.recompute = RecomputeMode::kFull;
   plans.push_back(full);

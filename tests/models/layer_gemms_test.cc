@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "tests/models/model_fixtures.h"
 
 namespace trident {
@@ -16,15 +18,15 @@ double SumFlops(const std::vector<GemmShape>& gemms) {
 // The GEMM list and the FLOP formulas are two descriptions of one forward pass.
 TEST(LayerGemms, FlopsAgreeWithTheCostFormulas) {
   for (const ModelSpec& model : {Gpt2SmallSpec(), Llama3Spec8b(), TinyGptSpec()}) {
-    for (int tp : {1, 2, 4}) {
-      LayerShape shape{2, 128, tp, DType::kBf16, RecomputeMode::kNone};
+    for (auto [tp, cp] : {std::pair{1, 1}, {2, 1}, {4, 1}, {1, 4}, {2, 2}}) {
+      LayerShape shape{2, 128, tp, DType::kBf16, RecomputeMode::kNone, false, cp};
       for (LayerKind kind : {LayerKind::kGptBlock, LayerKind::kLlamaBlock, LayerKind::kMlpBlock}) {
         bool used = false;
         for (const LayerGroup& g : model.layers) used |= g.kind == kind;
         if (!used || !model.TensorParallelProblem(tp).empty()) continue;
         LayerCost cost = AnalyticLayerCost(model, kind, shape);
         EXPECT_DOUBLE_EQ(SumFlops(LayerForwardGemms(model, kind, shape)), cost.fwd_flops)
-            << model.name << " tp " << tp;
+            << model.name << " tp " << tp << " cp " << cp;
       }
     }
   }

@@ -45,6 +45,9 @@ TEST(Baseline, NamesTheChoicesThatDiffer) {
   Plan replicated = Shaped(1, 2, 2);
   replicated.stages[1].replicas = 1;
   EXPECT_EQ(ChangedChoices(Shaped(1, 2, 2), replicated), "other per-stage replication");
+  Plan context = Shaped(1, 2, 1);
+  context.mesh.cp = 2;
+  EXPECT_EQ(ChangedChoices(Shaped(1, 2, 2), context), "cp 2 instead of 1, dp 1 instead of 2");
 }
 
 TEST(Baseline, ComparesStepAndMemory) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/search.h"
+#include "planner/stage_costs.h"
 #include "planner_fixture.h"
 
 namespace trident {
@@ -97,6 +98,42 @@ TEST(Evaluate, PipeDreamStepIsAtLeastTheBusiestLane) {
   EXPECT_GE(ev.makespan_ms, ev.simulation.steady_step_ms);
   EXPECT_NEAR(ev.busy_ms, std::max(2 * ev.stage_ms[0], 6 * ev.stage_ms[1]), 1e-9 * ev.busy_ms);
   EXPECT_EQ(ev.step_ms, ev.makespan_ms + ev.exposed_sync_ms + ev.optimizer_ms);
+}
+
+}  // namespace
+}  // namespace trident
+
+namespace trident {
+namespace {
+
+// Context parallelism: each cp rank saw part of every sequence, so a stage's gradients are
+// summed over dp · cp ranks (RankMap::GradGroup). Llama 3 8B, tp 8 × cp 2 on two nodes, one
+// replica: the all-reduce runs over the 2 cp ranks on the inter-node link, and its 4 GB of fp32
+// gradients (per tp rank) outlast the one micro-batch's backward; with cp 1 there is none.
+TEST(Evaluate, GradientsAreSummedOverTheContextParallelRanks) {
+  auto f = LoadPlannerFixture("llama3-8b", "dgx-h100", 8192, DType::kBf16);
+  Plan plan;
+  plan.model = f->model;
+  plan.cluster = f->cluster.name;
+  plan.devices_per_node = 8;
+  plan.seq_len = 8192;
+  plan.dtype = DType::kBf16;
+  plan.micro_batch_size = 1;
+  plan.num_micro_batches = 1;
+  plan.global_batch = 1;
+  plan.stages = {{0, f->model.NumLayers(), 1, RecomputeMode::kNone, 0, 0}};
+  plan.mesh = {1, 1, 8, 1};
+  plan.devices = 8;
+  EXPECT_EQ(Evaluated(*f, plan).exposed_sync_ms, 0);
+  plan.mesh.cp = 2;
+  plan.devices = 16;
+  const Evaluation ev = Evaluated(*f, plan);
+  const StageCosts costs = *StageCosts::Create(*f->costs, 1, 8, false, 2, RecomputeMode::kNone);
+  const double grads = static_cast<double>(costs.GradBytes(0, f->model.NumLayers() - 1));
+  const double sync = f->costs->CollectiveMsAtLevel(Collective::kAllReduce, grads, 2, 1);
+  EXPECT_GT(ev.exposed_sync_ms, 0);
+  EXPECT_LE(ev.exposed_sync_ms, sync);
+  EXPECT_GT(grads, 3e9);
 }
 
 }  // namespace

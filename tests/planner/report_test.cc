@@ -33,5 +33,12 @@ TEST(ConfigLine, MicroBatchesPerReplicaFollowRoundRobin) {
   EXPECT_THAT(mixed, HasSubstr("per-stage replication"));
 }
 
+TEST(ConfigLine, NamesContextParallelismBetweenTpAndPp) {
+  Plan p = Replicated({2, 2}, 8);
+  EXPECT_THAT(ConfigLine(p), HasSubstr("tp 1 × pp 2 × dp 2"));
+  p.mesh.cp = 4;
+  EXPECT_THAT(ConfigLine(p), HasSubstr("tp 1 × cp 4 × pp 2 × dp 2"));
+}
+
 }  // namespace
 }  // namespace trident

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "core/schedule.h"
 #include "planner/memory_model.h"
 #include "planner/stage_costs.h"
@@ -67,6 +69,74 @@ TEST(Search, HonoursTheSequenceParallelChoice) {
       EXPECT_EQ(c.plan.sequence_parallel, sp && c.plan.mesh.tp > 1) << c.plan.ToString();
     }
   }
+}
+
+// --fix cp: every plan has that cp, and its devices are dp · pp · cp · tp.
+TEST(Search, HonoursTheContextParallelChoice) {
+  auto f = LoadPlannerFixture("llama3-8b", "dgx-h100", 8192, DType::kBf16);
+  for (int cp : {1, 2, 4}) {
+    SearchRequest r = f->Request(64, 64);
+    r.constraints.cp = cp;
+    StatusOr<SearchResult> result = SearchPlans(*f->costs, r);
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    for (const Candidate& c : result->ranked) {
+      EXPECT_EQ(c.plan.mesh.cp, cp) << c.plan.ToString();
+      EXPECT_TRUE(c.plan.Validate().ok()) << c.plan.Validate().ToString();
+    }
+  }
+}
+
+// The search over every cp finds what the best of the searches with cp fixed finds: cp is
+// enumerated like the other degrees, and its memory bounds lose no plan. Every partition the
+// DP chooses is simulated (rerank beyond the pool), so the closed-form estimate's ranking,
+// which differs with the pool, plays no part.
+TEST(Search, BestOverCpIsTheBestOfEachFixedCp) {
+  struct Case {
+    const char* model;
+    const char* cluster;
+    int64_t seq;
+    int devices;
+    int64_t global_batch;
+  };
+  for (const Case& k : {Case{"llama3-8b", "dgx-h100", 8192, 16, 32},
+                        Case{"gpt3-1.3b", "dgx-a100-80gb", 2048, 32, 256}}) {
+    auto f = LoadPlannerFixture(k.model, k.cluster, k.seq, DType::kBf16);
+    SearchRequest request = f->Request(k.devices, k.global_batch);
+    request.rerank = 1 << 20;
+    request.runners_up = 0;
+    StatusOr<SearchResult> all = SearchPlans(*f->costs, request);
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    double best_ms = std::numeric_limits<double>::infinity();
+    int best_cp = 0;
+    for (int cp : f->costs->ContextParallelDegrees()) {
+      SearchRequest r = request;
+      r.constraints.cp = cp;
+      StatusOr<SearchResult> fixed = SearchPlans(*f->costs, r);
+      if (!fixed.ok() || fixed->ranked.front().evaluation.step_ms >= best_ms) continue;
+      best_ms = fixed->ranked.front().evaluation.step_ms;
+      best_cp = cp;
+    }
+    EXPECT_DOUBLE_EQ(all->ranked.front().evaluation.step_ms, best_ms) << k.model;
+    EXPECT_EQ(all->ranked.front().plan.mesh.cp, best_cp) << k.model;
+  }
+}
+
+// Llama 3 405B at 128K tokens (Dubey et al. 2024 §3.3.2: 16M tokens a step, cp 16): the search
+// chooses cp > 1 and fits; without context parallelism only 128 replicas of one micro-batch
+// each fit, all pipeline fill and drain, many times slower.
+TEST(Search, LongContextChoosesContextParallelism) {
+  auto f = LoadPlannerFixture("llama3-405b", "dgx-h100", 131072, DType::kBf16);
+  SearchRequest r = f->Request(16384, 128);
+  r.runners_up = 0;
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, r);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const Candidate& best = result->ranked.front();
+  EXPECT_GT(best.plan.mesh.cp, 1);
+  EXPECT_TRUE(best.evaluation.Fits());
+  r.constraints.cp = 1;
+  StatusOr<SearchResult> without = SearchPlans(*f->costs, r);
+  ASSERT_TRUE(without.ok()) << without.status().ToString();
+  EXPECT_GT(without->ranked.front().evaluation.step_ms, 5 * best.evaluation.step_ms);
 }
 
 // The same plan with sequence parallelism: its blocks keep 1/t of the residual stream, so every
