@@ -99,11 +99,12 @@ namespace trident {
 //
 // Context parallelism over c ranks: s above is this rank's S/c tokens of each sequence of S,
 // and the attention products score those s queries against all S keys ([s × S] scores), so
-// every term above divides by c. The GPT and Llama blocks gather the keys and values: forward 1
-// all-gather of the packed K and V, [b, S, kvd/t] each, 2e·bS·kvd/t bytes (not stashed); input
-// gradient 1 all-gather of the same and 1 reduce-scatter of the packed dK, dV of that size;
-// weight gradient none. Example llama3-8b (kvd 1024), b 1, S 8192, t 1, c 2, bf16:
-// 2·2·8192·1024 = 33,554,432 bytes per call. The MLP block has no attention and no cp collective.
+// every term above divides by c. The GPT and Llama blocks gather the keys and values of the
+// whole sequences (LayerShapes::CpExchanged, not stashed): GPT 1 all-gather of its fused qkv,
+// [b, S, 3h/t], Llama 2, of k and v, [b, S, kvd/t] each; the input gradient gathers them again
+// and reduce-scatters their gradients (as many calls, the same sizes); the weight gradient none.
+// Example llama3-8b (kvd 1024), b 1, S 8192, t 1, c 2, bf16: 2 calls of 2·8192·1024 = 16,777,216
+// bytes. The MLP block has no attention and no cp collective.
 LayerCost BlockCost(const LayerCostInputs& in, int tp_regions) {
   LayerCost cost;
   SetLayerParams(in, &cost);
@@ -121,12 +122,14 @@ LayerCost BlockCost(const LayerCostInputs& in, int tp_regions) {
     cost.tp_fwd.all_reduce = TpCallsOf(in, tp_regions, act);
     cost.tp_bwd.all_reduce = TpCallsOf(in, tp_regions, act);
   }
-  if (tp_regions == 2) {
-    const int64_t kv = 2 * in.e * ElementsOf(in.shapes.KeyValue(in.shapes.Keys(in.tokens)));
-    cost.cp_fwd.all_gather = CpCallsOf(in, 1, kv);
-    cost.cp_bwd.all_gather = CpCallsOf(in, 1, kv);
-    cost.cp_bwd.reduce_scatter = CpCallsOf(in, 1, kv);
-  }
+  const std::vector<int64_t> widths = in.shapes.CpExchanged();
+  int64_t exchanged = 0;
+  for (int64_t width : widths)
+    exchanged += in.e * in.tokens.batch * in.shapes.Keys(in.tokens).seq * width;
+  const int calls = static_cast<int>(widths.size());
+  cost.cp_fwd.all_gather = CpCallsOf(in, calls, exchanged / std::max(calls, 1));
+  cost.cp_bwd.all_gather = cost.cp_fwd.all_gather;
+  cost.cp_bwd.reduce_scatter = cost.cp_fwd.all_gather;
   return cost;
 }
 

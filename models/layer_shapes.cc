@@ -88,6 +88,12 @@ TokenBlock LayerShapes::Keys(const TokenBlock& tb) const { return {tb.batch, tb.
 
 int64_t LayerShapes::QueryChunks() const { return split.cp > 1 ? 2 : 1; }
 
+std::vector<int64_t> LayerShapes::CpExchanged() const {
+  if (kind == LayerKind::kGptBlock) return {qkv_width};
+  if (kind == LayerKind::kLlamaBlock) return {kv_width, kv_width};
+  return {};
+}
+
 std::vector<int64_t> LayerShapes::Hidden(const TokenBlock& tb) const {
   return {tb.batch, tb.seq, hidden};
 }

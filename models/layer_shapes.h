@@ -148,6 +148,10 @@ struct LayerShapes {
   // Query chunks per sequence on this rank: 2 under context parallelism (chunks i and
   // 2·cp − 1 − i), else 1.
   int64_t QueryChunks() const;
+  // The widths of the tensors attention gathers over the cp group, one collective each (and
+  // whose gradients it reduce-scatters): GPT the fused qkv (its K and V are interleaved per
+  // head), Llama k and v; none for other kinds.
+  std::vector<int64_t> CpExchanged() const;
 
   // Activation shapes of tokens `tb` (the whole micro-batch, or Local(tb) of it).
   std::vector<int64_t> Hidden(const TokenBlock& tb) const;         // [B, S, H]

@@ -300,7 +300,7 @@ expect_rc 1 && expect_in err "Ulysses" && expect_in err "--fix cp=1"
 verdict "export --to deepspeed refuses context parallelism, naming the fix"
 
 run "$bin" model "$llama8b" --cp 2 --seq 8192 --json
-expect_rc 0 && expect_json "d['cp'] == 2 and d['layers'][1]['cp_fwd']['all_gather'] == {'count': 1, 'bytes': 33554432}"
+expect_rc 0 && expect_json "d['cp'] == 2 and d['layers'][1]['cp_fwd']['all_gather'] == {'count': 2, 'bytes': 33554432}"
 verdict "model --cp 2 lists the blocks' K/V all-gathers"
 
 run "$bin" model "$llama8b" --cp 3 --seq 8192

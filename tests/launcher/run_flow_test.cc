@@ -77,10 +77,10 @@ TEST(RunFlowTest, EachStepsArgvOnOneRank) {
   o.seq_len = 32;
   o.fix = {"pp=1"};
   o.schedules = {"1f1b"};
-  EXPECT_EQ(
-      LayerProfileArgv(o, "/d/p.yaml"),
-      (Args{"/opt/trident/trident", "profile", "models/tiny.yaml", "--device", "cpu", "-o",
-            "/d/p.yaml", "--micro-batch", "1,2", "--tp", "1", "--threads", "1", "--seq", "32"}));
+  EXPECT_EQ(LayerProfileArgv(o, "/d/p.yaml"),
+            (Args{"/opt/trident/trident", "profile", "models/tiny.yaml", "--device", "cpu", "-o",
+                  "/d/p.yaml", "--micro-batch", "1,2", "--tp", "1", "--cp", "1", "--threads", "1",
+                  "--seq", "32"}));
   EXPECT_EQ(LinkProfileArgv(o, "/d/c.yaml"),
             (Args{"/opt/trident/trident", "profile", "--comm", "--cluster", "clusters/box.yaml",
                   "--max-bytes", "4M", "-o", "/d/c.yaml"}));
@@ -161,7 +161,7 @@ TEST(RunFlowTest, TwoRanksMeasureUnderMpirunThenReuseTheCache) {
   ASSERT_EQ(steps.commands.size(), 3u);
   EXPECT_EQ(steps.commands[0].front(), "mpirun");
   EXPECT_THAT(steps.commands[0], ::testing::Contains("2"));
-  const Args layer_tail(steps.commands[0].end() - 13, steps.commands[0].end());
+  const Args layer_tail(steps.commands[0].end() - 15, steps.commands[0].end());
   EXPECT_EQ(layer_tail, LayerProfileArgv(o, LayerProfileCachePath(o)));
   const Args link_tail(steps.commands[1].end() - 9, steps.commands[1].end());
   EXPECT_EQ(link_tail, LinkProfileArgv(o, LinkProfileCachePath(o)));

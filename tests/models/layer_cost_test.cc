@@ -357,8 +357,8 @@ INSTANTIATE_TEST_SUITE_P(Tp, KorthikantiSequenceParallelTest, ::testing::Values(
 
 // Context parallelism over c ranks: each holds s/c tokens of every sequence and scores them
 // against all s keys, so the Korthikanti terms, the FLOPs and the tp payloads divide by c:
-// (34bsh + 5abs²)/c at t 1. Attention gathers K and V, [b, s, h/t] each (GPT: kvd = h), once
-// forward and once in the input gradient, which also reduce-scatters dK and dV.
+// (34bsh + 5abs²)/c at t 1. Attention gathers the fused qkv, [b, s, 3h/t], once forward and once
+// in the input gradient, which also reduce-scatters its gradient.
 class KorthikantiContextParallelTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(KorthikantiContextParallelTest, DividesTheBlockByCp) {
@@ -377,9 +377,9 @@ TEST_P(KorthikantiContextParallelTest, DividesTheBlockByCp) {
   EXPECT_EQ(split.output_bytes * c, whole.output_bytes);
   EXPECT_EQ(split.param_bytes, whole.param_bytes);
   EXPECT_EQ(split.tp_fwd.all_reduce.bytes * c, whole.tp_fwd.all_reduce.bytes);
-  const int64_t kv = 2 * 2 * b * s * h / t;  // K and V, bf16, the whole sequence
-  EXPECT_EQ(split.cp_fwd, (GroupTraffic{{}, {1, kv}, {}}));
-  EXPECT_EQ(split.cp_bwd, (GroupTraffic{{}, {1, kv}, {1, kv}}));
+  const int64_t qkv = 2 * b * s * 3 * h / t;  // the fused qkv, bf16, the whole sequence
+  EXPECT_EQ(split.cp_fwd, (GroupTraffic{{}, {1, qkv}, {}}));
+  EXPECT_EQ(split.cp_bwd, (GroupTraffic{{}, {1, qkv}, {1, qkv}}));
   EXPECT_EQ(whole.cp_fwd, GroupTraffic{});
   EXPECT_EQ(whole.cp_bwd, GroupTraffic{});
 }
@@ -403,15 +403,15 @@ TEST(LayerCostTest, ContextAndSequenceParallelDivideTheResidualStream) {
   EXPECT_EQ(cost.output_bytes, 2 * b * s * h / (c * t));
 }
 
-// Llama's grouped K and V by hand: h 8, a 2, kv 1 (kvd 4), b 2, s 4, bf16, cp 2: each gather
-// moves K and V of the whole sequence, 2 · 2 bytes · 2 · 4 · 4 = 128 bytes. The MLP block, the
+// Llama's grouped K and V by hand: h 8, a 2, kv 1 (kvd 4), b 2, s 4, bf16, cp 2: two gathers,
+// K and V of the whole sequence, 2 bytes · 2 · 4 · 4 = 64 bytes each. The MLP block, the
 // embedding and the head issue none; the head's FLOPs halve with its tokens.
 TEST(LayerCostTest, ContextParallelTrafficByHand) {
   LayerShape shape = TinyShape(DType::kBf16);
   shape.cp = 2;
   LayerCost block = AnalyticLayerCost(TinyLlamaSpec(), LayerKind::kLlamaBlock, shape);
-  EXPECT_EQ(block.cp_fwd, (GroupTraffic{{}, {1, 128}, {}}));
-  EXPECT_EQ(block.cp_bwd, (GroupTraffic{{}, {1, 128}, {1, 128}}));
+  EXPECT_EQ(block.cp_fwd, (GroupTraffic{{}, {2, 128}, {}}));
+  EXPECT_EQ(block.cp_bwd, (GroupTraffic{{}, {2, 128}, {2, 128}}));
   for (LayerKind kind : {LayerKind::kEmbedding, LayerKind::kFinalNorm, LayerKind::kLmHead}) {
     LayerCost cost = AnalyticLayerCost(TinyLlamaSpec(), kind, shape);
     EXPECT_EQ(cost.cp_fwd, GroupTraffic{});

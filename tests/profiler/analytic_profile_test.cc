@@ -105,11 +105,11 @@ TEST(AnalyticProfile, ContextParallelRingsRunOnTheLinkTheGroupSpans) {
   ASSERT_TRUE(whole && inside && across);
   EXPECT_EQ(inside->stashed_none_bytes * 2, whole->stashed_none_bytes);
   EXPECT_EQ(inside->param_bytes, whole->param_bytes);
-  const double kv = 2.0 * 2 * 8192 * 256;
-  auto ring_ms = [kv](int c, const LinkSpec& link) {
-    return (c - 1.0) / c * kv / (link.bw_gb_per_s * 1e6) + (c - 1) * link.latency_us * 1e-3;
+  const double k = 2.0 * 8192 * 256;  // K (or V) of the whole sequence, bf16, tp 4
+  auto ring_ms = [k](int c, const LinkSpec& link) {
+    return 2 * ((c - 1.0) / c * k / (link.bw_gb_per_s * 1e6) + (c - 1) * link.latency_us * 1e-3);
   };
-  // Forward: one gather; the full recompute's forward reuses the input gradient's.
+  // Forward: two gathers (k, v); the full recompute's forward reuses the input gradient's.
   EXPECT_NEAR(inside->fwd_ms - inside->recompute_full_ms, ring_ms(2, cluster.intra_node), 1e-9);
   EXPECT_NEAR(across->fwd_ms - across->recompute_full_ms, ring_ms(4, cluster.inter_node), 1e-9);
   EXPECT_DOUBLE_EQ(whole->fwd_ms, whole->recompute_full_ms);
