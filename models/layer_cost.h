@@ -25,9 +25,10 @@
 //  - Context parallelism (LayerShape::cp = c > 1, Megatron's with Llama 3's all-gather
 //    exchange, Dubey et al. 2024 §3.3.2) gives every layer this rank's s/c tokens of each
 //    sequence, so every token-linear figure (linear FLOPs, stash, output, tp payloads) divides
-//    by c; the attention scores [s/c, s] divide by c too. Attention all-gathers the packed K and
-//    V over the cp group in forward ([b, s, kvd/t] each, not stashed) and again in the input
-//    gradient, which also reduce-scatters dK and dV. Parameters are not divided by c. The LM
+//    by c; the attention scores [s/c, s] divide by c too. Attention all-gathers the whole
+//    sequences' keys and values over the cp group in forward (LayerShapes::CpExchanged: GPT's
+//    fused qkv, Llama's k and v; not stashed) and again in the input gradient, which also
+//    reduce-scatters their gradients. Parameters are not divided by c. The LM
 //    head's loss average over the cp group (one scalar all-reduce) is left out.
 //  - Tied embeddings: the embedding owns and counts the shared matrix; the LM head of a tied
 //    model reports 0 params and total_params (its FLOPs are unchanged).
