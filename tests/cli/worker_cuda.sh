@@ -6,8 +6,9 @@
 # cuBLAS and Eigen sum in different orders, and the GPU kernels fuse multiply-adds, so the two
 # runs drift apart by rounding, far less than any wrong formula would). One GPU: the
 # single-rank plan. Two or more: pp 2 (activations and gradients through NCCL), dp 2 (the
-# gradient all-reduce through NCCL) and tp 2 with sequence parallelism (NCCL all-gathers and
-# reduce-scatters inside the layers) against the one-process CPU run. Without a GPU, or in a
+# gradient all-reduce through NCCL), tp 2 with sequence parallelism (NCCL all-gathers and
+# reduce-scatters inside the layers) and cp 2 against the one-process CPU run; four or more
+# add cp 2 x tp 2 with sequence parallelism. Without a GPU, or in a
 # build without CUDA, it prints why and exits 77 (ctest: skipped).
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
@@ -66,5 +67,15 @@ $(tiny_stage 2 3 1 none)"
   train tp2_sp 2 cuda
   expect_rc 0 && same_as single-cpu tp2_sp-cuda
   verdict "tp 2 with sequence parallelism on two GPUs: same as the CPU"
+  cp=2 tiny_plan cp2 2 2 1 1 1 1 2 4 1f1b "$(tiny_stage 0 5 1 selective)"
+  train cp2 2 cuda
+  expect_rc 0 && same_as single-cpu cp2-cuda
+  verdict "cp 2 on two GPUs (NCCL all-gathers and reduce-scatters of K and V): same as the CPU"
+fi
+if ((gpus >= 4)); then
+  cp=2 sp=true tiny_plan cp2_tp2_sp 4 4 1 1 2 1 2 4 1f1b "$(tiny_stage 0 5 1 none)"
+  train cp2_tp2_sp 4 cuda
+  expect_rc 0 && same_as single-cpu cp2_tp2_sp-cuda
+  verdict "cp 2 x tp 2 with sequence parallelism on four GPUs: same as the CPU"
 fi
 summary 2

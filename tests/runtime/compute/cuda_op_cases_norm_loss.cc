@@ -13,30 +13,41 @@ namespace {
 
 // --- Cases: softmax and norms --------------------------------------------------------------
 
-// Scores in [-8, 8) (peaked rows); in a causal [.., S, S] tensor the masked entries (column >
-// row) are NaN, which the softmax must not read.
-std::vector<float> Scores(const std::vector<int64_t>& dims, bool causal, uint32_t seed) {
-  const size_t cols = static_cast<size_t>(dims.back());
-  std::vector<float> x = RandomFloats(NumElements(dims), seed, -8.0f, 8.0f);
-  for (size_t i = 0; causal && i < x.size(); ++i) {
-    if (i % cols > i / cols % cols) x[i] = kNan;
+// One softmax case: the scores' shape, and for a causal one the mask's offset (row i of each
+// [R, C] matrix keeps columns <= i + offset).
+struct ScoreShape {
+  std::vector<int64_t> dims;
+  bool causal = false;
+  int64_t offset = 0;
+  int64_t Rows() const { return dims[dims.size() - 2]; }
+};
+
+// Scores in [-8, 8) (peaked rows); in a causal tensor the masked entries (column > row +
+// offset) are NaN, which the softmax must not read.
+std::vector<float> Scores(const ScoreShape& s, uint32_t seed) {
+  const size_t cols = static_cast<size_t>(s.dims.back());
+  std::vector<float> x = RandomFloats(NumElements(s.dims), seed, -8.0f, 8.0f);
+  for (size_t i = 0; s.causal && i < x.size(); ++i) {
+    const int64_t row = static_cast<int64_t>(i / cols) % s.Rows();
+    if (static_cast<int64_t>(i % cols) > row + s.offset) x[i] = kNan;
   }
   return x;
 }
 
-void RunSoftmax(OpContext& ctx, const std::vector<int64_t>& dims, bool causal) {
-  Tensor x = ctx.Input(dims, Scores(dims, causal, 1));
-  Tensor y = ctx.Garbage(dims);
-  ctx.compute().Softmax(x, MaskOf(causal), y);
+void RunSoftmax(OpContext& ctx, const ScoreShape& s) {
+  Tensor x = ctx.Input(s.dims, Scores(s, 1));
+  Tensor y = ctx.Garbage(s.dims);
+  ctx.compute().Softmax(x, MaskOf(s.causal, s.offset), y);
   ctx.Output("y", y);
-  ctx.compute().Softmax(x, MaskOf(causal), x);
+  ctx.compute().Softmax(x, MaskOf(s.causal, s.offset), x);
   ctx.Output("x_in_place", x);
 }
 
-// y: softmax rows of random scores (zero past the diagonal when causal).
-void RunSoftmaxBackward(OpContext& ctx, const std::vector<int64_t>& dims, bool causal) {
+// y: softmax rows of random scores (zero past the mask when causal).
+void RunSoftmaxBackward(OpContext& ctx, const ScoreShape& s) {
+  const std::vector<int64_t>& dims = s.dims;
   const std::vector<double> y_values =
-      RefSoftmax(ToDouble(Scores(dims, causal, 1)), dims.back(), causal);
+      RefSoftmax(ToDouble(Scores(s, 1)), dims.back(), s.causal, s.Rows(), s.offset);
   Tensor y = ctx.Input(dims, std::vector<float>(y_values.begin(), y_values.end()));
   Tensor dy = ctx.Input(dims, RandomFloats(NumElements(dims), 2));
   Tensor dx = ctx.Garbage(dims);
@@ -55,20 +66,19 @@ std::string DimsLabel(const std::vector<int64_t>& dims) {
 }  // namespace
 
 void AddSoftmaxCases(std::vector<OpCase>& cases) {
-  struct ScoreShape {
-    std::vector<int64_t> dims;
-    bool causal;
-  };
-  const ScoreShape shapes[] = {{{3, 5, 11}, false},
-                               {{2, 3, 9, 9}, true},
-                               {{32, 1024}, false},
-                               {{12, 256, 256}, true}};  // GPT-2 small: 12 heads, S 256
+  const ScoreShape shapes[] = {
+      {{3, 5, 11}, false},
+      {{2, 3, 9, 9}, true},
+      {{32, 1024}, false},
+      {{12, 256, 256}, true},     // GPT-2 small: 12 heads, S 256
+      {{2, 3, 4, 12}, true, 8}};  // a context-parallel chunk: rows at positions 8..11
   for (const ScoreShape& s : shapes) {
-    const std::string label = (s.causal ? "Causal_" : "_") + DimsLabel(s.dims);
+    const std::string label = (s.causal ? "Causal_" : "_") + DimsLabel(s.dims) +
+                              (s.offset > 0 ? "_from" + std::to_string(s.offset) : "");
     cases.push_back({"Softmax" + label, Family::kReduction, false,
-                     [s](OpContext& ctx) { RunSoftmax(ctx, s.dims, s.causal); }});
+                     [s](OpContext& ctx) { RunSoftmax(ctx, s); }});
     cases.push_back({"SoftmaxBackward" + label, Family::kReduction, false,
-                     [s](OpContext& ctx) { RunSoftmaxBackward(ctx, s.dims, s.causal); }});
+                     [s](OpContext& ctx) { RunSoftmaxBackward(ctx, s); }});
   }
 }
 
