@@ -62,8 +62,10 @@ void LinearBackwardWeight(Compute& compute, const Tensor& x_NI, const Tensor& dy
 
 namespace {
 
-void CheckTp(const Status& status, const char* what, const Tensor& t, const LayerContext& context) {
-  TRIDENT_CHECK(status.ok()) << "tp " << what << " of " << t.ToString() << " in layer "
+// `what`: the group and the collective, "tp all-gather".
+void CheckCollective(const Status& status, const char* what, const Tensor& t,
+                     const LayerContext& context) {
+  TRIDENT_CHECK(status.ok()) << what << " of " << t.ToString() << " in layer "
                              << context.layer_index << " failed: " << status.ToString();
 }
 
@@ -98,8 +100,8 @@ Tensor TpGatherKept(const LayerContext& context, Tensor& local_BSC) {
   Tensor by_rank = compute.Allocate(whole);
   compute.Synchronize();
   const Tensor& send = local_BSC;
-  CheckTp(context.tp_comm->AllGather(send.span<float>(), by_rank.span<float>()), "all-gather",
-          local_BSC, context);
+  CheckCollective(context.tp_comm->AllGather(send.span<float>(), by_rank.span<float>()),
+                  "tp all-gather", local_BSC, context);
   if (b == 1) return by_rank;
   Tensor out = compute.Allocate(whole);
   SwapBlockOrder(compute, by_rank, out, t, b);
@@ -116,8 +118,8 @@ Tensor TpReduce(const LayerContext& context, Tensor partial_BSC) {
   Compute& compute = *context.compute;
   if (!SequenceSplit(context)) {
     compute.Synchronize();
-    CheckTp(context.tp_comm->AllReduceSum(partial_BSC.span<float>()), "all-reduce", partial_BSC,
-            context);
+    CheckCollective(context.tp_comm->AllReduceSum(partial_BSC.span<float>()), "tp all-reduce",
+                    partial_BSC, context);
     return partial_BSC;
   }
   const int64_t t = context.tp_size, b = partial_BSC.dim(0);
@@ -133,8 +135,8 @@ Tensor TpReduce(const LayerContext& context, Tensor partial_BSC) {
   Tensor out = compute.Allocate(local);
   compute.Synchronize();
   const Tensor& send = partial_BSC;
-  CheckTp(context.tp_comm->ReduceScatterSum(send.span<float>(), out.span<float>()),
-          "reduce-scatter", partial_BSC, context);
+  CheckCollective(context.tp_comm->ReduceScatterSum(send.span<float>(), out.span<float>()),
+                  "tp reduce-scatter", partial_BSC, context);
   return out;
 }
 
@@ -185,11 +187,6 @@ void MoveChunks(const LayerContext& context, Tensor& by_rank, Tensor& whole, boo
   }
 }
 
-void CheckCp(const Status& status, const char* what, const Tensor& t, const LayerContext& context) {
-  TRIDENT_CHECK(status.ok()) << "cp " << what << " of " << t.ToString() << " in layer "
-                             << context.layer_index << " failed: " << status.ToString();
-}
-
 }  // namespace
 
 Tensor CpGather(const LayerContext& context, Tensor& local_BS) {
@@ -200,8 +197,8 @@ Tensor CpGather(const LayerContext& context, Tensor& local_BS) {
   Tensor by_rank = compute.Allocate(whole_dims);
   compute.Synchronize();
   const Tensor& send = local_BS;
-  CheckCp(context.cp_comm->AllGather(send.span<float>(), by_rank.span<float>()), "all-gather",
-          local_BS, context);
+  CheckCollective(context.cp_comm->AllGather(send.span<float>(), by_rank.span<float>()),
+                  "cp all-gather", local_BS, context);
   Tensor whole = compute.Allocate(whole_dims);
   MoveChunks(context, by_rank, whole, /*to_whole=*/true);
   return whole;
@@ -217,8 +214,8 @@ Tensor CpReduce(const LayerContext& context, Tensor whole_BS) {
   Tensor local = compute.Allocate(local_dims);
   compute.Synchronize();
   const Tensor& send = by_rank;
-  CheckCp(context.cp_comm->ReduceScatterSum(send.span<float>(), local.span<float>()),
-          "reduce-scatter", whole_BS, context);
+  CheckCollective(context.cp_comm->ReduceScatterSum(send.span<float>(), local.span<float>()),
+                  "cp reduce-scatter", whole_BS, context);
   return local;
 }
 

@@ -233,10 +233,14 @@ expect_rc 0 && expect_json "d['best']['sequence_parallel'] and d['best']['mesh']
   grep -q '^sequence_parallel: true$' "$WORK/sp.yaml"
 verdict "plan --sequence-parallel on writes sequence_parallel: true"
 
-run "$bin" simulate "$WORK/sp.yaml" --cluster "$h100" --json
-expect_rc 0 && expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" \
-  "$(sed -n 's/^  step_time_ms: //p' "$WORK/sp.yaml")"
-verdict "simulate reproduces a sequence-parallel plan's prediction"
+# simulate_reproduces PLAN WHAT: simulate gives the plan's own predicted step time.
+simulate_reproduces() {
+  run "$bin" simulate "$1" --cluster "$h100" --json
+  expect_rc 0 && expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" \
+    "$(sed -n 's/^  step_time_ms: //p' "$1")"
+  verdict "simulate reproduces a $2 plan's prediction"
+}
+simulate_reproduces "$WORK/sp.yaml" sequence-parallel
 
 run "$bin" plan --model "$llama8b" --cluster "$h100" --devices 64 --global-batch 512 \
   --seq 8192 --fix tp=1 --sequence-parallel on -o "$WORK/sp1.yaml"
@@ -276,10 +280,7 @@ expect_rc 0 && expect_json "d['best']['mesh']['cp'] == 2 and 'cp 2' in d['best']
   grep -q '^mesh: {dp: [0-9]*, pp: [0-9]*, cp: 2, tp: 8}$' "$WORK/cp.yaml"
 verdict "plan --fix cp=2 writes mesh.cp and reports it"
 
-run "$bin" simulate "$WORK/cp.yaml" --cluster "$h100" --json
-expect_rc 0 && expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" \
-  "$(sed -n 's/^  step_time_ms: //p' "$WORK/cp.yaml")"
-verdict "simulate reproduces a context-parallel plan's prediction"
+simulate_reproduces "$WORK/cp.yaml" context-parallel
 
 run "$bin" explain "$WORK/cp.yaml" --cluster "$h100"
 expect_rc 0 && expect_in out "cp 4" && expect_in out "cp 1"

@@ -35,27 +35,27 @@ expect_rc 0 && expect_in out "[1/4] layer profile: reusing $WORK/cache/profile-g
   [[ $(find "$WORK/cache" -name '*.yaml' | wc -l) -eq 2 ]]
 verdict "a second run reuses both cached profiles"
 
-# tp 2 with sequence parallelism through the whole flow: the profile measures the layers with it,
-# the plan says so, and the measured peak memory is the plan's within 10%.
-run timeout 300 "$trident" "${flow[@]}" --fix tp=2 --sequence-parallel on --out "$WORK/sp" \
-  -- --quiet
-expect_rc 0 && grep -q '^sequence_parallel: true$' "$WORK/sp/plan.yaml" &&
+# peak_as_planned NAME: the run in $WORK/NAME measured a peak memory within 10% of its plan's.
+peak_as_planned() {
   python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))["peak_memory_bytes"]
 assert abs(d["measured"] / d["predicted"] - 1) <= 0.10, d
-' "$WORK/sp/summary.json"
+' "$WORK/$1/summary.json"
+}
+
+# tp 2 with sequence parallelism through the whole flow: the profile measures the layers with it,
+# the plan says so, and the measured peak memory is the plan's within 10%.
+run timeout 300 "$trident" "${flow[@]}" --fix tp=2 --sequence-parallel on --out "$WORK/sp" \
+  -- --quiet
+expect_rc 0 && grep -q '^sequence_parallel: true$' "$WORK/sp/plan.yaml" && peak_as_planned sp
 verdict "tp 2 with sequence parallelism: planned, trained, peak memory within 10% of the plan"
 
 # cp 2 through the whole flow: --fix cp=2 has the profile measure the layers at cp 2 too, the plan
 # splits each sequence over both ranks, and the measured peak memory is the plan's within 10%.
 run timeout 300 "$trident" "${flow[@]}" --fix cp=2 --out "$WORK/cp" -- --quiet
 expect_rc 0 && grep -q '^mesh: {dp: 1, pp: 1, cp: 2, tp: 1}$' "$WORK/cp/plan.yaml" &&
-  python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))["peak_memory_bytes"]
-assert abs(d["measured"] / d["predicted"] - 1) <= 0.10, d
-' "$WORK/cp/summary.json"
+  peak_as_planned cp
 verdict "cp 2: profiled, planned, trained, peak memory within 10% of the plan"
 
 run "$trident" run configs/models/gpt-tiny.yaml --cluster "$WORK/nowhere.yaml" --out "$WORK/bad"
