@@ -88,7 +88,6 @@ enum class ActivationKind {
   kSilu,  // x·σ(x)
 };
 
-// Decoupled weight decay as PyTorch's AdamW (Loshchilov & Hutter, 2019).
 // Which entries of each row a softmax keeps: every one, or (causal) in a [.., R, C] tensor the
 // columns j <= i + offset of row i of each R×C matrix. Offset 0 on square scores is the usual
 // causal mask; a query block that starts at sequence position p against keys from position 0
@@ -100,6 +99,7 @@ struct SoftmaxMask {
   static SoftmaxMask Causal(int64_t offset = 0) { return {true, offset}; }
 };
 
+// Decoupled weight decay as PyTorch's AdamW (Loshchilov & Hutter, 2019).
 struct AdamWConfig {
   float lr = 1e-3f;
   float beta1 = 0.9f;

@@ -183,7 +183,6 @@ Tensor AttentionForward(const LayerContext& context, const LayerShapes& shapes, 
                         Tensor in_BSH, AttentionStash& stash) {
   stash.in_BSH = std::move(in_BSH);
   AttentionRecompute(context, shapes, p, stash);
-  stash.keys_BS3Hl = Tensor();
   Tensor partial_BSH = context.compute->Allocate(shapes.Hidden(TokensOf(stash.ctx_BSHl)));
   LinearForward(*context.compute, stash.ctx_BSHl, p.proj_weight.value, nullptr, partial_BSH);
   Tensor out_BSH = TpReduce(context, std::move(partial_BSH));

@@ -65,7 +65,8 @@ struct AttentionStash {
   Tensor dqkv_BS3Hl;   // gradient at the qkv output, kept for qkv's weight gradient
   Tensor dout_BSH;     // gradient at the proj output, kept for proj's weight gradient
   // qkv of the whole sequences (CpGather; a view of qkv for cp 1), whose keys and values the
-  // local queries attend to: held during Forward and BackwardInput only.
+  // local queries attend to: held during Forward (the block drops it after) and BackwardInput
+  // only, so a full recompute's rerun forward and the backward share one gather. Not stash.
   Tensor keys_BS3Hl;
   int64_t Bytes() const {
     return SumBytes({&in_BSH, &qkv_BS3Hl, &probs_BAlSS, &ctx_BSHl, &dqkv_BS3Hl, &dout_BSH});
@@ -76,7 +77,8 @@ struct AttentionStash {
 AttentionParams MakeAttentionParams(const LayerContext& context, const LayerShapes& shapes,
                                     const std::string& prefix);
 void AppendAttentionParams(AttentionParams& p, std::vector<Parameter>& out);
-// Fills probs from qkv (selective recompute), or qkv, probs and ctx from in (full).
+// Fills probs from qkv (selective recompute), or qkv, probs and ctx from in (full); gathers
+// keys_BS3Hl when it is not held.
 void AttentionRecompute(const LayerContext& context, const LayerShapes& shapes, AttentionParams& p,
                         AttentionStash& stash);
 Tensor AttentionForward(const LayerContext& context, const LayerShapes& shapes, AttentionParams& p,

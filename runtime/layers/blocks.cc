@@ -52,6 +52,7 @@ class GptBlock final : public Layer {
     GptStash stash;
     stash.x_BSH = std::move(input);
     Tensor y_BSH = Run(stash);
+    stash.attn.keys_BS3Hl = Tensor();  // gathered again in backward
     if (context_.recompute == RecomputeMode::kSelective) stash.attn.probs_BAlSS = Tensor();
     if (context_.recompute == RecomputeMode::kFull) {
       Tensor x_BSH = std::move(stash.x_BSH);

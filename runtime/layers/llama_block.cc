@@ -23,11 +23,12 @@ namespace {
 struct LlamaStash {
   Tensor x, rstd1, n1, q, k, v, probs, ctx, x1, rstd2, n2, gate, up, act;
   Tensor dq, dk, dv, dattn, dgate, dup, dmlp;  // kept from BackwardInput for BackwardWeight
-  Tensor k_whole, v_whole;  // the whole sequences' k and v, during Forward and BackwardInput
+  // The whole sequences' k and v (views of k and v for cp 1), during Forward and BackwardInput
+  // only: not stash.
+  Tensor k_whole, v_whole;
   int64_t Bytes() const {
-    return SumBytes({&x,  &rstd1, &n1,    &q,    &k,    &v,       &probs,  &ctx,
-                     &x1, &rstd2, &n2,    &gate, &up,   &act,     &dq,     &dk,
-                     &dv, &dattn, &dgate, &dup,  &dmlp, &k_whole, &v_whole});
+    return SumBytes({&x,    &rstd1, &n1,  &q,  &k,  &v,  &probs, &ctx,   &x1,  &rstd2, &n2,
+                     &gate, &up,    &act, &dq, &dk, &dv, &dattn, &dgate, &dup, &dmlp});
   }
 };
 

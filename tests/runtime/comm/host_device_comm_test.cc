@@ -12,64 +12,12 @@
 #include "runtime/comm/host_device_comm.h"
 #include "runtime/comm/inprocess_comm.h"
 #include "tests/runtime/comm/comm_scenarios.h"
+#include "tests/runtime/comm/counting_comm.h"
 
 namespace trident {
 namespace {
 
 using comm_scenarios::Scenario;
-
-// Forwards every call to `inner` and counts the data-moving ones.
-class CountingComm final : public Comm {
- public:
-  explicit CountingComm(std::unique_ptr<Comm> inner) : inner_(std::move(inner)) {}
-  int calls() const { return calls_; }
-
-  int Rank() const override { return inner_->Rank(); }
-  int Size() const override { return inner_->Size(); }
-  StatusOr<Request> Isend(std::span<const float> d, int dest, int tag) override {
-    ++calls_;
-    return inner_->Isend(d, dest, tag);
-  }
-  StatusOr<Request> Irecv(std::span<float> d, int source, int tag) override {
-    ++calls_;
-    return inner_->Irecv(d, source, tag);
-  }
-  Status Wait(Request& r, std::chrono::milliseconds t) override { return inner_->Wait(r, t); }
-  StatusOr<bool> Test(Request& r) override { return inner_->Test(r); }
-  Status Cancel(Request& r) override { return inner_->Cancel(r); }
-  Status AllReduceSum(std::span<float> d) override {
-    ++calls_;
-    return inner_->AllReduceSum(d);
-  }
-  Status AllGather(std::span<const float> s, std::span<float> r) override {
-    ++calls_;
-    return inner_->AllGather(s, r);
-  }
-  Status ReduceScatterSum(std::span<const float> s, std::span<float> r) override {
-    ++calls_;
-    return inner_->ReduceScatterSum(s, r);
-  }
-  Status Broadcast(std::span<float> d, int root) override {
-    ++calls_;
-    return inner_->Broadcast(d, root);
-  }
-  Status Barrier() override { return inner_->Barrier(); }
-  StatusOr<Request> StartAllReduceSum(std::span<float> d) override {
-    ++calls_;
-    return inner_->StartAllReduceSum(d);
-  }
-  StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override {
-    return inner_->Split(std::move(ranks));
-  }
-  [[noreturn]] void AbortJob(int exit_code) override {
-    inner_->AbortJob(exit_code);
-    std::_Exit(exit_code);  // not reached
-  }
-
- private:
-  std::unique_ptr<Comm> inner_;
-  int calls_ = 0;
-};
 
 std::vector<int> AllRanks(const Comm& comm) {
   std::vector<int> ranks;

@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "core/rank_map.h"
+#include "models/layer_cost.h"
 #include "models/layer_shapes.h"
 #include "runtime/comm/inprocess_comm.h"
 #include "runtime/layers/layer_ops.h"
+#include "tests/runtime/comm/counting_comm.h"
 #include "tests/runtime/layers/layer_test_util.h"
 
 namespace trident {
@@ -173,6 +175,56 @@ INSTANTIATE_TEST_SUITE_P(Models, ContextParallelTest,
                            const CpCase& c = param_info.param;
                            return std::string(c.llama ? "llama" : "gpt") + "_cp2" +
                                   (c.tp > 1 ? "_tp" + std::to_string(c.tp) + "_sp" : "") + "_" +
+                                  NameOf(RecomputeModeNames(), c.recompute);
+                         });
+
+// The cp collectives a block issues are the cost model's (LayerCost::cp_fwd, cp_bwd), call for
+// call and byte for byte (fp32), in every recompute mode: a full recompute's rerun forward and
+// the backward share one gather.
+class CpTrafficTest : public testing::TestWithParam<CpCase> {};
+
+TEST_P(CpTrafficTest, IsWhatTheCostModelCounts) {
+  const CpCase& c = GetParam();
+  const ModelSpec model = CaseModel(c);
+  const LayerKind kind = c.llama ? LayerKind::kLlamaBlock : LayerKind::kGptBlock;
+  const LayerCost cost = AnalyticLayerCost(
+      model, kind, {.micro_batch = kBatch, .seq_len = kSeq, .recompute = c.recompute, .cp = 2});
+  Status status = RunInProcess(2, [&](Comm& comm) -> Status {
+    TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Comm> group, comm.Split({0, 1}));
+    CountingComm counting(std::move(group));
+    CpuCompute compute;
+    LayerContext context{
+        .compute = &compute, .seed = 42, .layer_index = 1, .recompute = c.recompute};
+    context.cp_comm = &counting;
+    context.cp_rank = comm.Rank();
+    context.cp_size = 2;
+    std::unique_ptr<Layer> layer = MakeLayer(model, kind, context);
+    LayerInput input = MakeInput(model, kind, kBatch, kSeq / 2, 9 + comm.Rank());
+    Tensor y = layer->Forward(0, ToTensor(compute, input));
+    EXPECT_EQ(counting.all_gathers().calls, cost.cp_fwd.all_gather.count);
+    EXPECT_EQ(counting.all_gathers().bytes, cost.cp_fwd.all_gather.bytes);
+    EXPECT_EQ(counting.reduce_scatters().calls, 0);
+    counting.Reset();
+    layer->BackwardInput(0, FromHost(compute, y.shape(), RandomValues(y.numel(), 1.0f, 10)));
+    layer->BackwardWeight(0);
+    EXPECT_EQ(counting.all_gathers().calls, cost.cp_bwd.all_gather.count);
+    EXPECT_EQ(counting.all_gathers().bytes, cost.cp_bwd.all_gather.bytes);
+    EXPECT_EQ(counting.reduce_scatters().calls, cost.cp_bwd.reduce_scatter.count);
+    EXPECT_EQ(counting.reduce_scatters().bytes, cost.cp_bwd.reduce_scatter.bytes);
+    return Status::Ok();
+  });
+  ASSERT_TRUE(status.ok()) << status.ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, CpTrafficTest,
+                         testing::Values(CpCase{false, 1}, CpCase{true, 1},
+                                         CpCase{false, 1, RecomputeMode::kSelective},
+                                         CpCase{true, 1, RecomputeMode::kSelective},
+                                         CpCase{false, 1, RecomputeMode::kFull},
+                                         CpCase{true, 1, RecomputeMode::kFull}),
+                         [](const testing::TestParamInfo<CpCase>& param_info) {
+                           const CpCase& c = param_info.param;
+                           return std::string(c.llama ? "llama" : "gpt") + "_" +
                                   NameOf(RecomputeModeNames(), c.recompute);
                          });
 
