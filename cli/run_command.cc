@@ -58,19 +58,23 @@ class SupervisedSteps : public RunFlowSteps {
   }
 };
 
-// The flow's options from the flags and the files they name, and the cluster's name; what is
-// wrong when they do not hold together.
-// The cp degrees the layer profile measures: 1, and N for --fix cp=N (the search weighs cp on
-// this machine only when asked: each degree costs a measurement of every layer). A malformed
-// value is left to the planner's --fix check.
-std::vector<int> ProfiledCpDegrees(const std::vector<std::string>& fix) {
+// The cp degrees the layer profile measures: 1, and N for --fix cp=N when a profile of `devices`
+// ranks can measure it (the search weighs cp on this machine only when asked: each degree costs
+// a measurement of every layer). Any other N is left to the planner, whose --fix check names it.
+std::vector<int> ProfiledCpDegrees(const std::vector<std::string>& fix, const ModelSpec& model,
+                                   MeasuredProfileOptions options, int devices) {
   for (const std::string& item : fix) {
     if (!item.starts_with("cp=")) continue;
-    const int cp = std::atoi(item.c_str() + 3);
-    if (cp > 1) return {1, cp};
+    options.cps = {1, std::atoi(item.c_str() + 3)};
+    if (options.cps[1] > 1 && CheckMeasuredOptions(model, options, devices).ok()) {
+      return options.cps;
+    }
   }
   return {1};
 }
+
+// The flow's options from the flags and the files they name, and the cluster's name; what is
+// wrong when they do not hold together.
 
 StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_name) {
   RunFlowOptions o;
@@ -120,7 +124,8 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   profile.seq_len = o.seq_len;
   profile.threads = o.threads;
   o.profile_tps = MeasurableTpDegrees(model, profile, o.devices);
-  o.profile_cps = ProfiledCpDegrees(f.fix);
+  profile.tps = o.profile_tps;
+  o.profile_cps = ProfiledCpDegrees(f.fix, model, profile, o.devices);
   o.machine = ThisCpuModelName() + "|" + TridentBuild();
   return o;
 }

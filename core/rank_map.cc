@@ -60,13 +60,6 @@ std::vector<int> RankMap::CpGroup(int rank) const {
   return group;
 }
 
-std::vector<int> RankMap::DpGroup(int rank) const {
-  MeshCoords c = Coords(rank);
-  std::vector<int> group;
-  for (c.dp = 0; c.dp < replicas_[c.pp]; ++c.dp) group.push_back(Rank(c));
-  return group;
-}
-
 std::vector<int> RankMap::GradGroup(int rank) const {
   MeshCoords c = Coords(rank);
   std::vector<int> group;

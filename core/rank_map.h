@@ -47,9 +47,6 @@ class RankMap {
   std::vector<int> TpGroup(int rank) const;
   // Ranks of `rank`'s context-parallel group (same replica, position and tp index), in cp order.
   std::vector<int> CpGroup(int rank) const;
-  // Ranks holding the same pipeline position, cp index and tp shard as `rank` (its replicas),
-  // in dp order.
-  std::vector<int> DpGroup(int rank) const;
   // Ranks holding the same pipeline position and tp shard as `rank`, over dp and cp (dp-major):
   // the group that sums this shard's gradients, since each cp rank saw part of every sequence.
   std::vector<int> GradGroup(int rank) const;

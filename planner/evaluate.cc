@@ -65,8 +65,9 @@ std::vector<double> BoundaryMs(const CostModel& costs, const Plan& plan, const R
     int64_t bytes =
         by_mode.at(stage.recompute).OutputBytes(stage.first_layer + stage.num_layers - 1);
     const int p = static_cast<int>(s) % plan.mesh.pp;
-    int from = ranks.Rank({ranks.Replicas(p) - 1, p, plan.mesh.tp - 1, plan.mesh.cp - 1});
-    int to = ranks.Rank({0, static_cast<int>(s + 1) % plan.mesh.pp, 0});
+    int from = ranks.Rank(
+        {.dp = ranks.Replicas(p) - 1, .pp = p, .tp = plan.mesh.tp - 1, .cp = plan.mesh.cp - 1});
+    int to = ranks.Rank({.pp = static_cast<int>(s + 1) % plan.mesh.pp});
     send.push_back(costs.CollectiveMsAtLevel(Collective::kP2p, static_cast<double>(bytes), 2,
                                              LevelBetween(costs, from, to)));
   }
@@ -150,7 +151,7 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
   for (int p = 0; p < plan.mesh.pp; ++p) {
     PositionFootprint f = PositionFootprintOf(plan, by_mode, p);
     // Every cp rank saw part of each sequence: the shard's gradients sum over dp · cp ranks.
-    std::vector<int> group = ranks.GradGroup(ranks.Rank({0, p, 0}));
+    std::vector<int> group = ranks.GradGroup(ranks.Rank({.pp = p}));
     double sync =
         costs.CollectiveMsAtLevel(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
                                   static_cast<int>(group.size()), GroupLevel(costs, group));
@@ -169,7 +170,7 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
   }
   if (TiedAcrossPositions(plan)) {
     double bytes = static_cast<double>(by_mode.begin()->second.Footprint(0, 0).grad_bytes);
-    int head = ranks.Rank({0, (static_cast<int>(plan.stages.size()) - 1) % plan.mesh.pp, 0});
+    int head = ranks.Rank({.pp = (static_cast<int>(plan.stages.size()) - 1) % plan.mesh.pp});
     ev->exposed_sync_ms +=
         costs.CollectiveMsAtLevel(Collective::kAllReduce, bytes, 2, LevelBetween(costs, 0, head));
   }

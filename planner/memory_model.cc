@@ -35,7 +35,7 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
   m.params = f.param_bytes;
   m.grads = f.grad_bytes;
   m.optimizer = c.zero1 ? (f.optimizer_bytes + c.replicas - 1) / c.replicas : f.optimizer_bytes;
-  if (c.replicas * c.cp > 1) m.grad_buckets = f.grad_bytes - f.tied_grad_bytes;
+  if (c.GradBuckets()) m.grad_buckets = f.grad_bytes - f.tied_grad_bytes;
   m.activations = static_cast<int64_t>(std::ceil(live * static_cast<double>(f.stash_bytes)));
   if (c.schedule == ScheduleKind::kPipeDream) {
     m.weight_versions = static_cast<int64_t>(live - 1) * f.param_bytes;
@@ -49,7 +49,7 @@ int64_t FullestPositionLowerBound(const PositionFootprint& whole, const MemoryCo
   const double live =
       LiveActivationFactor(c.schedule, c.pp - 1, c.pp, c.micro_batches, c.virtual_stages);
   const int64_t optimizer = c.zero1 ? whole.optimizer_bytes / c.replicas : whole.optimizer_bytes;
-  const int64_t buckets = c.replicas > 1 ? whole.grad_bytes - whole.tied_grad_bytes : 0;
+  const int64_t buckets = c.GradBuckets() ? whole.grad_bytes - whole.tied_grad_bytes : 0;
   const double sum =
       static_cast<double>(whole.param_bytes + whole.grad_bytes + optimizer + buckets) +
       live * static_cast<double>(whole.stash_bytes);

@@ -70,7 +70,9 @@ struct MemoryContext {
   int replicas = 1;       // of this position, for ZeRO-1 sharding
   bool zero1 = false;
   int64_t reserved_bytes = 0;
-  int cp = 1;  // the grad group is replicas · cp ranks: buckets whenever it exceeds one
+  int cp = 1;  // the grad group is replicas · cp ranks
+  // Whether the gradients travel in buckets: a grad group of more than one rank.
+  bool GradBuckets() const { return replicas * cp > 1; }
 };
 
 MemoryBreakdown PositionMemory(const PositionFootprint& footprint, int position,

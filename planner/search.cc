@@ -434,7 +434,8 @@ bool Searcher::MemoryBoundExceeds(const Config& c, const StageCosts& sc) const {
                         LaneMicroBatches(c.micro_batches, c.dp, 0),
                         c.dp,
                         c.zero1,
-                        costs_.ReservedBytes()};
+                        costs_.ReservedBytes(),
+                        c.cp};
   return FullestPositionLowerBound(sc.Footprint(0, sc.NumLayers() - 1), context) > memory_limit_;
 }
 

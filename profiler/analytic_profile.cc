@@ -60,11 +60,17 @@ double TrafficMs(const GroupTraffic& traffic, int t, const LinkRates& link) {
 }
 
 // The link a cp group's ring runs on: its ranks are cp tp-strided ranks within tp·cp consecutive
-// ones (core/rank_map.h), so it stays in a node when tp·cp fits in one and otherwise runs at the
-// widest level those ranks span. Example dgx-h100 (8 per node), tp 8, cp 2: ranks 0 and 8, the
-// inter-node link.
+// ones starting at a multiple of tp·cp (core/rank_map.h), so every group stays in a node when
+// tp·cp divides the devices per node; otherwise the widest level any group of the cluster spans
+// (the slowest group sets the pace). Example dgx-h100 (8 per node), tp 8, cp 2: ranks 0 and 8,
+// the inter-node link; 6 per node, tp 2, cp 2: ranks 4-7 straddle two nodes.
 LinkRates ContextLink(const ClusterSpec& cluster, int tp, int cp) {
-  return RatesOf(cluster.LinkOfLevel(cluster.LevelSpanning(0, int64_t{tp} * cp - 1)));
+  const int64_t group = int64_t{tp} * cp;
+  int level = cluster.LevelSpanning(0, group - 1);
+  for (int64_t first = group; first + group <= cluster.TotalDevices(); first += group) {
+    level = std::max(level, cluster.LevelSpanning(first, first + group - 1));
+  }
+  return RatesOf(cluster.LinkOfLevel(level));
 }
 
 struct GemmTimes {

@@ -15,7 +15,7 @@
 //    reduce-scatter half that (the two halves of a ring all-reduce), on the critical path;
 //  - the layer's cp collectives (the attention's K/V all-gathers, forward and input gradient,
 //    and the dK/dV reduce-scatter) as the same rings over c ranks, on the link of the level
-//    the cp group spans: inside a node when tp·cp <= devices per node, else the inter-node
+//    the cp groups span: inside a node when tp·cp divides the devices per node, else the inter-node
 //    link (or a wider level's); blocking, in the pass that issues them. A full recompute's
 //    rerun forward uses the input gradient's gather, so it costs the forward without it.
 // Every tp > 1 that divides the cp rank's tokens gets a second entry with sequence parallelism.

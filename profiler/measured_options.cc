@@ -1,5 +1,7 @@
 #include "profiler/measured_options.h"
 
+#include <algorithm>
+
 #include "core/file_util.h"
 
 namespace trident {
@@ -7,11 +9,13 @@ namespace {
 
 Status CheckCp(int cp, int64_t seq, int world_size) {
   const std::string c = std::to_string(cp);
-  if (cp < 1 || cp > world_size) {
+  if (cp < 1 || world_size % cp != 0) {
     return InvalidArgument("--cp " + c + ": a cp shard is timed as one rank of a group of " + c +
-                           " and this job has " + std::to_string(world_size) +
-                           " rank(s); run under mpirun with at least " + c +
-                           " ranks, e.g. mpirun -np " + c + " trident profile MODEL --cp 1," + c);
+                           ", and the job's " + std::to_string(world_size) +
+                           " rank(s) do not split into such groups; run under mpirun with a "
+                           "multiple of " +
+                           c + " ranks, e.g. mpirun -np " + c + " trident profile MODEL --cp 1," +
+                           c);
   }
   if (cp > 1 && seq % (2 * cp) != 0) {
     return InvalidArgument("--cp " + c + ": the sequence of " + std::to_string(seq) +
@@ -59,7 +63,16 @@ Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions
   }
   for (int tp : options.tps) TRIDENT_RETURN_IF_ERROR(CheckTp(model, tp, world_size));
   const int64_t seq = options.seq_len > 0 ? options.seq_len : model.max_seq_len;
-  for (int cp : options.cps) TRIDENT_RETURN_IF_ERROR(CheckCp(cp, seq, world_size));
+  for (int cp : options.cps) {
+    TRIDENT_RETURN_IF_ERROR(CheckCp(cp, seq, world_size));
+    const bool fits = std::any_of(options.tps.begin(), options.tps.end(),
+                                  [&](int tp) { return world_size % (tp * cp) == 0; });
+    if (!fits) {
+      return InvalidArgument(
+          "--cp " + std::to_string(cp) + ": no --tp degree T has T·cp dividing " + "the job's " +
+          std::to_string(world_size) + " ranks, so nothing would be measured at it; add --tp 1");
+    }
+  }
   if (options.seq_len < 0 || options.seq_len > model.max_seq_len) {
     return InvalidArgument("--seq " + std::to_string(options.seq_len) + " exceeds " + model.name +
                            "'s max_seq_len " + std::to_string(model.max_seq_len) +

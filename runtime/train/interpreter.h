@@ -54,7 +54,7 @@ struct StepRecord {
   double wait_ms = 0;      // blocked on pipeline inputs and on sends at the end
   double schedule_ms = 0;  // from the step's start to the end of its last send
   // Per step of the list (index: micro-batch id / M): Σ micro-batch losses on this rank (last
-  // stage, tp rank 0), else 0.
+  // stage, tp and cp rank 0: the head's loss is already the cp group's mean), else 0.
   std::vector<double> loss_sums;
   // The lowest stage of this rank whose forward output (or loss) was not finite, or -1.
   int first_nonfinite_stage = -1;

@@ -39,6 +39,7 @@ std::string MetricsLine(const StepSummary& step, int rank, const MeshCoords& c,
   j["rank"] = rank;
   j["dp"] = c.dp;
   j["pp"] = c.pp;
+  j["cp"] = c.cp;
   j["tp"] = c.tp;
   j["loss"] = step.loss;
   j["lr"] = step.lr;

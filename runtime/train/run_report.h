@@ -2,7 +2,7 @@
 // line per step on stdout, and a Chrome trace of every action on every rank for chosen steps.
 //
 // Metrics line (all times in ms, on the rank's own clock):
-//   {"step": 3, "rank": 1, "dp": 0, "pp": 1, "tp": 0, "loss": 5.41, "lr": 0.001,
+//   {"step": 3, "rank": 1, "dp": 0, "pp": 1, "cp": 0, "tp": 0, "loss": 5.41, "lr": 0.001,
 //    "grad_norm": 1.2, "tokens_per_s": 41000, "step_time_ms": 12.3, "schedule_ms": 10.1,
 //    "compute_ms": 8.0, "pipeline_wait_ms": 1.9, "idle_ms": 2.1, "bubble_fraction": 0.21,
 //    "sync_ms": 1.5, "optimizer_ms": 0.4, "peak_memory_bytes": 3355443}

@@ -12,8 +12,8 @@ TEST(RankMap, WorkedExampleFromTheHeader) {
   EXPECT_EQ(map->Coords(3), (MeshCoords{1, 0, 1}));
   EXPECT_EQ(map->Rank({0, 1, 1}), 5);
   EXPECT_EQ(map->TpGroup(3), (std::vector<int>{2, 3}));
-  EXPECT_EQ(map->DpGroup(1), (std::vector<int>{1, 3}));
-  EXPECT_EQ(map->DpGroup(4), (std::vector<int>{4}));
+  EXPECT_EQ(map->GradGroup(1), (std::vector<int>{1, 3}));
+  EXPECT_EQ(map->GradGroup(4), (std::vector<int>{4}));
 }
 
 TEST(RankMap, UniformMeshIsTpFastestThenDpThenPp) {
@@ -34,7 +34,6 @@ TEST(RankMap, CpSitsBetweenTpAndTheReplicas) {
   EXPECT_EQ(map->Rank({.dp = 0, .pp = 1, .tp = 1, .cp = 1}), 11);
   EXPECT_EQ(map->TpGroup(6), (std::vector<int>{6, 7}));
   EXPECT_EQ(map->CpGroup(5), (std::vector<int>{5, 7}));
-  EXPECT_EQ(map->DpGroup(3), (std::vector<int>{3, 7}));
   EXPECT_EQ(map->GradGroup(3), (std::vector<int>{1, 3, 5, 7}));
   EXPECT_EQ(map->GradGroup(8), (std::vector<int>{8, 10}));
   for (int rank = 0; rank < map->NumRanks(); ++rank) EXPECT_EQ(map->Rank(map->Coords(rank)), rank);

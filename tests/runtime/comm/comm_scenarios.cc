@@ -61,7 +61,7 @@ const std::vector<Scenario>& AllScenarios() {
       {"TestPollsStartedAllReduce", TestPollsStartedAllReduce},
       {"StartedAllReduceWaitTimesOut", StartedAllReduceWaitTimesOut},
       {"CancelRefusesStartedAllReduce", CancelRefusesStartedAllReduce},
-      {"SplitTpAndDpGroups", SplitTpAndDpGroups},
+      {"SplitTpCpAndGradGroups", SplitTpCpAndGradGroups},
       {"SplitReversedOrder", SplitReversedOrder},
       {"SplitIsolatesMessages", SplitIsolatesMessages},
       {"NestedSplit", NestedSplit},

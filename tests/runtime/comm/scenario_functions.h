@@ -41,7 +41,7 @@ void StartedAllReduceWaitTimesOut(Comm& comm);
 void CancelRefusesStartedAllReduce(Comm& comm);
 
 // split_scenarios.cc
-void SplitTpAndDpGroups(Comm& comm);
+void SplitTpCpAndGradGroups(Comm& comm);
 void SplitReversedOrder(Comm& comm);
 void SplitIsolatesMessages(Comm& comm);
 void NestedSplit(Comm& comm);

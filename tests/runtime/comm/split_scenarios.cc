@@ -20,8 +20,8 @@ using ::testing::HasSubstr;
 // Rank maps with `size` ranks: (tp, replicas per pipeline position).
 std::vector<RankMap> MapsOfSize(int size) {
   const std::vector<std::tuple<int, int, std::vector<int>>> shapes = {
-      {1, 1, {1}},    {2, 1, {1}},    {1, 1, {2, 1}}, {2, 1, {2}},    {2, 1, {1, 1}},
-      {1, 1, {2, 2}}, {1, 1, {size}}, {1, 2, {1}},    {1, 2, {2}},    {2, 2, {1}}};
+      {1, 1, {1}},    {2, 1, {1}},    {1, 1, {2, 1}}, {2, 1, {2}}, {2, 1, {1, 1}},
+      {1, 1, {2, 2}}, {1, 1, {size}}, {1, 2, {1}},    {1, 2, {2}}, {2, 2, {1}}};
   std::vector<RankMap> maps;
   for (const auto& [tp, cp, replicas] : shapes) {
     StatusOr<RankMap> map = RankMap::Create(tp, cp, replicas);
@@ -65,16 +65,15 @@ void SplitAndCheck(Comm& comm, const std::vector<int>& ranks, int salt) {
 
 }  // namespace
 
-void SplitTpAndDpGroups(Comm& comm) {
+void SplitTpCpAndGradGroups(Comm& comm) {
   std::vector<RankMap> maps = MapsOfSize(comm.Size());
   ASSERT_FALSE(maps.empty());
   for (const RankMap& map : maps) {
     SCOPED_TRACE("tp " + std::to_string(map.Tp()) + ", cp " + std::to_string(map.Cp()) +
                  ", positions " + std::to_string(map.NumPositions()));
     SplitAndCheck(comm, map.TpGroup(comm.Rank()), 1);
-    SplitAndCheck(comm, map.DpGroup(comm.Rank()), 2);
-    SplitAndCheck(comm, map.CpGroup(comm.Rank()), 3);
-    SplitAndCheck(comm, map.GradGroup(comm.Rank()), 4);
+    SplitAndCheck(comm, map.CpGroup(comm.Rank()), 2);
+    SplitAndCheck(comm, map.GradGroup(comm.Rank()), 3);
   }
 }
 

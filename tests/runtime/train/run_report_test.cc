@@ -61,19 +61,21 @@ TEST(EncodeStatsTest, RoundTripsExactly) {
 TEST(MetricsLineTest, IsJsonWithTheDocumentedKeys) {
   StepSummary step{3, 10, 5.41, 1e-3, 1.25, 4096};
   RankStepStats stats{500, 10, 8, 1.5, 0.75, 0.25, 3355443};
-  std::string line = MetricsLine(step, 5, MeshCoords{1, 2, 1}, stats);
+  std::string line = MetricsLine(step, 5, MeshCoords{.dp = 1, .pp = 2, .tp = 1, .cp = 1}, stats);
   EXPECT_EQ(line.find('\n'), std::string::npos);
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(line);
   std::vector<std::string> keys;
   for (const auto& item : j.items()) keys.push_back(item.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "step", "rank", "dp", "pp", "tp", "loss", "lr", "grad_norm", "tokens_per_s",
-                      "step_time_ms", "schedule_ms", "compute_ms", "pipeline_wait_ms", "idle_ms",
-                      "bubble_fraction", "sync_ms", "optimizer_ms", "peak_memory_bytes"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{
+                "step", "rank", "dp", "pp", "cp", "tp", "loss", "lr", "grad_norm", "tokens_per_s",
+                "step_time_ms", "schedule_ms", "compute_ms", "pipeline_wait_ms", "idle_ms",
+                "bubble_fraction", "sync_ms", "optimizer_ms", "peak_memory_bytes"}));
   EXPECT_EQ(j["step"], 3);
   EXPECT_EQ(j["rank"], 5);
   EXPECT_EQ(j["dp"], 1);
   EXPECT_EQ(j["pp"], 2);
+  EXPECT_EQ(j["cp"], 1);
   EXPECT_EQ(j["tp"], 1);
   EXPECT_DOUBLE_EQ(j["loss"].get<double>(), 5.41);
   EXPECT_DOUBLE_EQ(j["lr"].get<double>(), 1e-3);
