@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/fix_flag.h"
 #include "cli/format.h"
 #include "cli/launch_command.h"
 #include "core/cluster.h"
@@ -63,14 +64,10 @@ class SupervisedSteps : public RunFlowSteps {
 // a measurement of every layer). Any other N is left to the planner, whose --fix check names it.
 std::vector<int> ProfiledCpDegrees(const std::vector<std::string>& fix, const ModelSpec& model,
                                    MeasuredProfileOptions options, int devices) {
-  for (const std::string& item : fix) {
-    if (!item.starts_with("cp=")) continue;
-    options.cps = {1, std::atoi(item.c_str() + 3)};
-    if (options.cps[1] > 1 && CheckMeasuredOptions(model, options, devices).ok()) {
-      return options.cps;
-    }
-  }
-  return {1};
+  SearchConstraints fixed;
+  if (!ParseFix(fix, &fixed).ok() || fixed.cp.value_or(1) == 1) return {1};
+  options.cps = {1, *fixed.cp};
+  return CheckMeasuredOptions(model, options, devices).ok() ? options.cps : std::vector<int>{1};
 }
 
 // The flow's options from the flags and the files they name, and the cluster's name; what is

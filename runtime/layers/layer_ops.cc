@@ -83,28 +83,44 @@ void SwapBlockOrder(Compute& compute, Tensor& from, Tensor& to, int64_t outer, i
   }
 }
 
+// Every rank's `local` of `comm`, one after another: a new rank-major tensor of `dims`. Host
+// buffers on the CPU backend, device pointers on CUDA (the Comm takes what the backend holds);
+// Synchronize orders the collective after the ops that wrote the tensor. `what` as in
+// CheckCollective.
+Tensor AllGatherRankMajor(const LayerContext& context, Comm& comm, const char* what,
+                          const Tensor& local, const std::vector<int64_t>& dims) {
+  Tensor by_rank = context.compute->Allocate(dims);
+  context.compute->Synchronize();
+  CheckCollective(comm.AllGather(local.span<float>(), by_rank.span<float>()), what, local, context);
+  return by_rank;
+}
+
+// This rank's block of the sum over `comm` of every rank's rank-major `by_rank`: a new tensor
+// of `dims`.
+Tensor ReduceScatterRankMajor(const LayerContext& context, Comm& comm, const char* what,
+                              const Tensor& by_rank, const std::vector<int64_t>& dims) {
+  Tensor mine = context.compute->Allocate(dims);
+  context.compute->Synchronize();
+  CheckCollective(comm.ReduceScatterSum(by_rank.span<float>(), mine.span<float>()), what, by_rank,
+                  context);
+  return mine;
+}
+
 bool SequenceSplit(const LayerContext& context) {
   return context.sequence_parallel && context.tp_comm != nullptr && context.tp_size > 1;
 }
 
 }  // namespace
 
-// Host buffers on the CPU backend, device pointers on CUDA (the Comm takes what the backend
-// holds); Synchronize orders the collective after the ops that wrote the tensor.
 Tensor TpGatherKept(const LayerContext& context, Tensor& local_BSC) {
   if (!SequenceSplit(context)) return local_BSC.View(0, local_BSC.shape());
-  Compute& compute = *context.compute;
   const int64_t t = context.tp_size, b = local_BSC.dim(0);
   std::vector<int64_t> whole = local_BSC.shape();
   whole[1] *= t;
-  Tensor by_rank = compute.Allocate(whole);
-  compute.Synchronize();
-  const Tensor& send = local_BSC;
-  CheckCollective(context.tp_comm->AllGather(send.span<float>(), by_rank.span<float>()),
-                  "tp all-gather", local_BSC, context);
+  Tensor by_rank = AllGatherRankMajor(context, *context.tp_comm, "tp all-gather", local_BSC, whole);
   if (b == 1) return by_rank;
-  Tensor out = compute.Allocate(whole);
-  SwapBlockOrder(compute, by_rank, out, t, b);
+  Tensor out = context.compute->Allocate(whole);
+  SwapBlockOrder(*context.compute, by_rank, out, t, b);
   return out;
 }
 
@@ -132,12 +148,7 @@ Tensor TpReduce(const LayerContext& context, Tensor partial_BSC) {
     SwapBlockOrder(compute, partial_BSC, by_rank, b, t);
     partial_BSC = std::move(by_rank);
   }
-  Tensor out = compute.Allocate(local);
-  compute.Synchronize();
-  const Tensor& send = partial_BSC;
-  CheckCollective(context.tp_comm->ReduceScatterSum(send.span<float>(), out.span<float>()),
-                  "tp reduce-scatter", partial_BSC, context);
-  return out;
+  return ReduceScatterRankMajor(context, *context.tp_comm, "tp reduce-scatter", partial_BSC, local);
 }
 
 std::vector<int64_t> SequencePositions(const LayerContext& context, int64_t local_seq) {
@@ -191,32 +202,23 @@ void MoveChunks(const LayerContext& context, Tensor& by_rank, Tensor& whole, boo
 
 Tensor CpGather(const LayerContext& context, Tensor& local_BS) {
   if (context.cp_size == 1) return local_BS.View(0, local_BS.shape());
-  Compute& compute = *context.compute;
   std::vector<int64_t> whole_dims = local_BS.shape();
   whole_dims[1] *= context.cp_size;
-  Tensor by_rank = compute.Allocate(whole_dims);
-  compute.Synchronize();
-  const Tensor& send = local_BS;
-  CheckCollective(context.cp_comm->AllGather(send.span<float>(), by_rank.span<float>()),
-                  "cp all-gather", local_BS, context);
-  Tensor whole = compute.Allocate(whole_dims);
+  Tensor by_rank =
+      AllGatherRankMajor(context, *context.cp_comm, "cp all-gather", local_BS, whole_dims);
+  Tensor whole = context.compute->Allocate(whole_dims);
   MoveChunks(context, by_rank, whole, /*to_whole=*/true);
   return whole;
 }
 
 Tensor CpReduce(const LayerContext& context, Tensor whole_BS) {
   if (context.cp_size == 1) return whole_BS;
-  Compute& compute = *context.compute;
-  Tensor by_rank = compute.Allocate(whole_BS.shape());
+  Tensor by_rank = context.compute->Allocate(whole_BS.shape());
   MoveChunks(context, by_rank, whole_BS, /*to_whole=*/false);
   std::vector<int64_t> local_dims = whole_BS.shape();
   local_dims[1] /= context.cp_size;
-  Tensor local = compute.Allocate(local_dims);
-  compute.Synchronize();
-  const Tensor& send = by_rank;
-  CheckCollective(context.cp_comm->ReduceScatterSum(send.span<float>(), local.span<float>()),
-                  "cp reduce-scatter", whole_BS, context);
-  return local;
+  return ReduceScatterRankMajor(context, *context.cp_comm, "cp reduce-scatter", by_rank,
+                                local_dims);
 }
 
 Tensor Clone(Compute& compute, const Tensor& src) {

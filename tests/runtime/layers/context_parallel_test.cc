@@ -35,6 +35,14 @@ void PrintTo(const CpCase& c, std::ostream* os) {
       << NameOf(RecomputeModeNames(), c.recompute);
 }
 
+// "gpt_cp2_tp2_sp_full": the test name of a case (cp 2 throughout).
+std::string CaseName(const testing::TestParamInfo<CpCase>& param_info) {
+  const CpCase& c = param_info.param;
+  return std::string(c.llama ? "llama" : "gpt") + "_cp2" +
+         (c.tp > 1 ? "_tp" + std::to_string(c.tp) + "_sp" : "") + "_" +
+         NameOf(RecomputeModeNames(), c.recompute);
+}
+
 ModelSpec CaseModel(const CpCase& c) {
   ModelSpec model = c.llama ? TpLlama() : TpModel();
   model.max_seq_len = kSeq;
@@ -171,12 +179,7 @@ INSTANTIATE_TEST_SUITE_P(Models, ContextParallelTest,
                                          CpCase{true, 1, RecomputeMode::kSelective},
                                          CpCase{false, 2, RecomputeMode::kFull},
                                          CpCase{true, 2, RecomputeMode::kFull}),
-                         [](const testing::TestParamInfo<CpCase>& param_info) {
-                           const CpCase& c = param_info.param;
-                           return std::string(c.llama ? "llama" : "gpt") + "_cp2" +
-                                  (c.tp > 1 ? "_tp" + std::to_string(c.tp) + "_sp" : "") + "_" +
-                                  NameOf(RecomputeModeNames(), c.recompute);
-                         });
+                         CaseName);
 
 // The cp collectives a block issues are the cost model's (LayerCost::cp_fwd, cp_bwd), call for
 // call and byte for byte (fp32), in every recompute mode: a full recompute's rerun forward and
@@ -222,11 +225,7 @@ INSTANTIATE_TEST_SUITE_P(Blocks, CpTrafficTest,
                                          CpCase{true, 1, RecomputeMode::kSelective},
                                          CpCase{false, 1, RecomputeMode::kFull},
                                          CpCase{true, 1, RecomputeMode::kFull}),
-                         [](const testing::TestParamInfo<CpCase>& param_info) {
-                           const CpCase& c = param_info.param;
-                           return std::string(c.llama ? "llama" : "gpt") + "_" +
-                                  NameOf(RecomputeModeNames(), c.recompute);
-                         });
+                         CaseName);
 
 }  // namespace
 }  // namespace trident
