@@ -64,9 +64,45 @@ std::string ClusterSpec::LevelName(int level) const {
   return levels[level - 2].name;
 }
 
+double DeviceEfficiency::GemmFraction(double gflop) const {
+  TRIDENT_CHECK(!gemm.empty()) << "an empty GEMM efficiency curve";
+  if (gflop <= gemm.front().gflop) return clock * gemm.front().fraction;
+  for (size_t i = 1; i < gemm.size(); ++i) {
+    const EfficiencyPoint& lo = gemm[i - 1];
+    const EfficiencyPoint& hi = gemm[i];
+    if (gflop > hi.gflop) continue;
+    double t = std::log(gflop / lo.gflop) / std::log(hi.gflop / lo.gflop);
+    return clock * (lo.fraction + t * (hi.fraction - lo.fraction));
+  }
+  return clock * gemm.back().fraction;
+}
+
+double RingCollectiveMs(Collective collective, double bytes, int n, const LinkSpec& link,
+                        int64_t calls) {
+  if (n <= 1 || bytes <= 0 || calls <= 0) return 0;
+  const double ranks = n;
+  double steps = 1, volume = 1;  // p2p
+  if (collective == Collective::kAllReduce) {
+    steps = 2 * (ranks - 1);
+    volume = 2 * (ranks - 1) / ranks;
+  } else if (collective != Collective::kP2p) {
+    steps = ranks - 1;
+    volume = (ranks - 1) / ranks;
+  }
+  const double bytes_per_us = link.bw_gb_per_s * link.efficiency * 1e3;
+  return (static_cast<double>(calls) * steps * link.latency_us + volume * bytes / bytes_per_us) *
+         1e-3;
+}
+
 namespace {
 
 constexpr double kMaxMemoryGib = 1 << 20;  // 1 PiB: far above any device, far below int64 bytes
+
+// A fraction of a datasheet figure: in (0, 1].
+FieldCheck CheckFraction(const std::string& path, double value, const std::string& what) {
+  if (value > 0.0 && value <= 1.0) return std::nullopt;
+  return FieldError{path, "must be in (0, 1], got " + FormatDouble(value), "give " + what};
+}
 
 FieldCheck CheckLink(const LinkSpec& link, const std::string& path) {
   if (link.bw_gb_per_s <= 0.0) {
@@ -78,7 +114,45 @@ FieldCheck CheckLink(const LinkSpec& link, const std::string& path) {
     return FieldError{JoinKeyPath(path, "latency_us"), "must not be negative",
                       "give a small message's latency in microseconds, e.g. 5"};
   }
+  return CheckFraction(JoinKeyPath(path, "efficiency"), link.efficiency,
+                       "the bus bandwidth a large collective reaches over bw_gb_per_s, e.g. 0.8");
+}
+
+FieldCheck CheckGemmCurve(const std::vector<EfficiencyPoint>& curve) {
+  const std::string path = "device.efficiency.gemm";
+  if (curve.empty()) {
+    return FieldError{path, "needs at least one point",
+                      "add e.g. '- {gflop: 100, fraction: 0.85}', or leave device.efficiency out"};
+  }
+  for (size_t i = 0; i < curve.size(); ++i) {
+    const std::string item = IndexKeyPath(path, i);
+    if (!(curve[i].gflop > 0.0)) {
+      return FieldError{JoinKeyPath(item, "gflop"), "must be positive (GFLOP of one product)", ""};
+    }
+    if (i > 0 && !(curve[i].gflop > curve[i - 1].gflop)) {
+      return FieldError{JoinKeyPath(item, "gflop"),
+                        "must be larger than the point before it (" +
+                            FormatDouble(curve[i - 1].gflop) + "), got " +
+                            FormatDouble(curve[i].gflop),
+                        "list the points in ascending gflop, each size once"};
+    }
+    if (FieldCheck error = CheckFraction(JoinKeyPath(item, "fraction"), curve[i].fraction,
+                                         "the fraction of peak_tflops at this size, e.g. 0.85")) {
+      return error;
+    }
+  }
   return std::nullopt;
+}
+
+FieldCheck CheckEfficiency(const DeviceEfficiency& efficiency) {
+  if (FieldCheck error = CheckGemmCurve(efficiency.gemm)) return error;
+  if (FieldCheck error = CheckFraction(
+          "device.efficiency.clock", efficiency.clock,
+          "the sustained clock under load over the clock peak_tflops is quoted at, e.g. 0.93")) {
+    return error;
+  }
+  return CheckFraction("device.efficiency.memory", efficiency.memory,
+                       "the fraction of memory_bw_gb_per_s memory-bound kernels reach, e.g. 0.85");
 }
 
 FieldCheck CheckDevice(const DeviceSpec& device) {
@@ -101,7 +175,7 @@ FieldCheck CheckDevice(const DeviceSpec& device) {
   if (device.memory_bw_gb_per_s <= 0.0) {
     return FieldError{"device.memory_bw_gb_per_s", "must be positive (GB/s)", ""};
   }
-  return std::nullopt;
+  return CheckEfficiency(device.efficiency);
 }
 
 // An inter_node figure describes groups of nodes inside one unit of levels[0].
@@ -235,6 +309,26 @@ Status ReadLink(YamlMap& links, std::string_view key, LinkSpec* link) {
   TRIDENT_ASSIGN_OR_RETURN(YamlMap map, links.GetMap(key));
   TRIDENT_RETURN_IF_ERROR(map.Get("bw_gb_per_s", &link->bw_gb_per_s));
   TRIDENT_RETURN_IF_ERROR(map.Get("latency_us", &link->latency_us));
+  TRIDENT_RETURN_IF_ERROR(map.GetOptional("efficiency", &link->efficiency));
+  return map.Finish();
+}
+
+Status ReadGemmPoint(YamlMap& item, std::vector<EfficiencyPoint>* curve) {
+  EfficiencyPoint point;
+  TRIDENT_RETURN_IF_ERROR(item.Get("gflop", &point.gflop));
+  TRIDENT_RETURN_IF_ERROR(item.Get("fraction", &point.fraction));
+  curve->push_back(point);
+  return Status::Ok();
+}
+
+Status ReadEfficiency(YamlMap& device, DeviceEfficiency* efficiency) {
+  if (!device.Has("efficiency")) return Status::Ok();
+  TRIDENT_ASSIGN_OR_RETURN(YamlMap map, device.GetMap("efficiency"));
+  efficiency->gemm.clear();
+  TRIDENT_RETURN_IF_ERROR(map.ForEachMap(
+      "gemm", [efficiency](YamlMap& item, int) { return ReadGemmPoint(item, &efficiency->gemm); }));
+  TRIDENT_RETURN_IF_ERROR(map.GetOptional("clock", &efficiency->clock));
+  TRIDENT_RETURN_IF_ERROR(map.Get("memory", &efficiency->memory));
   return map.Finish();
 }
 
@@ -250,6 +344,7 @@ Status ReadDevice(YamlMap& top, DeviceSpec* device) {
     TRIDENT_RETURN_IF_ERROR(peak.Get(name, &device->peak_tflops[dtype]));
   }
   TRIDENT_RETURN_IF_ERROR(peak.Finish());
+  TRIDENT_RETURN_IF_ERROR(ReadEfficiency(map, &device->efficiency));
   return map.Finish();
 }
 
@@ -259,6 +354,7 @@ Status ReadLevel(YamlMap& item, ClusterSpec* spec) {
   TRIDENT_RETURN_IF_ERROR(item.Get("nodes", &level.nodes));
   TRIDENT_RETURN_IF_ERROR(item.Get("bw_gb_per_s", &level.link.bw_gb_per_s));
   TRIDENT_RETURN_IF_ERROR(item.Get("latency_us", &level.link.latency_us));
+  TRIDENT_RETURN_IF_ERROR(item.GetOptional("efficiency", &level.link.efficiency));
   spec->levels.push_back(level);
   return Status::Ok();
 }
@@ -298,7 +394,9 @@ Status ReadCluster(YamlMap& map, ClusterSpec* spec) {
 
 void WriteLink(YamlWriter& out, std::string_view key, const LinkSpec& link) {
   out.Key(key).BeginMap();
-  out.Field("bw_gb_per_s", link.bw_gb_per_s).Field("latency_us", link.latency_us);
+  out.Field("bw_gb_per_s", link.bw_gb_per_s)
+      .Field("latency_us", link.latency_us)
+      .Field("efficiency", link.efficiency);
   out.EndMap();
 }
 
@@ -314,6 +412,7 @@ void WriteLinks(YamlWriter& out, const ClusterSpec& spec) {
           .Field("nodes", level.nodes)
           .Field("bw_gb_per_s", level.link.bw_gb_per_s)
           .Field("latency_us", level.link.latency_us)
+          .Field("efficiency", level.link.efficiency)
           .EndMap();
     }
     out.EndList();
@@ -329,6 +428,14 @@ void WriteDevice(YamlWriter& out, const DeviceSpec& device) {
       .Field("memory_bw_gb_per_s", device.memory_bw_gb_per_s);
   out.Key("peak_tflops").BeginMap();
   for (const auto& [dtype, tflops] : device.peak_tflops) out.Field(DTypeName(dtype), tflops);
+  out.EndMap();
+  out.Key("efficiency").BeginMap();
+  out.Key("gemm").BeginList();
+  for (const EfficiencyPoint& p : device.efficiency.gemm) {
+    out.BeginMap(/*flow=*/true).Field("gflop", p.gflop).Field("fraction", p.fraction).EndMap();
+  }
+  out.EndList();
+  out.Field("clock", device.efficiency.clock).Field("memory", device.efficiency.memory);
   out.EndMap().EndMap();
 }
 

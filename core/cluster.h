@@ -36,9 +36,13 @@ const NameTable<LinkClass>& LinkClassNames();
 enum class Collective { kP2p, kAllReduce, kAllGather, kReduceScatter };
 const NameTable<Collective>& CollectiveNames();
 
+// A link as collectives use it. `efficiency` is the fraction of bw_gb_per_s that a large
+// collective's bus bandwidth reaches (nccl-tests' busbw over the wire rate; protocol, chunking
+// and synchronization eat the rest): the time models divide by bw_gb_per_s · efficiency.
 struct LinkSpec {
   double bw_gb_per_s = 0.0;
   double latency_us = 0.0;
+  double efficiency = 1.0;  // (0, 1]; absent from a file: 1
   bool operator==(const LinkSpec&) const = default;
 };
 
@@ -62,12 +66,44 @@ struct LinkLevel {
   bool operator==(const LinkLevel&) const = default;
 };
 
+// One point of a GEMM efficiency curve: a product of `gflop` GFLOP (2·m·n·k / 1e9) reaches
+// `fraction` of the device's peak.
+struct EfficiencyPoint {
+  double gflop = 0.0;
+  double fraction = 0.0;
+  bool operator==(const EfficiencyPoint&) const = default;
+};
+
+// How close a device's kernels come to its datasheet figures (the cluster file's
+// device.efficiency; profiler/analytic_profile.h uses them).
+//  - gemm: the fraction of peak_tflops a GEMM reaches as a function of its size, points in
+//    ascending gflop; between points linear in log(gflop), beyond the ends the end's fraction.
+//    Small products fall short of peak (too few tiles to fill the device, fixed prologue and
+//    epilogue); large ones reach the device's maximum achievable matmul rate.
+//  - clock: the fraction of the clock peak_tflops is quoted at that the device sustains under
+//    hours of dense tensor-core load at its power limit; it scales the GEMM curve (a short
+//    benchmark runs at the boost clock, a training run at the sustained one).
+//  - memory: the fraction of memory_bw_gb_per_s that memory-bound kernels (norms, softmax,
+//    activations, dropout, residual adds, the optimizer) reach.
+// Absent from a file: kDefaultGemmFraction at every size, clock 1, memory 1.
+struct DeviceEfficiency {
+  static constexpr double kDefaultGemmFraction = 0.8;
+  std::vector<EfficiencyPoint> gemm = {{1.0, kDefaultGemmFraction}};
+  double clock = 1.0;
+  double memory = 1.0;
+  // The fraction of peak a product of `gflop` GFLOP reaches in training: the curve's value
+  // there times `clock`. REQUIRES: gemm is non-empty.
+  double GemmFraction(double gflop) const;
+  bool operator==(const DeviceEfficiency&) const = default;
+};
+
 struct DeviceSpec {
   std::string name;
   DeviceKind kind = DeviceKind::kGpu;
   double memory_gib = 0.0;
   std::map<DType, double> peak_tflops;  // dense peak per dtype; absent = unsupported
   double memory_bw_gb_per_s = 0.0;
+  DeviceEfficiency efficiency;
   bool operator==(const DeviceSpec&) const = default;
 };
 
@@ -108,6 +144,19 @@ struct ClusterSpec {
   Status Validate() const { return ToStatus(Check()); }
   std::string ToString() const;
 };
+
+// Milliseconds for `calls` ring collectives of `bytes` in all (an all-gather's gathered output,
+// a reduce-scatter's input) over n ranks joined by `link`, at the achieved bandwidth
+// bw = bw_gb_per_s · efficiency (Thakur et al., "Optimization of Collective Communication
+// Operations in MPICH", 2005; NCCL's "Performance" notes for the busbw factors):
+//   p2p              calls·α + B/bw
+//   all-reduce       calls·2(n−1)·α + 2(n−1)/n · B/bw
+//   all-gather,
+//   reduce-scatter   calls·(n−1)·α + (n−1)/n · B/bw
+// 0 when n <= 1 or there is nothing to send. Example: one all-reduce of 1 GB over 8 ranks at
+// 25 GB/s, efficiency 1, α 5 µs: 14·5 µs + 1.75·40 ms = 70.07 ms.
+double RingCollectiveMs(Collective collective, double bytes, int n, const LinkSpec& link,
+                        int64_t calls = 1);
 
 StatusOr<ClusterSpec> ParseClusterSpec(std::string_view text, const std::string& file);
 StatusOr<ClusterSpec> LoadClusterSpec(const std::string& path);

@@ -80,23 +80,16 @@ double ProfileCostModel::CollectiveMsAtLevel(Collective collective, double bytes
       return (m.alpha_us + bytes / (m.beta_gb_per_s * 1e3)) * 1e-3;
     }
   }
-  double n = group_size;
-  double steps = 1, volume = 1;  // p2p
-  if (collective == Collective::kAllReduce) {
-    steps = 2 * (n - 1);
-    volume = 2 * (n - 1) / n;
-  } else if (collective != Collective::kP2p) {
-    steps = n - 1;
-    volume = (n - 1) / n;
-  }
-  return (steps * spec.latency_us + volume * bytes / (spec.bw_gb_per_s * 1e3)) * 1e-3;
+  return RingCollectiveMs(collective, bytes, group_size, spec);
 }
 
 // An optimizer step streams the parameters, gradients and optimizer state through memory
-// once and writes parameters and state back: about 2 × state_bytes of traffic.
-// Example: 1 GiB of state on an A100 (2039 GB/s): 2 · 1.07 GB / 2039 GB/s = 1.05 ms.
+// once and writes parameters and state back: about 2 × state_bytes of traffic, at the
+// device's memory-bound efficiency. Example: 1 GiB of state on an A100 (2039 GB/s,
+// efficiency 1): 2 · 1.07 GB / 2039 GB/s = 1.05 ms.
 double ProfileCostModel::OptimizerMs(double state_bytes) const {
-  return 2 * state_bytes / (cluster_.device.memory_bw_gb_per_s * 1e6);
+  const DeviceSpec& device = cluster_.device;
+  return 2 * state_bytes / (device.memory_bw_gb_per_s * device.efficiency.memory * 1e6);
 }
 
 int64_t ProfileCostModel::ReservedBytes() const {

@@ -5,13 +5,8 @@
 // hardware description by profiler/analytic_profile.h), their times multiplied by the
 // profile's load factor (core/profile.h). Communication follows alpha-beta on the link of
 // the cluster level a group spans (core/cluster.h: a ring runs at its slowest hop, the
-// widest level it crosses; PipeDream §3.1), with ring factors (Thakur et al., "Optimization of
-// Collective Communication Operations in MPICH", 2005; NCCL's doc "Performance" for busbw):
-//   p2p              α + B/bw
-//   all-reduce       2(n−1)·α + 2(n−1)/n · B/bw
-//   all-gather,
-//   reduce-scatter   (n−1)·α + (n−1)/n · B/bw        (B: the full, gathered buffer)
-// Example: all-reduce of 1 GB over 8 ranks at 25 GB/s, α 5 µs: 14·5 µs + 1.75·40 ms = 70.07 ms.
+// widest level it crosses; PipeDream §3.1), as RingCollectiveMs (core/cluster.h) prices it:
+// ring factors on the link's achieved bandwidth, bw_gb_per_s · efficiency.
 // At levels 0 (intra_node) and 1 (inter_node), a measured figure for the same collective,
 // link class and group size (cluster file, `measured:`) replaces the formula: α + B/β; the
 // levels above have no measured figures.

@@ -1,6 +1,7 @@
 #include "profiler/analytic_profile.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/version.h"
 #include "models/layer_cost.h"
@@ -9,54 +10,43 @@
 namespace trident {
 namespace {
 
-// One link, one direction, in the units the time model uses.
-struct LinkRates {
-  double bytes_per_ms = 0;
-  double latency_ms = 0;
-};
-
-LinkRates RatesOf(const LinkSpec& link) { return {link.bw_gb_per_s * 1e6, link.latency_us * 1e-3}; }
-
 // What one device can do, in the units the time model uses.
 struct DeviceRates {
   double flops_per_ms = 0;  // peak FLOP/s of the dtype / 1e3
-  double bytes_per_ms = 0;  // memory bandwidth / 1e3
+  double bytes_per_ms = 0;  // achieved memory bandwidth (· efficiency.memory) / 1e3
   double launch_ms = 0;     // per GEMM kernel
   int64_t tile = 1;         // GEMM output tile (1: no quantization)
-  LinkRates tp_link;        // the intra-node link: a tp group never leaves its node
-  LinkRates cp_link;        // the link of the level the cp group spans (ContextLink)
+  const DeviceEfficiency* efficiency = nullptr;
+  LinkSpec tp_link;  // the intra-node link: a tp group never leaves its node
+  LinkSpec cp_link;  // the link of the level the cp group spans (ContextLink)
 };
 
 int64_t RoundUp(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 
-// Roofline time of one GEMM. Example A100 bf16 (312 TFLOP/s, 2039 GB/s), m 1024, n 1152,
-// k 768: padded FLOPs 2·1024·1152·768 = 1.81 GFLOP -> 7.3 µs at 80%; bytes (m·k + k·n +
-// m·n)·2 = 5.5 MB -> 2.7 µs; so compute-bound, 7.3 µs + 4 µs launch.
+// Roofline time of one GEMM at the device's efficiency for its size. Example A100 bf16
+// (312 TFLOP/s, 2039 GB/s, memory efficiency 1), m 1024, n 1152, k 768, fraction 0.8: padded
+// FLOPs 2·1024·1152·768 = 1.81 GFLOP -> 7.3 µs; bytes (m·k + k·n + m·n)·2 = 5.5 MB -> 2.7 µs;
+// so compute-bound, 7.3 µs + 4 µs launch.
 double GemmMs(const GemmShape& g, int64_t dtype_bytes, const DeviceRates& r) {
   double m = static_cast<double>(RoundUp(g.m, r.tile));
   double n = static_cast<double>(RoundUp(g.n, r.tile));
   double k = static_cast<double>(g.k);
   double count = static_cast<double>(g.count);
-  double compute = 2.0 * m * n * k * count / (kGemmEfficiency * r.flops_per_ms);
+  double flops = 2.0 * m * n * k * count;  // one kernel: a batched product fills the GPU as one
+  double compute = flops / (r.efficiency->GemmFraction(flops * 1e-9) * r.flops_per_ms);
   double bytes = (m * k + k * n + m * n) * count * static_cast<double>(dtype_bytes);
   return std::max(compute, bytes / r.bytes_per_ms) + r.launch_ms;
 }
 
-// `calls` ring collectives over t ranks of `bytes` in all, each of `phases` halves: an
-// all-reduce is a reduce-scatter then an all-gather, each rank sending and receiving (t−1)/t of
-// the payload in t−1 steps per half. Example one all-reduce, t 8, 6 MiB over 300 GB/s:
-// 1.75 · 6.29 MB / 300 GB/s = 36.7 µs + 14 · 3 µs latency = 78.7 µs.
-double RingMs(const GroupCalls& calls, int phases, int t, const LinkRates& link) {
-  if (t <= 1 || calls.count == 0) return 0;
-  double steps = static_cast<double>(phases) * (t - 1);
-  return steps / t * static_cast<double>(calls.bytes) / link.bytes_per_ms +
-         steps * calls.count * link.latency_ms;
-}
-
 // The collectives of one pass over a group of t ranks joined by `link`.
-double TrafficMs(const GroupTraffic& traffic, int t, const LinkRates& link) {
-  return RingMs(traffic.all_reduce, 2, t, link) + RingMs(traffic.all_gather, 1, t, link) +
-         RingMs(traffic.reduce_scatter, 1, t, link);
+double TrafficMs(const GroupTraffic& traffic, int t, const LinkSpec& link) {
+  double ms = 0;
+  for (auto [collective, calls] : {std::pair{Collective::kAllReduce, traffic.all_reduce},
+                                   std::pair{Collective::kAllGather, traffic.all_gather},
+                                   std::pair{Collective::kReduceScatter, traffic.reduce_scatter}}) {
+    ms += RingCollectiveMs(collective, static_cast<double>(calls.bytes), t, link, calls.count);
+  }
+  return ms;
 }
 
 // The link a cp group's ring runs on: its ranks are cp tp-strided ranks within tp·cp consecutive
@@ -64,13 +54,13 @@ double TrafficMs(const GroupTraffic& traffic, int t, const LinkRates& link) {
 // tp·cp divides the devices per node; otherwise the widest level any group of the cluster spans
 // (the slowest group sets the pace). Example dgx-h100 (8 per node), tp 8, cp 2: ranks 0 and 8,
 // the inter-node link; 6 per node, tp 2, cp 2: ranks 4-7 straddle two nodes.
-LinkRates ContextLink(const ClusterSpec& cluster, int tp, int cp) {
+LinkSpec ContextLink(const ClusterSpec& cluster, int tp, int cp) {
   const int64_t group = int64_t{tp} * cp;
   int level = cluster.LevelSpanning(0, group - 1);
   for (int64_t first = group; first + group <= cluster.TotalDevices(); first += group) {
     level = std::max(level, cluster.LevelSpanning(first, first + group - 1));
   }
-  return RatesOf(cluster.LinkOfLevel(level));
+  return cluster.LinkOfLevel(level);
 }
 
 struct GemmTimes {
@@ -134,10 +124,11 @@ StatusOr<DeviceRates> Rates(const ClusterSpec& cluster, DType dtype) {
   bool gpu = cluster.device.kind == DeviceKind::kGpu;
   DeviceRates r;
   r.flops_per_ms = peak->second * 1e9;
-  r.bytes_per_ms = cluster.device.memory_bw_gb_per_s * 1e6;
+  r.bytes_per_ms = cluster.device.memory_bw_gb_per_s * cluster.device.efficiency.memory * 1e6;
   r.launch_ms = gpu ? kGpuKernelLaunchUs * 1e-3 : 0;
   r.tile = gpu ? kGpuTile : 1;
-  r.tp_link = RatesOf(cluster.intra_node);
+  r.efficiency = &cluster.device.efficiency;
+  r.tp_link = cluster.intra_node;
   return r;
 }
 

@@ -3,16 +3,19 @@
 // result has the same format as a measured profile (method.source: analytic), so the
 // planner has one input path.
 //
-// Time model, per layer and micro-batch on one rank of a tp group:
-//  - GEMMs (models/layer_gemms.h) on a roofline: max(FLOPs / (kGemmEfficiency · peak),
-//    bytes / memory bandwidth), with the m and n dimensions padded to the GPU's tile
-//    (kGpuTile: tile quantization) and a fixed launch cost per kernel on GPUs;
+// Time model, per layer and micro-batch on one rank of a tp group, from the device's
+// datasheet figures and its device.efficiency (core/cluster.h):
+//  - GEMMs (models/layer_gemms.h) on a roofline: max(FLOPs / (f(FLOPs) · peak),
+//    bytes / achieved memory bandwidth), f the device's GEMM efficiency curve at the
+//    product's size, the m and n dimensions padded to the GPU's tile (kGpuTile: tile
+//    quantization) and a fixed launch cost per kernel on GPUs;
 //  - memory-bound work (norms, softmax, GELU, residual adds, dropout, loss) as 2 × the bytes
 //    the layer stashes (every stashed tensor is written once and read back at least once),
-//    twice that in backward, at memory bandwidth;
+//    twice that in backward, at the achieved memory bandwidth, memory_bw_gb_per_s ·
+//    efficiency.memory;
 //  - the layer's tp collectives as rings over the intra-node link (a tp group never spans
-//    nodes): an all-reduce 2(t−1)/t · bytes / bandwidth + 2(t−1) · latency, an all-gather or
-//    reduce-scatter half that (the two halves of a ring all-reduce), on the critical path;
+//    nodes), priced by RingCollectiveMs (core/cluster.h) at the link's achieved bandwidth, on
+//    the critical path;
 //  - the layer's cp collectives (the attention's K/V all-gathers, forward and input gradient,
 //    and the dK/dV reduce-scatter) as the same rings over c ranks, on the link of the level
 //    the cp groups span: inside a node when tp·cp divides the devices per node, else the inter-node
@@ -40,10 +43,6 @@
 
 namespace trident {
 
-// Fraction of peak a large, well-shaped GEMM reaches. cuBLAS reaches about 80% of the
-// dense bf16 peak on A100 and H100 for large square GEMMs (NVIDIA, "Matrix Multiplication
-// Background User's Guide", performance charts); we use the same fraction on CPUs.
-inline constexpr double kGemmEfficiency = 0.8;
 // Tensor-core GEMM kernels compute in 128 × 128 output tiles; partial tiles cost whole ones.
 inline constexpr int64_t kGpuTile = 128;
 // Launch and scheduling cost of one GPU kernel, microseconds.

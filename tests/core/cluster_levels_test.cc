@@ -71,8 +71,8 @@ TEST(ClusterLevels, PodsAddALevelAboveTheNode) {
   EXPECT_EQ(c.LevelSpanning(7, 8), 2);   // nodes 1 and 2: pods 0 and 1
   EXPECT_EQ(c.LevelSpanning(0, 15), 2);  // pods 0-1
   EXPECT_EQ(c.LevelSpanning(0, 31), 2);  // the whole cluster
-  EXPECT_EQ(c.LinkOfLevel(1), (LinkSpec{50, 5}));
-  EXPECT_EQ(c.LinkOfLevel(2), (LinkSpec{12.5, 10}));
+  EXPECT_EQ(c.LinkOfLevel(1), (LinkSpec{50, 5, 1}));
+  EXPECT_EQ(c.LinkOfLevel(2), (LinkSpec{12.5, 10, 1}));
   EXPECT_EQ(c.LevelName(2), "pod");
   EXPECT_EQ(c.NodesPerUnit(1), 2);
   EXPECT_EQ(c.NodesPerUnit(2), 8);
@@ -88,8 +88,8 @@ TEST(ClusterLevels, RacksOfPods) {
   EXPECT_EQ(c.LevelSpanning(0, 15), 2);   // nodes 0-7: rack 0
   EXPECT_EQ(c.LevelSpanning(15, 16), 3);  // racks 0-1
   EXPECT_EQ(c.LevelSpanning(16, 31), 2);  // rack 1
-  EXPECT_EQ(c.LinkOfLevel(2), (LinkSpec{20, 8}));
-  EXPECT_EQ(c.LinkOfLevel(3), (LinkSpec{10, 12}));
+  EXPECT_EQ(c.LinkOfLevel(2), (LinkSpec{20, 8, 1}));
+  EXPECT_EQ(c.LinkOfLevel(3), (LinkSpec{10, 12, 1}));
   EXPECT_EQ(c.NodesPerUnit(3), 16);
 }
 

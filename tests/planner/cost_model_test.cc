@@ -12,9 +12,9 @@ ClusterSpec Cluster() {
   c.name = "test";
   c.nodes = 4;
   c.devices_per_node = 8;
-  c.device = {"gpu", DeviceKind::kGpu, 80, {{DType::kBf16, 312}}, 2000};
-  c.intra_node = {300, 3};  // GB/s, µs
-  c.inter_node = {25, 5};
+  c.device = {"gpu", DeviceKind::kGpu, 80, {{DType::kBf16, 312}}, 2000, {}};
+  c.intra_node = {300, 3, 1};  // GB/s, µs, efficiency
+  c.inter_node = {25, 5, 1};
   return c;
 }
 
