@@ -6,6 +6,7 @@
 #include "cli/cost_inputs.h"
 #include "cli/evaluated_plan.h"
 #include "cli/format.h"
+#include "planner/assumptions.h"
 #include "planner/neighbours.h"
 #include "planner/report.h"
 
@@ -22,7 +23,9 @@ int RunExplain(const ExplainOptions& o) {
   StatusOr<EvaluatedPlan> ev = LoadAndEvaluate(o.plan, o.cost, 0);
   if (!ev.ok()) return PrintError(ev.status());
   std::cout << ev->plan.model.name << ": " << ConfigLine(ev->plan) << "\n"
-            << StepBreakdown(ev->plan, ev->evaluation)
+            << StepBreakdown(ev->plan, ev->evaluation) << "\n"
+            << AssumptionsText(ev->plan, ev->evaluation, ev->inputs->cluster,
+                               ev->inputs->profile.method.source)
             << "\nneighbouring choices (each re-planned with the plan's other choices fixed; "
                "dp follows from tp, cp and pp, ZeRO-1 is free):\n";
   TextTable table({"change", "step", "vs this plan", "peak memory"});

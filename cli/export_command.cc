@@ -61,9 +61,9 @@ StatusOr<Candidate> Replan(const ExportOptions& o, const Plan& plan, Framework f
         "--allow-approximate re-plans the job: give --cluster FILE (and "
         "--profile FILE for measured costs)");
   }
-  TRIDENT_ASSIGN_OR_RETURN(
-      std::unique_ptr<CostInputs> inputs,
-      LoadCostInputs(o.cost, plan.model, plan.seq_len, plan.dtype, plan.mesh.cp));
+  TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<CostInputs> inputs,
+                           LoadCostInputs(o.cost, FrameworkModel(plan.model, framework),
+                                          plan.seq_len, plan.dtype, plan.mesh.cp));
   std::optional<Candidate> best;
   Status first_error = Status::Ok();
   for (SearchRequest& request : ReplanRequests(plan, framework)) {

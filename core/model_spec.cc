@@ -30,6 +30,12 @@ const NameTable<PositionKind>& PositionKindNames() {
   return kNames;
 }
 
+const NameTable<AttentionKind>& AttentionKindNames() {
+  static const NameTable<AttentionKind> kNames = {{"unfused", AttentionKind::kUnfused},
+                                                  {"flash", AttentionKind::kFlash}};
+  return kNames;
+}
+
 int ModelSpec::NumLayers() const {
   int count = 0;
   for (const LayerGroup& group : layers) count += group.repeat;
@@ -250,6 +256,7 @@ Status ReadShapeFields(YamlMap& map, ModelSpec* spec) {
   TRIDENT_RETURN_IF_ERROR(map.Get("ffn_hidden", &spec->ffn_hidden));
   TRIDENT_RETURN_IF_ERROR(map.GetEnum("norm", NormKindNames(), &spec->norm));
   TRIDENT_RETURN_IF_ERROR(map.GetEnum("positions", PositionKindNames(), &spec->positions));
+  TRIDENT_RETURN_IF_ERROR(map.GetOptionalEnum("attention", AttentionKindNames(), &spec->attention));
   TRIDENT_RETURN_IF_ERROR(map.Get("tied_embeddings", &spec->tied_embeddings));
   TRIDENT_RETURN_IF_ERROR(map.GetOptional("dropout", &spec->dropout));
   TRIDENT_RETURN_IF_ERROR(map.GetOptional("norm_eps", &spec->norm_eps));
@@ -271,6 +278,7 @@ void WriteScalarFields(const ModelSpec& spec, YamlWriter& out) {
       .Field("ffn_hidden", spec.ffn_hidden)
       .Field("norm", NameOf(NormKindNames(), spec.norm))
       .Field("positions", NameOf(PositionKindNames(), spec.positions))
+      .Field("attention", NameOf(AttentionKindNames(), spec.attention))
       .Field("tied_embeddings", spec.tied_embeddings)
       .Field("dropout", spec.dropout)
       .Field("norm_eps", spec.norm_eps)

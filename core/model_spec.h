@@ -52,6 +52,17 @@ const NameTable<NormKind>& NormKindNames();
 enum class PositionKind { kLearned, kRope };
 const NameTable<PositionKind>& PositionKindNames();
 
+// How attention is computed. Both give the same values; they differ in time and memory:
+// - unfused: the scores Q·Kᵀ are written out, softmax (and dropout) run over them and P·V
+//   reads them back; the softmax output [B, A, S, S] is kept for backward (Megatron-LM's
+//   "unfused" and "local" backends; Trident's own layers);
+// - flash: one kernel per pass tiles the scores through on-chip memory and keeps only the
+//   softmax's log-sum-exp per query; backward recomputes the scores, and causal masking skips
+//   the tiles above the diagonal (Dao et al., "FlashAttention-2", 2023; Megatron-LM's "flash"
+//   and "fused" backends, PyTorch's SDPA).
+enum class AttentionKind { kUnfused, kFlash };
+const NameTable<AttentionKind>& AttentionKindNames();
+
 struct LayerGroup {
   LayerKind kind = LayerKind::kGptBlock;
   int repeat = 1;
@@ -72,6 +83,7 @@ struct ModelSpec {
   int64_t ffn_hidden = 0;  // MLP inner width (4·hidden for GPT)
   NormKind norm = NormKind::kLayerNorm;
   PositionKind positions = PositionKind::kLearned;
+  AttentionKind attention = AttentionKind::kUnfused;  // absent from a file: unfused
   bool tied_embeddings = false;
   double dropout = 0.0;  // probability; > 0 adds 1-byte masks to stashed activations
   double norm_eps = 1e-5;

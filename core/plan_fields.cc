@@ -22,6 +22,7 @@ const std::vector<PlanFieldUse>& PlanFieldUses() {
       {"model.ffn_hidden", kExecuted, "the MLP's inner width, split over tp"},
       {"model.norm", kExecuted, "LayerNorm or RMSNorm"},
       {"model.positions", kExecuted, "learned positions or RoPE"},
+      {"model.attention", kRestricted, "unfused only: the layers keep the softmax output"},
       {"model.tied_embeddings", kExecuted, "one table for embedding and lm_head"},
       {"model.dropout", kRestricted, "0 only: the layers have no dropout"},
       {"model.norm_eps", kExecuted, "the norms' epsilon"},

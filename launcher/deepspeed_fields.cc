@@ -18,6 +18,7 @@ const std::map<std::string_view, std::string_view>& DeepSpeedFieldMapping() {
       {"model.ffn_hidden", kModel},
       {"model.norm", kModel},
       {"model.positions", kModel},
+      {"model.attention", kModel},
       {"model.tied_embeddings", kModel},
       {"model.dropout", kModel},
       {"model.norm_eps", kModel},

@@ -116,6 +116,7 @@ void ModelArgs(const Plan& plan, MegatronExport* out) {
   }
   if (llama) a.Flag("--swiglu").Flag("--disable-bias-linear");
   if (!m.tied_embeddings) a.Flag("--untie-embeddings-and-output-weights");
+  a.Add("--attention-backend", m.attention == AttentionKind::kFlash ? "flash" : "unfused");
   a.Add("--hidden-dropout", Number(m.dropout)).Add("--attention-dropout", Number(m.dropout));
 }
 

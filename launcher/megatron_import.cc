@@ -96,6 +96,25 @@ class Flags {
   std::map<std::string, std::string> values_;
 };
 
+// Megatron-LM's attention backends: flash and fused (cuDNN) keep no scores, like Transformer
+// Engine's choice under auto, the default; unfused and local do. --use-flash-attn, the older
+// flag, says flash.
+Status ReadAttention(const Flags& f, ModelSpec* m) {
+  const std::string backend = f.Text("--attention-backend", "auto");
+  if (backend == "unfused" || backend == "local") {
+    if (f.Has("--use-flash-attn"))
+      return f.Error("--use-flash-attn", "contradicts --attention-backend " + backend);
+    m->attention = AttentionKind::kUnfused;
+    return Status::Ok();
+  }
+  if (backend != "flash" && backend != "fused" && backend != "auto") {
+    return f.Error("--attention-backend",
+                   backend + " is not one of Megatron-LM's (flash, fused, unfused, local, auto)");
+  }
+  m->attention = AttentionKind::kFlash;
+  return Status::Ok();
+}
+
 Status ReadModel(const Flags& f, const MegatronImportOptions& o, Plan* plan) {
   ModelSpec& m = plan->model;
   m.name = o.name;
@@ -130,6 +149,7 @@ Status ReadModel(const Flags& f, const MegatronImportOptions& o, Plan* plan) {
   m.rope_theta = static_cast<double>(base);
   TRIDENT_ASSIGN_OR_RETURN(m.norm_eps, f.Float("--norm-epsilon", 1e-5));
   m.tied_embeddings = !f.Has("--untie-embeddings-and-output-weights");
+  TRIDENT_RETURN_IF_ERROR(ReadAttention(f, &m));
   TRIDENT_ASSIGN_OR_RETURN(m.dropout, f.Float("--hidden-dropout", 0.1));
   TRIDENT_ASSIGN_OR_RETURN(double attention_dropout, f.Float("--attention-dropout", 0.1));
   if (attention_dropout != m.dropout) {

@@ -24,6 +24,7 @@ const TorchtitanFlavor* FindFlavor(const ModelSpec& model) {
     m.name = f.model.name;
     m.max_seq_len = f.model.max_seq_len;
     m.dtype = f.model.dtype;
+    m.attention = f.model.attention;
     if (m == f.model) return &f;
   }
   return nullptr;
@@ -41,6 +42,12 @@ toml::table ModelTable(const Plan& plan, TorchtitanExport* out) {
                   "export a plan of one of them, or register a flavor with these dimensions in "
                   "torchtitan/models/llama3/__init__.py");
     return toml::table{{"name", "llama3"}, {"flavor", plan.model.name}};
+  }
+  if (plan.model.attention != flavor->model.attention) {
+    Inexpressible(out, "model.attention",
+                  "torchtitan computes attention with PyTorch's scaled_dot_product_attention "
+                  "(flash, no scores kept), not unfused as planned",
+                  "set attention: flash in the model and plan again");
   }
   return toml::table{{"name", std::string(flavor->name)}, {"flavor", std::string(flavor->flavor)}};
 }

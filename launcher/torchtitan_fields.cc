@@ -21,6 +21,9 @@ const std::map<std::string_view, std::string_view>& TorchtitanFieldMapping() {
       {"model.ffn_hidden", kFlavor},
       {"model.norm", kFlavor},
       {"model.positions", kFlavor},
+      {"model.attention",
+       "flash only: torchtitan's attention is PyTorch's scaled_dot_product_attention, which "
+       "keeps no scores"},
       {"model.tied_embeddings", kFlavor},
       {"model.dropout", kFlavor},
       {"model.norm_eps", kFlavor},
@@ -124,6 +127,7 @@ TorchtitanFlavor Llama3(std::string_view flavor, std::string name, int64_t dim, 
   m.ffn_hidden = ffn;
   m.norm = NormKind::kRmsNorm;
   m.positions = PositionKind::kRope;
+  m.attention = AttentionKind::kFlash;
   m.tied_embeddings = false;
   m.norm_eps = 1e-5;
   m.rope_theta = 500000.0;

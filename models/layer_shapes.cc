@@ -202,6 +202,7 @@ LayerShapes MakeLayerShapes(const ModelSpec& model, LayerKind kind, const RankSp
   s.vocab_shard = ShardRange(model.vocab_size, split);
   s.layer_norm = model.norm == NormKind::kLayerNorm;
   s.dropout = model.dropout > 0;
+  s.flash_attention = model.attention == AttentionKind::kFlash;
   s.params = LayerParamShapes(model, kind, split);
   return s;
 }

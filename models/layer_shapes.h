@@ -133,6 +133,7 @@ struct LayerShapes {
   VocabShard vocab_shard;          // this rank's rows of the vocabulary-parallel tables
   bool layer_norm = false;         // norm is LayerNorm (mean and rstd) rather than RMSNorm (rstd)
   bool dropout = false;            // the model has dropout (1-byte masks in the stash)
+  bool flash_attention = false;    // attention: flash (no scores kept, core/model_spec.h)
   std::vector<ParamShape> params;  // in the layer's fixed parameter order
 
   // REQUIRES: a parameter of that name exists (aborts otherwise).

@@ -12,14 +12,22 @@ constexpr StashElement kAct = StashElement::kActivation;
 constexpr StashElement kMask = StashElement::kDropoutMask;
 constexpr StashElement kStat = StashElement::kNormStat;
 
-// The causal self-attention core of a block: the softmax output [B, Al, S, S], and with
-// dropout its 1-byte mask and the dropped-out probabilities. Rebuilt by selective recompute.
+// The causal self-attention core of a block. Unfused: the softmax output [B, Al, S, S], and
+// with dropout its 1-byte mask and the dropped-out probabilities, rebuilt by selective
+// recompute. Flash: only the softmax's log-sum-exp per query (fp32, like a norm's statistic),
+// its dropout mask regenerated from the random seed in backward.
 void AddAttentionCore(const LayerShapes& s, const TokenBlock& tb, bool dropout,
                       std::vector<StashTensor>* out) {
-  out->push_back({"attn.probs", s.Scores(tb), kAct, Rebuilt::kBySelective});
+  std::vector<int64_t> scores = s.Scores(tb);
+  if (s.flash_attention) {
+    scores.pop_back();
+    out->push_back({"attn.lse", scores, kStat, Rebuilt::kByFull});
+    return;
+  }
+  out->push_back({"attn.probs", scores, kAct, Rebuilt::kBySelective});
   if (!dropout) return;
-  out->push_back({"attn.probs_mask", s.Scores(tb), kMask, Rebuilt::kBySelective});
-  out->push_back({"attn.probs_dropped", s.Scores(tb), kAct, Rebuilt::kBySelective});
+  out->push_back({"attn.probs_mask", scores, kMask, Rebuilt::kBySelective});
+  out->push_back({"attn.probs_dropped", scores, kAct, Rebuilt::kBySelective});
 }
 
 }  // namespace

@@ -30,9 +30,15 @@ bool SameStages(const Plan& a, const Plan& b, int PlanStage::*field) {
 
 }  // namespace
 
+ModelSpec FrameworkModel(const ModelSpec& model, Framework framework) {
+  ModelSpec m = model;
+  if (framework == Framework::kTorchtitan) m.attention = AttentionKind::kFlash;
+  return m;
+}
+
 std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework) {
   SearchRequest r;
-  r.model = plan.model;
+  r.model = FrameworkModel(plan.model, framework);
   r.cluster_name = plan.cluster;
   r.devices = plan.devices;
   r.global_batch = plan.global_batch;

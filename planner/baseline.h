@@ -25,6 +25,10 @@ enum class Framework { kMegatron, kDeepSpeed, kTorchtitan };
 // trains bf16 with tensor or pipeline parallelism only under FSDP).
 std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework);
 
+// `model` as `framework` computes it: torchtitan's attention is flash (PyTorch's
+// scaled_dot_product_attention); Megatron-LM and DeepSpeed run either kind.
+ModelSpec FrameworkModel(const ModelSpec& model, Framework framework);
+
 // InvalidArgument naming `baseline_path` unless the baseline trains the request's model (name
 // and layers), on its devices, global batch, sequence length and dtype.
 Status CheckBaselineMatches(const Plan& baseline, const std::string& baseline_path,

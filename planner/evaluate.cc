@@ -162,6 +162,7 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
                            : std::max(0.0, sync - last.bwd_ms - last.weight_ms -
                                                (sim.makespan_ms - lanes[p].end_ms));
     ev->exposed_sync_ms = std::max(ev->exposed_sync_ms, exposed);
+    ev->sync_ms = std::max(ev->sync_ms, updates * sync);
     int64_t optimizer = plan.zero1 ? f.optimizer_bytes / replicas : f.optimizer_bytes;
     ev->optimizer_ms = std::max(
         ev->optimizer_ms,

@@ -60,6 +60,7 @@ struct Evaluation {
   double busy_ms = 0;          // the busiest lane's compute time per step
   double bubble_ms = 0;        // makespan − busy
   double exposed_sync_ms = 0;  // data-parallel and tied-embedding gradient sync not hidden
+  double sync_ms = 0;          // the longest position's gradient sync, hidden or not
   double optimizer_ms = 0;
   double bubble_fraction = 0;
   std::vector<double> stage_ms;         // forward + backward of one micro-batch per stage

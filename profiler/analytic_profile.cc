@@ -65,15 +65,42 @@ LinkSpec ContextLink(const ClusterSpec& cluster, int tp, int cp) {
 
 struct GemmTimes {
   double linear_ms = 0;
-  double attention_ms = 0;
+  double attention_ms = 0;      // the forward's attention products
+  double attention_bwd_ms = 0;  // their input gradient
 };
+
+// Flash attention (core/model_spec.h) runs the forward's two products as one kernel, the
+// scores never leaving the chip: compute-bound at the GEMM curve's fraction for its size, with
+// causal masking skipping the tiles above the diagonal (half the products' FLOPs). Its
+// backward recomputes the scores: five products where the forward has two, 2.5× the time
+// (Dao, "FlashAttention-2", 2023, §3.1 and §4.1).
+constexpr double kCausalShare = 0.5;
+constexpr double kFlashBackwardRatio = 2.5;
+
+double FlashForwardMs(double attention_flops, const DeviceRates& r) {
+  if (attention_flops <= 0) return 0;
+  const double flops = kCausalShare * attention_flops;
+  return flops / (r.efficiency->GemmFraction(flops * 1e-9) * r.flops_per_ms) + r.launch_ms;
+}
 
 GemmTimes LayerGemmTimes(const ModelSpec& model, LayerKind kind, const LayerShape& shape,
                          const DeviceRates& r) {
   GemmTimes times;
+  double attention_flops = 0;
   for (const GemmShape& g : LayerForwardGemms(model, kind, shape)) {
-    double ms = GemmMs(g, DTypeBytes(shape.dtype), r);
-    (g.attention ? times.attention_ms : times.linear_ms) += ms;
+    if (!g.attention) {
+      times.linear_ms += GemmMs(g, DTypeBytes(shape.dtype), r);
+    } else if (model.attention == AttentionKind::kFlash) {
+      attention_flops += g.Flops();
+    } else {
+      times.attention_ms += GemmMs(g, DTypeBytes(shape.dtype), r);
+    }
+  }
+  if (model.attention == AttentionKind::kFlash) {
+    times.attention_ms = FlashForwardMs(attention_flops, r);
+    times.attention_bwd_ms = kFlashBackwardRatio * times.attention_ms;
+  } else {
+    times.attention_bwd_ms = 2 * times.attention_ms;  // both operands' gradients
   }
   return times;
 }
@@ -92,7 +119,7 @@ ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape, con
   e.fwd_ms = gemm.linear_ms + gemm.attention_ms + elementwise_ms +
              TrafficMs(cost.tp_fwd, shape.tp, r.tp_link) +
              TrafficMs(cost.cp_fwd, shape.cp, r.cp_link);
-  e.bwd_input_ms = gemm.linear_ms + 2 * gemm.attention_ms + 2 * elementwise_ms +
+  e.bwd_input_ms = gemm.linear_ms + gemm.attention_bwd_ms + 2 * elementwise_ms +
                    TrafficMs(cost.tp_bwd, shape.tp, r.tp_link) +
                    TrafficMs(cost.cp_bwd, shape.cp, r.cp_link);
   e.bwd_weight_ms = gemm.linear_ms + TrafficMs(cost.tp_wgrad, shape.tp, r.tp_link);
@@ -104,9 +131,10 @@ ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape, con
   shape.recompute = RecomputeMode::kSelective;
   LayerCost selective = AnalyticLayerCost(model, kind, shape);
   e.stashed_selective_bytes = selective.stashed_bytes;
+  // Selective recompute reruns the attention core only where it dropped something (unfused).
+  const int64_t dropped = cost.stashed_bytes - selective.stashed_bytes;
   e.recompute_selective_ms =
-      gemm.attention_ms +
-      2.0 * static_cast<double>(cost.stashed_bytes - selective.stashed_bytes) / r.bytes_per_ms;
+      dropped > 0 ? gemm.attention_ms + 2.0 * static_cast<double>(dropped) / r.bytes_per_ms : 0;
   shape.recompute = RecomputeMode::kFull;
   e.stashed_full_bytes = AnalyticLayerCost(model, kind, shape).stashed_bytes;
   // The rerun forward attends to the keys and values the input gradient gathers anyway.

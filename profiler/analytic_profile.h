@@ -26,6 +26,10 @@
 // Backward splits as in models/layer_cost.h: input gradient = linear GEMMs + 2 × attention
 // GEMMs, weight gradient = linear GEMMs. Selective recompute reruns the attention GEMMs and
 // their memory-bound work; full recompute reruns the forward.
+// Flash attention (the model's `attention: flash`) runs the two attention products as one
+// kernel: compute-bound at the GEMM curve, half their FLOPs under the causal mask, 2.5× that
+// in backward (which recomputes the scores); no scores are stashed, so no softmax or dropout
+// traffic is counted and selective recompute has nothing to rerun.
 //
 // Memory per layer (Rajbhandari et al., "ZeRO", 2020, §3.1, with Megatron-LM's fp32 gradient
 // accumulation): parameters in the training dtype, gradients in fp32 (4 bytes), optimizer

@@ -13,6 +13,13 @@ void CheckFields(const Plan& plan, std::vector<FieldError>* out) {
   if (Status trainable = CheckTrainableModel(plan.model); !trainable.ok()) {
     out->push_back({"model.layers[].kind", trainable.message(), ""});
   }
+  if (plan.model.attention != AttentionKind::kUnfused) {
+    out->push_back({"model.attention",
+                    "flash attention is not implemented by the layers (they compute attention "
+                    "unfused, keeping the softmax output)",
+                    "set attention: unfused in the model and plan again, or export the plan "
+                    "(trident export --to megatron|torchtitan)"});
+  }
   if (plan.model.dropout != 0) {
     out->push_back({"model.dropout",
                     "dropout " + FormatDouble(plan.model.dropout) +

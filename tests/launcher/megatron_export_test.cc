@@ -65,8 +65,8 @@ TEST(MegatronExportTest, GptOnOneStage) {
       ElementsAre("--num-layers", "24", "--hidden-size", "2048", "--num-attention-heads", "16",
                   "--ffn-hidden-size", "8192", "--seq-length", "2048", "--max-position-embeddings",
                   "2048", "--normalization", "LayerNorm", "--norm-epsilon", "1e-05",
-                  "--position-embedding-type", "learned_absolute", "--hidden-dropout", "0.1",
-                  "--attention-dropout", "0.1"));
+                  "--position-embedding-type", "learned_absolute", "--attention-backend", "unfused",
+                  "--hidden-dropout", "0.1", "--attention-dropout", "0.1"));
   EXPECT_THAT(out.parallel_args,
               ElementsAre("--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size",
                           "1", "--micro-batch-size", "1", "--global-batch-size", "16", "--bf16"));

@@ -100,8 +100,31 @@ TEST(MegatronImportTest, ReadsMegatronsDefaultsAndListsTheRest) {
   EXPECT_EQ(p.model.ffn_hidden, 8192);  // 4 h
   EXPECT_EQ(p.model.dropout, 0.1);      // Megatron-LM's default
   EXPECT_EQ(p.stages.size(), 2u);
-  EXPECT_EQ(p.stages[0].num_layers, 5);  // the embedding and 4 blocks
-  EXPECT_THAT(in->ignored, ElementsAre("--lr", "--data-path", "--use-flash-attn"));
+  EXPECT_EQ(p.stages[0].num_layers, 5);                 // the embedding and 4 blocks
+  EXPECT_EQ(p.model.attention, AttentionKind::kFlash);  // --use-flash-attn
+  EXPECT_THAT(in->ignored, ElementsAre("--lr", "--data-path"));
+}
+
+// Without --attention-backend, Megatron-LM's auto picks a fused kernel; unfused and local keep
+// the scores; a contradiction or an unknown backend is named.
+TEST(MegatronImportTest, TheAttentionBackendSaysFlashOrUnfused) {
+  auto attention = [](const std::string& extra) -> StatusOr<AttentionKind> {
+    TRIDENT_ASSIGN_OR_RETURN(MegatronImport in,
+                             ImportMegatron(std::string(kArgs) + " " + extra, "a.sh", WithVocab()));
+    return in.plan.model.attention;
+  };
+  EXPECT_EQ(*attention(""), AttentionKind::kFlash);
+  EXPECT_EQ(*attention("--attention-backend fused"), AttentionKind::kFlash);
+  EXPECT_EQ(*attention("--attention-backend auto"), AttentionKind::kFlash);
+  const std::string no_flag = std::string(kArgs).substr(0, std::string(kArgs).rfind(" --use"));
+  StatusOr<MegatronImport> unfused =
+      ImportMegatron(no_flag + " --attention-backend unfused", "a.sh", WithVocab());
+  ASSERT_TRUE(unfused.ok()) << unfused.status().ToString();
+  EXPECT_EQ(unfused->plan.model.attention, AttentionKind::kUnfused);
+  EXPECT_THAT(attention("--attention-backend local").status().message(),
+              HasSubstr("--use-flash-attn: contradicts --attention-backend local"));
+  EXPECT_THAT(attention("--attention-backend cudnn").status().message(),
+              HasSubstr("--attention-backend: cudnn is not one of Megatron-LM's"));
 }
 
 // A script in Megatron-LM's own examples style: variables, arrays, torchrun's underscore flag.

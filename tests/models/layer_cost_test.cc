@@ -318,6 +318,26 @@ TEST_P(KorthikantiTest, GptBlockStashMatchesThePaper) {
   }
 }
 
+// Flash attention keeps no scores: the stash loses the 5abs²/t term under every mode but
+// full, selective recompute has nothing left to drop, and the FLOPs stay the same.
+TEST_P(KorthikantiTest, FlashAttentionKeepsNoScores) {
+  const int64_t b = 2, s = 16, h = 64, a = 4, t = GetParam();
+  ModelSpec model = KorthikantiGpt(h, a, 0.1);
+  model.attention = AttentionKind::kFlash;
+  LayerShape shape{
+      .micro_batch = b, .seq_len = s, .tp = static_cast<int>(t), .dtype = DType::kBf16};
+  auto cost = [&](RecomputeMode mode) {
+    shape.recompute = mode;
+    return AnalyticLayerCost(model, LayerKind::kGptBlock, shape);
+  };
+  EXPECT_EQ(cost(RecomputeMode::kNone).stashed_bytes, b * s * h * (10 + 24 / t));
+  EXPECT_EQ(cost(RecomputeMode::kSelective).stashed_bytes, b * s * h * (10 + 24 / t));
+  EXPECT_EQ(cost(RecomputeMode::kFull).stashed_bytes, 2 * b * s * h);
+  model.attention = AttentionKind::kUnfused;
+  EXPECT_EQ(cost(RecomputeMode::kNone).fwd_flops,
+            AnalyticLayerCost(model, LayerKind::kGptBlock, shape).fwd_flops);
+}
+
 // With sequence parallelism (Korthikanti et al. Table 2) everything divides by t:
 // (34bsh + 5abs²)/t, 34bsh/t with selective recompute, 2bsh/t with full.
 class KorthikantiSequenceParallelTest : public ::testing::TestWithParam<int> {};

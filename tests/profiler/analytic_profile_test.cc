@@ -121,6 +121,31 @@ TEST(AnalyticProfile, ContextParallelRingsRunOnTheLinkTheGroupSpans) {
   EXPECT_EQ(*again->Find(1, 1, 4, false, 4), *across);
 }
 
+// Flash attention at 8K tokens: no s×s softmax traffic and half the products under the causal
+// mask make the forward and backward faster, and selective recompute costs nothing; the
+// linear layers' weight gradient is the same.
+TEST(AnalyticProfile, FlashAttentionSkipsTheScores) {
+  ModelSpec flash = LoadPreset("llama3-8b");
+  ASSERT_EQ(flash.attention, AttentionKind::kFlash);
+  ModelSpec unfused = flash;
+  unfused.attention = AttentionKind::kUnfused;
+  ClusterSpec cluster = LoadCluster("dgx-h100");
+  AnalyticProfileOptions options{{1}, {8}, 8192, DType::kBf16, {1}};
+  StatusOr<Profile> fast = AnalyticProfile(flash, cluster, options);
+  StatusOr<Profile> slow = AnalyticProfile(unfused, cluster, options);
+  ASSERT_TRUE(fast.ok() && slow.ok());
+  const ProfileEntry* f = fast->Find(1, 1, 8, false, 1);
+  const ProfileEntry* u = slow->Find(1, 1, 8, false, 1);
+  ASSERT_TRUE(f && u);
+  EXPECT_LT(f->fwd_ms, 0.8 * u->fwd_ms);
+  EXPECT_LT(f->bwd_input_ms, 0.8 * u->bwd_input_ms);
+  EXPECT_DOUBLE_EQ(f->bwd_weight_ms, u->bwd_weight_ms);
+  EXPECT_EQ(f->recompute_selective_ms, 0);
+  EXPECT_GT(u->recompute_selective_ms, 0);
+  EXPECT_EQ(f->stashed_selective_bytes, f->stashed_none_bytes);
+  EXPECT_LT(f->stashed_none_bytes, u->stashed_none_bytes / 2);
+}
+
 TEST(AnalyticProfile, ErrorsNameTheFix) {
   ModelSpec model = LoadPreset("gpt2-small");
   ClusterSpec cpu = LoadCluster("local-cpu");

@@ -22,6 +22,7 @@ MODEL_ARGS=(
   --swiglu
   --disable-bias-linear
   --untie-embeddings-and-output-weights
+  --attention-backend flash
   --hidden-dropout 0
   --attention-dropout 0
 )

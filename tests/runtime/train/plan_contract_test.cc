@@ -85,6 +85,8 @@ struct Refusal {
 
 std::vector<Refusal> Refusals() {
   return {
+      {"model.attention", "cpu", [](Plan& p) { p.model.attention = AttentionKind::kFlash; },
+       "flash attention is not implemented"},
       {"model.dropout", "cpu", [](Plan& p) { p.model.dropout = 0.1; }, "not implemented"},
       {"model.layers[].kind", "cpu",
        [](Plan& p) {
