@@ -16,10 +16,7 @@ Status ReadRun(YamlMap& map, const PublishedRunCheck& check, PublishedRuns* out)
   TRIDENT_RETURN_IF_ERROR(map.Finish());
   if (check) {
     if (Status s = check(*out, run); !s.ok()) {
-      return map.Error(
-          "megatron", s.message(),
-          "correct the run's Megatron-LM arguments; a vocabulary is the file's vocab_size or "
-          "the run's --vocab-size");
+      return map.Error("megatron", s.message(), "correct the run's Megatron-LM arguments");
     }
   }
   out->runs.push_back(std::move(run));
