@@ -27,7 +27,7 @@ struct FidelityOptions {
   bool json = false;
 };
 
-struct RunFidelity {
+struct RunRow {
   std::string name;
   double published_s = 0;
   std::optional<Evaluation> evaluation;  // absent: `failure` says why
@@ -35,10 +35,10 @@ struct RunFidelity {
   double error_pct = 0;
 };
 
-struct FileFidelity {
+struct FileReport {
   std::string file;
   PublishedRuns runs;
-  std::vector<RunFidelity> rows;
+  std::vector<RunRow> rows;
   std::string failure;  // the file did not load
   double mean_abs_error_pct = 0;
   double max_abs_error_pct = 0;
@@ -49,13 +49,14 @@ struct FileFidelity {
 
 double Seconds(double ms) { return ms / 1000; }
 
-RunFidelity EvaluateRun(const std::string& file, const PublishedRun& run, Plan plan,
-                        const CostOptions& cost) {
-  RunFidelity row{run.name, run.step_s, std::nullopt, "", 0};
-  StatusOr<EvaluatedPlan> ev = Evaluate(std::move(plan), file + ": run '" + run.name + "'", cost,
-                                        /*max_memory_gib=*/0);
+RunRow EvaluateRun(const std::string& file, const PublishedRun& run, Plan plan,
+                   const CostOptions& cost) {
+  RunRow row{run.name, run.step_s, std::nullopt, "", 0};
+  const std::string source = file + ": run '" + run.name + "'";
+  StatusOr<EvaluatedPlan> ev = Evaluate(std::move(plan), source, cost, /*max_memory_gib=*/0);
   if (!ev.ok()) {
-    row.failure = ev.status().message();
+    const std::string& message = ev.status().message();
+    row.failure = message.rfind(source, 0) == 0 ? message : source + ": " + message;
     return row;
   }
   row.error_pct = 100 * (Seconds(ev->evaluation.step_ms) - run.step_s) / run.step_s;
@@ -63,9 +64,9 @@ RunFidelity EvaluateRun(const std::string& file, const PublishedRun& run, Plan p
   return row;
 }
 
-void Summarize(FileFidelity* f) {
+void Summarize(FileReport* f) {
   int evaluated = 0;
-  for (const RunFidelity& row : f->rows) {
+  for (const RunRow& row : f->rows) {
     if (!row.evaluation) {
       f->problems.push_back(row.failure);
       continue;
@@ -85,14 +86,14 @@ std::string Pct(double value) { return FormatFixed(value, 1) + "%"; }
 std::string SignedPct(double value) { return (value > 0 ? "+" : "") + Pct(value); }
 std::string Points(double value) { return FormatFixed(value, 1) + " points"; }
 
-void CheckBounds(const FidelityOptions& o, FileFidelity* f) {
+void CheckBounds(const FidelityOptions& o, FileReport* f) {
   if (o.max_mean_error_pct && f->mean_abs_error_pct > *o.max_mean_error_pct) {
     f->problems.push_back(f->file + ": mean |error| " + Pct(f->mean_abs_error_pct) +
                           " exceeds --max-mean-error " + Pct(*o.max_mean_error_pct) + " by " +
                           Points(f->mean_abs_error_pct - *o.max_mean_error_pct));
   }
   if (o.max_error_pct && f->max_abs_error_pct > *o.max_error_pct) {
-    const auto beyond = std::count_if(f->rows.begin(), f->rows.end(), [&](const RunFidelity& r) {
+    const auto beyond = std::count_if(f->rows.begin(), f->rows.end(), [&](const RunRow& r) {
       return r.evaluation && std::abs(r.error_pct) > *o.max_error_pct;
     });
     f->problems.push_back(
@@ -103,8 +104,8 @@ void CheckBounds(const FidelityOptions& o, FileFidelity* f) {
   }
 }
 
-FileFidelity EvaluateFile(const std::string& file, const FidelityOptions& o) {
-  FileFidelity f;
+FileReport EvaluateFile(const std::string& file, const FidelityOptions& o) {
+  FileReport f;
   f.file = file;
   StatusOr<PublishedPlans> plans = LoadPublishedPlans(file);
   if (!plans.ok()) {
@@ -121,7 +122,7 @@ FileFidelity EvaluateFile(const std::string& file, const FidelityOptions& o) {
   return f;
 }
 
-std::vector<std::string> RowCells(const RunFidelity& row) {
+std::vector<std::string> RowCells(const RunRow& row) {
   std::vector<std::string> cells = {row.name, FormatFixed(row.published_s, 2)};
   if (!row.evaluation) {
     cells.insert(cells.end(), {"-", "failed", "", "", "", "", "", ""});
@@ -136,20 +137,20 @@ std::vector<std::string> RowCells(const RunFidelity& row) {
   return cells;
 }
 
-std::string FileText(const FileFidelity& f) {
+std::string FileText(const FileReport& f) {
   std::string text = f.runs.name + " (" + f.file + ") on " + f.runs.cluster + "\n";
   text += "source: " + f.runs.source + "\n\n";
   TextTable table({"run", "published s", "predicted s", "error", "compute s", "bubble s",
                    "exposed sync s", "optimizer s", "peak memory", "fits"});
-  for (const RunFidelity& row : f.rows) table.AddRow(RowCells(row));
-  text += table.ToString();
-  text += "\nmean |error| " + Pct(f.mean_abs_error_pct) + ", max |error| " +
-          Pct(f.max_abs_error_pct) + " (" + f.worst_run + ", " + SignedPct(f.worst_error_pct) +
-          ")\n";
-  return text;
+  for (const RunRow& row : f.rows) table.AddRow(RowCells(row));
+  text += table.ToString() + "\n";
+  if (f.worst_run.empty()) return text + "no run was predicted\n";
+  return text + "mean |error| " + Pct(f.mean_abs_error_pct) + ", max |error| " +
+         Pct(f.max_abs_error_pct) + " (" + f.worst_run + ", " + SignedPct(f.worst_error_pct) +
+         ")\n";
 }
 
-nlohmann::json RunJson(const RunFidelity& row) {
+nlohmann::json RunJson(const RunRow& row) {
   nlohmann::json j = {{"name", row.name}, {"published_s", row.published_s}};
   if (!row.evaluation) {
     j["error"] = row.failure;
@@ -168,9 +169,9 @@ nlohmann::json RunJson(const RunFidelity& row) {
   return j;
 }
 
-nlohmann::json FileJson(const FileFidelity& f) {
+nlohmann::json FileJson(const FileReport& f) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const RunFidelity& row : f.rows) rows.push_back(RunJson(row));
+  for (const RunRow& row : f.rows) rows.push_back(RunJson(row));
   return {{"file", f.file},
           {"name", f.runs.name},
           {"source", f.runs.source},
@@ -184,11 +185,11 @@ nlohmann::json FileJson(const FileFidelity& f) {
           {"problems", f.problems}};
 }
 
-int RunFidelityCommand(const FidelityOptions& o) {
+int RunFidelity(const FidelityOptions& o) {
   nlohmann::json report = nlohmann::json::array();
   int failures = 0;
   for (const std::string& file : o.files) {
-    const FileFidelity f = EvaluateFile(file, o);
+    const FileReport f = EvaluateFile(file, o);
     if (o.json) report.push_back(FileJson(f));
     if (!o.json && f.failure.empty()) std::cout << FileText(f) << "\n";
     for (const std::string& problem : f.problems) std::cerr << "error: " << problem << "\n";
@@ -221,7 +222,7 @@ void AddFidelityCommand(CLI::App& app, int* exit_code) {
       "error = (predicted - published) / published. Exit status: 0 when every run was predicted "
       "within the bounds, 1 when a bound is exceeded or a run cannot be imported or evaluated, 2 "
       "on usage errors.");
-  cmd->callback([o, exit_code] { *exit_code = RunFidelityCommand(*o); });
+  cmd->callback([o, exit_code] { *exit_code = RunFidelity(*o); });
 }
 
 }  // namespace trident

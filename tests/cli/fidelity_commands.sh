@@ -68,6 +68,11 @@ expect_rc 1 && expect_in err "names cluster 'no-such-cluster'" &&
   expect_in err "pass --cluster FILE"
 verdict "a cluster with no file under configs/clusters exits 1 asking for --cluster"
 
+run "$bin" fidelity "$table5" --cluster configs/clusters/local-cpu.yaml
+expect_rc 1 && expect_in err "$table5: run '1T, full recompute': cluster local-cpu" &&
+  expect_in out "no run was predicted"
+verdict "runs that cannot be evaluated exit 1 naming the file, the run and the reason"
+
 run "$bin" fidelity
 expect_rc 2
 verdict "fidelity without a file is a usage error"
@@ -76,4 +81,4 @@ run "$bin" fidelity "$table5" --max-error -1
 expect_rc 2
 verdict "a negative bound is a usage error"
 
-summary 9
+summary 10
