@@ -2,14 +2,13 @@
 // from its Megatron-LM arguments, evaluated as `trident simulate` evaluates a plan (analytic
 // profile from the cluster), and its predicted step time set beside the published one.
 //
-// error = (predicted − published) / published, signed: negative when the prediction is too
-// fast. Per file: the mean and the max of |error| over its runs, each held to a bound when
-// --max-mean-error or --max-error gives one.
-#include <algorithm>
-#include <cmath>
+// The errors, their mean and max: core/published_runs.h's CompareStepTimes. Each file's mean and
+// max |error| are held to --max-mean-error and --max-error when given.
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/evaluated_plan.h"
@@ -28,22 +27,16 @@ struct FidelityOptions {
 };
 
 struct RunRow {
-  std::string name;
-  double published_s = 0;
   std::optional<Evaluation> evaluation;  // absent: `failure` says why
   std::string failure;
-  double error_pct = 0;
 };
 
 struct FileReport {
   std::string file;
   PublishedRuns runs;
-  std::vector<RunRow> rows;
-  std::string failure;  // the file did not load
-  double mean_abs_error_pct = 0;
-  double max_abs_error_pct = 0;
-  std::string worst_run;  // the run of the max, and its signed error
-  double worst_error_pct = 0;
+  std::vector<RunRow> rows;  // rows[i] is runs.runs[i]
+  StepErrors errors;
+  std::string failure;                // the file did not load
   std::vector<std::string> problems;  // bounds exceeded, runs not evaluated
 };
 
@@ -51,7 +44,7 @@ double Seconds(double ms) { return ms / 1000; }
 
 RunRow EvaluateRun(const std::string& file, const PublishedRun& run, Plan plan,
                    const CostOptions& cost) {
-  RunRow row{run.name, run.step_s, std::nullopt, "", 0};
+  RunRow row;
   const std::string source = file + ": run '" + run.name + "'";
   StatusOr<EvaluatedPlan> ev = Evaluate(std::move(plan), source, cost, /*max_memory_gib=*/0);
   if (!ev.ok()) {
@@ -59,48 +52,41 @@ RunRow EvaluateRun(const std::string& file, const PublishedRun& run, Plan plan,
     row.failure = message.rfind(source, 0) == 0 ? message : source + ": " + message;
     return row;
   }
-  row.error_pct = 100 * (Seconds(ev->evaluation.step_ms) - run.step_s) / run.step_s;
   row.evaluation = std::move(ev->evaluation);
   return row;
 }
 
-void Summarize(FileReport* f) {
-  int evaluated = 0;
+void Compare(FileReport* f) {
+  std::vector<std::optional<double>> predicted_s;
   for (const RunRow& row : f->rows) {
-    if (!row.evaluation) {
-      f->problems.push_back(row.failure);
-      continue;
-    }
-    ++evaluated;
-    f->mean_abs_error_pct += std::abs(row.error_pct);
-    if (std::abs(row.error_pct) >= f->max_abs_error_pct) {
-      f->max_abs_error_pct = std::abs(row.error_pct);
-      f->worst_run = row.name;
-      f->worst_error_pct = row.error_pct;
-    }
+    if (!row.evaluation) f->problems.push_back(row.failure);
+    predicted_s.push_back(row.evaluation ? std::optional(Seconds(row.evaluation->step_ms))
+                                         : std::nullopt);
   }
-  if (evaluated > 0) f->mean_abs_error_pct /= evaluated;
+  f->errors = CompareStepTimes(f->runs, predicted_s);
 }
 
 std::string Pct(double value) { return FormatFixed(value, 1) + "%"; }
 std::string SignedPct(double value) { return (value > 0 ? "+" : "") + Pct(value); }
 std::string Points(double value) { return FormatFixed(value, 1) + " points"; }
 
+std::string WorstRun(const FileReport& f) { return f.runs.runs[f.errors.worst].name; }
+double WorstError(const FileReport& f) { return *f.errors.error_pct[f.errors.worst]; }
+
 void CheckBounds(const FidelityOptions& o, FileReport* f) {
-  if (o.max_mean_error_pct && f->mean_abs_error_pct > *o.max_mean_error_pct) {
-    f->problems.push_back(f->file + ": mean |error| " + Pct(f->mean_abs_error_pct) +
+  const StepErrors& e = f->errors;
+  if (o.max_mean_error_pct && e.mean_abs_pct > *o.max_mean_error_pct) {
+    f->problems.push_back(f->file + ": mean |error| " + Pct(e.mean_abs_pct) +
                           " exceeds --max-mean-error " + Pct(*o.max_mean_error_pct) + " by " +
-                          Points(f->mean_abs_error_pct - *o.max_mean_error_pct));
+                          Points(e.mean_abs_pct - *o.max_mean_error_pct));
   }
-  if (o.max_error_pct && f->max_abs_error_pct > *o.max_error_pct) {
-    const auto beyond = std::count_if(f->rows.begin(), f->rows.end(), [&](const RunRow& r) {
-      return r.evaluation && std::abs(r.error_pct) > *o.max_error_pct;
-    });
-    f->problems.push_back(
-        f->file + ": run '" + f->worst_run + "' is off by " + SignedPct(f->worst_error_pct) +
-        ", beyond --max-error " + Pct(*o.max_error_pct) + " by " +
-        Points(f->max_abs_error_pct - *o.max_error_pct) + " (" + std::to_string(beyond) + " of " +
-        std::to_string(f->rows.size()) + " runs beyond it)");
+  if (o.max_error_pct && e.max_abs_pct > *o.max_error_pct) {
+    f->problems.push_back(f->file + ": run '" + WorstRun(*f) + "' is off by " +
+                          SignedPct(WorstError(*f)) + ", beyond --max-error " +
+                          Pct(*o.max_error_pct) + " by " +
+                          Points(e.max_abs_pct - *o.max_error_pct) + " (" +
+                          std::to_string(e.CountBeyond(*o.max_error_pct)) + " of " +
+                          std::to_string(f->rows.size()) + " runs beyond it)");
   }
 }
 
@@ -117,20 +103,20 @@ FileReport EvaluateFile(const std::string& file, const FidelityOptions& o) {
   for (size_t i = 0; i < f.runs.runs.size(); ++i) {
     f.rows.push_back(EvaluateRun(file, f.runs.runs[i], std::move(plans->plans[i]), o.cost));
   }
-  Summarize(&f);
+  Compare(&f);
   CheckBounds(o, &f);
   return f;
 }
 
-std::vector<std::string> RowCells(const RunRow& row) {
-  std::vector<std::string> cells = {row.name, FormatFixed(row.published_s, 2)};
-  if (!row.evaluation) {
+std::vector<std::string> RowCells(const FileReport& f, size_t i) {
+  std::vector<std::string> cells = {f.runs.runs[i].name, FormatFixed(f.runs.runs[i].step_s, 2)};
+  if (!f.rows[i].evaluation) {
     cells.insert(cells.end(), {"-", "failed", "", "", "", "", "", ""});
     return cells;
   }
-  const Evaluation& e = *row.evaluation;
+  const Evaluation& e = *f.rows[i].evaluation;
   cells.insert(cells.end(),
-               {FormatFixed(Seconds(e.step_ms), 2), SignedPct(row.error_pct),
+               {FormatFixed(Seconds(e.step_ms), 2), SignedPct(*f.errors.error_pct[i]),
                 FormatFixed(Seconds(e.busy_ms), 2), FormatFixed(Seconds(e.bubble_ms), 2),
                 FormatFixed(Seconds(e.exposed_sync_ms), 3), FormatFixed(Seconds(e.optimizer_ms), 3),
                 FormatBytes(static_cast<double>(e.peak_memory_bytes)), e.Fits() ? "yes" : "no"});
@@ -142,23 +128,22 @@ std::string FileText(const FileReport& f) {
   text += "source: " + f.runs.source + "\n\n";
   TextTable table({"run", "published s", "predicted s", "error", "compute s", "bubble s",
                    "exposed sync s", "optimizer s", "peak memory", "fits"});
-  for (const RunRow& row : f.rows) table.AddRow(RowCells(row));
+  for (size_t i = 0; i < f.rows.size(); ++i) table.AddRow(RowCells(f, i));
   text += table.ToString() + "\n";
-  if (f.worst_run.empty()) return text + "no run was predicted\n";
-  return text + "mean |error| " + Pct(f.mean_abs_error_pct) + ", max |error| " +
-         Pct(f.max_abs_error_pct) + " (" + f.worst_run + ", " + SignedPct(f.worst_error_pct) +
-         ")\n";
+  if (f.errors.worst < 0) return text + "no run was predicted\n";
+  return text + "mean |error| " + Pct(f.errors.mean_abs_pct) + ", max |error| " +
+         Pct(f.errors.max_abs_pct) + " (" + WorstRun(f) + ", " + SignedPct(WorstError(f)) + ")\n";
 }
 
-nlohmann::json RunJson(const RunRow& row) {
-  nlohmann::json j = {{"name", row.name}, {"published_s", row.published_s}};
-  if (!row.evaluation) {
-    j["error"] = row.failure;
+nlohmann::json RunJson(const FileReport& f, size_t i) {
+  nlohmann::json j = {{"name", f.runs.runs[i].name}, {"published_s", f.runs.runs[i].step_s}};
+  if (!f.rows[i].evaluation) {
+    j["error"] = f.rows[i].failure;
     return j;
   }
-  const Evaluation& e = *row.evaluation;
+  const Evaluation& e = *f.rows[i].evaluation;
   j.update({{"predicted_s", Seconds(e.step_ms)},
-            {"error_pct", row.error_pct},
+            {"error_pct", *f.errors.error_pct[i]},
             {"compute_s", Seconds(e.busy_ms)},
             {"bubble_s", Seconds(e.bubble_ms)},
             {"exposed_sync_s", Seconds(e.exposed_sync_ms)},
@@ -170,19 +155,20 @@ nlohmann::json RunJson(const RunRow& row) {
 }
 
 nlohmann::json FileJson(const FileReport& f) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const RunRow& row : f.rows) rows.push_back(RunJson(row));
-  return {{"file", f.file},
-          {"name", f.runs.name},
-          {"source", f.runs.source},
-          {"cluster", f.runs.cluster},
-          {"runs", rows},
-          {"mean_abs_error_pct", f.mean_abs_error_pct},
-          {"max_abs_error_pct", f.max_abs_error_pct},
-          {"worst_run", f.worst_run},
-          {"worst_error_pct", f.worst_error_pct},
-          {"ok", f.problems.empty()},
-          {"problems", f.problems}};
+  nlohmann::json runs = nlohmann::json::array();
+  for (size_t i = 0; i < f.rows.size(); ++i) runs.push_back(RunJson(f, i));
+  nlohmann::json j = {{"file", f.file},
+                      {"name", f.runs.name},
+                      {"source", f.runs.source},
+                      {"cluster", f.runs.cluster},
+                      {"runs", runs},
+                      {"mean_abs_error_pct", f.errors.mean_abs_pct},
+                      {"max_abs_error_pct", f.errors.max_abs_pct},
+                      {"ok", f.problems.empty()},
+                      {"problems", f.problems}};
+  if (f.errors.worst >= 0)
+    j.update({{"worst_run", WorstRun(f)}, {"worst_error_pct", WorstError(f)}});
+  return j;
 }
 
 int RunFidelity(const FidelityOptions& o) {

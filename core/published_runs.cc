@@ -1,5 +1,6 @@
 #include "core/published_runs.h"
 
+#include <cmath>
 #include <set>
 
 #include "core/document.h"
@@ -95,6 +96,36 @@ std::string PublishedRunsToYaml(const PublishedRuns& runs) {
   }
   out.EndList().EndMap();
   return out.Text();
+}
+
+int StepErrors::CountBeyond(double bound_pct) const {
+  int count = 0;
+  for (const std::optional<double>& error : error_pct)
+    count += error && std::abs(*error) > bound_pct;
+  return count;
+}
+
+StepErrors CompareStepTimes(const PublishedRuns& runs,
+                            const std::vector<std::optional<double>>& predicted_s) {
+  StepErrors out;
+  int predicted = 0;
+  for (size_t i = 0; i < runs.runs.size(); ++i) {
+    if (!predicted_s[i]) {
+      out.error_pct.push_back(std::nullopt);
+      continue;
+    }
+    const double published_s = runs.runs[i].step_s;
+    const double error = 100 * (*predicted_s[i] - published_s) / published_s;
+    out.error_pct.push_back(error);
+    out.mean_abs_pct += std::abs(error);
+    if (out.worst < 0 || std::abs(error) > out.max_abs_pct) {
+      out.max_abs_pct = std::abs(error);
+      out.worst = static_cast<int>(i);
+    }
+    ++predicted;
+  }
+  if (predicted > 0) out.mean_abs_pct /= predicted;
+  return out;
 }
 
 }  // namespace trident

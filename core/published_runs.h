@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,5 +63,22 @@ StatusOr<PublishedRuns> LoadPublishedRuns(const std::string& path,
                                           const PublishedRunCheck& check = {});
 // The file's text, which ParsePublishedRuns reads back to `runs`.
 std::string PublishedRunsToYaml(const PublishedRuns& runs);
+
+// Predicted against published step times: error_pct[i] = 100 · (predicted_i − published_i) /
+// published_i, signed, so negative is a prediction too fast (published 1.42 s, predicted
+// 1.27 s: −10.6%); the mean and the max of |error| over the runs predicted.
+struct StepErrors {
+  std::vector<std::optional<double>> error_pct;  // per run; nullopt: not predicted
+  double mean_abs_pct = 0;                       // 0 when no run was predicted
+  double max_abs_pct = 0;
+  int worst = -1;  // the first run of the max; -1 when no run was predicted
+
+  // The runs predicted with |error| above `bound_pct`.
+  int CountBeyond(double bound_pct) const;
+};
+
+// REQUIRES: predicted_s has one entry per run of `runs` (nullopt: not predicted).
+StepErrors CompareStepTimes(const PublishedRuns& runs,
+                            const std::vector<std::optional<double>>& predicted_s);
 
 }  // namespace trident

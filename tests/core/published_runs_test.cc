@@ -103,5 +103,31 @@ TEST(PublishedRunsTest, AFailedRunCheckIsReportedAtTheRunsArguments) {
   EXPECT_THAT(message, HasSubstr("hint: correct the run's Megatron-LM arguments"));
 }
 
+TEST(StepErrorsTest, SignedErrorsTheirMeanAndTheWorstRun) {
+  PublishedRuns runs;
+  runs.runs = {{"a", 2.0, "x"}, {"b", 4.0, "x"}, {"c", 10.0, "x"}, {"d", 5.0, "x"}};
+  // a: 1.5 s, 25% too fast; b: not predicted; c: 11 s, 10% too slow; d: exact.
+  const StepErrors errors = CompareStepTimes(runs, {1.5, std::nullopt, 11.0, 5.0});
+  ASSERT_EQ(errors.error_pct.size(), 4u);
+  EXPECT_DOUBLE_EQ(*errors.error_pct[0], -25.0);
+  EXPECT_FALSE(errors.error_pct[1].has_value());
+  EXPECT_DOUBLE_EQ(*errors.error_pct[2], 10.0);
+  EXPECT_DOUBLE_EQ(*errors.error_pct[3], 0.0);
+  EXPECT_DOUBLE_EQ(errors.mean_abs_pct, 35.0 / 3);
+  EXPECT_DOUBLE_EQ(errors.max_abs_pct, 25.0);
+  EXPECT_EQ(errors.worst, 0);
+  EXPECT_EQ(errors.CountBeyond(5.0), 2);
+  EXPECT_EQ(errors.CountBeyond(25.0), 0);
+}
+
+TEST(StepErrorsTest, NoRunPredictedHasNoWorstRun) {
+  PublishedRuns runs;
+  runs.runs = {{"a", 2.0, "x"}};
+  const StepErrors errors = CompareStepTimes(runs, {std::nullopt});
+  EXPECT_EQ(errors.worst, -1);
+  EXPECT_EQ(errors.mean_abs_pct, 0.0);
+  EXPECT_EQ(errors.CountBeyond(0.0), 0);
+}
+
 }  // namespace
 }  // namespace trident
