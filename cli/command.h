@@ -17,6 +17,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code);
 void AddProfileCommand(CLI::App& app, const std::vector<std::string>& command_line, int* exit_code);
 void AddSimulateCommand(CLI::App& app, int* exit_code);
 void AddExplainCommand(CLI::App& app, int* exit_code);
+void AddFidelityCommand(CLI::App& app, int* exit_code);
 void AddValidateCommand(CLI::App& app, int* exit_code);
 void AddLaunchCommand(CLI::App& app, int* exit_code);
 void AddExportCommand(CLI::App& app, int* exit_code);

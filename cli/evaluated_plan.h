@@ -1,4 +1,4 @@
-// A plan file evaluated on its cluster: what simulate and explain both start from.
+// A plan evaluated on its cluster: what simulate, explain and fidelity start from.
 #pragma once
 
 #include <memory>
@@ -20,5 +20,10 @@ struct EvaluatedPlan {
 // cluster>.yaml is used when it exists. `max_memory_gib` 0: the device's memory.
 StatusOr<EvaluatedPlan> LoadAndEvaluate(const std::string& plan_path, CostOptions options,
                                         double max_memory_gib);
+
+// The same for a plan already read; `source` names where it came from in messages (a file,
+// or a file and a run).
+StatusOr<EvaluatedPlan> Evaluate(Plan plan, const std::string& source, CostOptions options,
+                                 double max_memory_gib);
 
 }  // namespace trident

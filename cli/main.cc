@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   trident::AddPlanCommand(app, &exit_code);
   trident::AddSimulateCommand(app, &exit_code);
   trident::AddExplainCommand(app, &exit_code);
+  trident::AddFidelityCommand(app, &exit_code);
   trident::AddLaunchCommand(app, &exit_code);
   trident::AddExportCommand(app, &exit_code);
   trident::AddRunCommand(app, &exit_code);

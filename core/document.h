@@ -1,6 +1,6 @@
 // The common shape of every Trident file: a YAML mapping that starts with
 //   format_version: 1
-//   kind: model | cluster | profile | plan
+//   kind: model | cluster | profile | plan | published_runs
 // followed by the kind's own keys. ParseDocument reads one strictly (syntax, types, unknown
 // keys), then runs the type's semantic Check() and reports its error at file:line:column.
 #pragma once

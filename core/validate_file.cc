@@ -5,6 +5,7 @@
 #include "core/model_spec.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "core/published_runs.h"
 
 namespace trident {
 namespace {
@@ -24,9 +25,10 @@ StatusOr<FileSummary> ValidateFile(const std::string& path) {
   if (kind == "cluster") return Summarize(ParseClusterSpec(text, path), kind);
   if (kind == "profile") return Summarize(ParseProfile(text, path), kind);
   if (kind == "plan") return Summarize(ParsePlan(text, path), kind);
+  if (kind == "published_runs") return Summarize(ParsePublishedRuns(text, path), kind);
   TRIDENT_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, path));
-  return doc.ErrorAt(
-      {"kind", "unknown kind '" + kind + "'", "use one of: model, cluster, profile, plan"});
+  return doc.ErrorAt({"kind", "unknown kind '" + kind + "'",
+                      "use one of: model, cluster, profile, plan, published_runs"});
 }
 
 }  // namespace trident

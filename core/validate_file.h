@@ -8,11 +8,12 @@
 namespace trident {
 
 struct FileSummary {
-  std::string kind;     // model, cluster, profile or plan
+  std::string kind;     // model, cluster, profile, plan or published_runs
   std::string summary;  // the value's one-line ToString()
 };
 
-// Reads `path`, dispatches on its `kind:` and runs that kind's strict loader and checks.
+// Reads `path`, dispatches on its `kind:` and runs that kind's strict loader and checks (a
+// published_runs file's own rules: whether its runs import is launcher/published_plans.h's).
 StatusOr<FileSummary> ValidateFile(const std::string& path);
 
 }  // namespace trident

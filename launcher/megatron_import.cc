@@ -12,10 +12,12 @@ namespace {
 
 using Kind = MegatronFlagKind;
 
-// The flags read: Megatron-LM's of a plan, and torchrun's node counts.
+// The flags read: Megatron-LM's of a plan, its --vocab-size (which a plan's export leaves to
+// the tokenizer), and torchrun's node counts.
 const std::map<std::string, Kind>& FlagKinds() {
   static const std::map<std::string, Kind> kinds = [] {
-    std::map<std::string, Kind> out = {{"--nnodes", Kind::kInt},
+    std::map<std::string, Kind> out = {{"--vocab-size", Kind::kInt},
+                                       {"--nnodes", Kind::kInt},
                                        {"--nproc-per-node", Kind::kInt},
                                        {"--nproc_per_node", Kind::kInt}};
     for (const MegatronFlag& flag : MegatronFlags()) out.emplace(flag.name, flag.kind);

@@ -218,4 +218,17 @@ std::string BrokenConstraint(const Plan& plan) {
   return stages.empty() ? PlanSchedule(plan) : stages;
 }
 
+std::string BrokenConstraint(const PublishedRuns& runs) {
+  if (runs.name.empty() || runs.cluster.empty()) return "name or cluster empty";
+  if (!In(runs.vocab_size, 0, 4194304)) return "vocab_size";
+  if (runs.runs.empty()) return "no runs";
+  std::set<std::string> names;
+  for (const PublishedRun& run : runs.runs) {
+    if (run.name.empty() || !names.insert(run.name).second) return "run names";
+    if (!(run.step_s > 0) || !std::isfinite(run.step_s)) return "step_s";
+    if (run.megatron.empty()) return "megatron empty";
+  }
+  return "";
+}
+
 }  // namespace trident::testing

@@ -10,6 +10,7 @@
 #include "core/model_spec.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "core/published_runs.h"
 
 namespace trident::testing {
 
@@ -17,5 +18,6 @@ std::string BrokenConstraint(const ModelSpec& model);
 std::string BrokenConstraint(const ClusterSpec& cluster);
 std::string BrokenConstraint(const Profile& profile);
 std::string BrokenConstraint(const Plan& plan);
+std::string BrokenConstraint(const PublishedRuns& runs);
 
 }  // namespace trident::testing

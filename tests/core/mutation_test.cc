@@ -32,7 +32,7 @@ struct Tally {
   int rejected = 0;
 };
 
-// Every shipped model, cluster, profile and plan file.
+// Every shipped model, cluster, profile, plan and published_runs file.
 std::vector<std::string> ShippedFiles() {
   std::vector<std::string> files;
   for (const char* dir : {TRIDENT_SOURCE_DIR "/configs", TRIDENT_SOURCE_DIR "/tests/data/good"}) {
@@ -99,15 +99,21 @@ void Check(const std::string& text, const std::string& file,
   EXPECT_TRUE(*again == *value) << "does not write back to itself:\n" << text;
 }
 
+// The file's own rules (its runs' arguments are the launcher's to import).
+StatusOr<PublishedRuns> ParsePublishedRunsFile(std::string_view text, const std::string& file) {
+  return ParsePublishedRuns(text, file);
+}
+
 Tally MutateFile(const std::string& path) {
   StatusOr<std::string> text = ReadFile(path);
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   if (!text.ok()) return {};
   std::mt19937_64 rng(kSeed ^ std::hash<std::string>()(fs::path(path).filename().string()));
-  const std::string kind = path.find("/models/") != std::string::npos     ? "model"
-                           : path.find("/clusters/") != std::string::npos ? "cluster"
-                           : path.find("profile") != std::string::npos    ? "profile"
-                                                                          : "plan";
+  const std::string kind = path.find("/models/") != std::string::npos      ? "model"
+                           : path.find("/clusters/") != std::string::npos  ? "cluster"
+                           : path.find("/published/") != std::string::npos ? "published_runs"
+                           : path.find("profile") != std::string::npos     ? "profile"
+                                                                           : "plan";
   Tally tally;
   for (int i = 0; i < kMutantsPerFile; ++i) {
     std::string mutant = testing::Mutate(*text, rng);
@@ -116,6 +122,9 @@ Tally MutateFile(const std::string& path) {
     if (kind == "cluster") Check(mutant, name, ParseClusterSpec, ClusterSpecToYaml, &tally);
     if (kind == "profile") Check(mutant, name, ParseProfile, ProfileToYaml, &tally);
     if (kind == "plan") Check(mutant, name, ParsePlan, PlanToYaml, &tally);
+    if (kind == "published_runs") {
+      Check(mutant, name, ParsePublishedRunsFile, PublishedRunsToYaml, &tally);
+    }
     if (::testing::Test::HasFailure()) break;
   }
   return tally;
