@@ -259,8 +259,13 @@ std::vector<ScheduleKind> Searcher::Schedules() const {
           ScheduleKind::kZbH1};
 }
 
+// Under flash attention selective recompute keeps what no recompute keeps (no scores are
+// stashed), at the same cost: the same plans, so only none is tried.
 std::vector<RecomputeMode> Searcher::RecomputeModes() const {
   if (!constraints_.recompute.empty()) return constraints_.recompute;
+  if (request_.model.attention == AttentionKind::kFlash) {
+    return {RecomputeMode::kNone, RecomputeMode::kFull};
+  }
   return {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull};
 }
 

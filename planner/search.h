@@ -24,7 +24,7 @@ struct SearchConstraints {
   std::optional<int> tp, pp, dp, micro_batch;
   std::vector<ScheduleKind> schedules;   // empty: every synchronous schedule (not PipeDream,
                                          // whose asynchronous updates change the training)
-  std::vector<RecomputeMode> recompute;  // empty: none, selective, full
+  std::vector<RecomputeMode> recompute;  // empty: none, selective (not under flash), full
   std::optional<bool> zero1;             // unset: both
   // Sequence parallelism where tp > 1 (tp 1 never has it); unset: both.
   std::optional<bool> sequence_parallel;
