@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/check.h"
 #include "core/document.h"
@@ -77,6 +78,16 @@ double DeviceEfficiency::GemmFraction(double gflop) const {
   return clock * gemm.back().fraction;
 }
 
+int64_t MemoryOverhead::ReservedBytes() const {
+  return static_cast<int64_t>(
+      std::llround((context_gib + communication_gib + workspace_gib) * 1073741824.0));
+}
+
+MemoryOverhead DeviceSpec::OverheadOrDefault() const {
+  if (memory_overhead) return *memory_overhead;
+  return kind == DeviceKind::kGpu ? kGpuDefaultOverhead : MemoryOverhead{};
+}
+
 double RingCollectiveMs(Collective collective, double bytes, int n, const LinkSpec& link,
                         int64_t calls) {
   if (n <= 1 || bytes <= 0 || calls <= 0) return 0;
@@ -144,6 +155,25 @@ FieldCheck CheckGemmCurve(const std::vector<EfficiencyPoint>& curve) {
   return std::nullopt;
 }
 
+FieldCheck CheckOverhead(const std::optional<MemoryOverhead>& overhead) {
+  if (!overhead) return std::nullopt;
+  const std::string path = "device.memory_overhead";
+  for (auto [key, gib] : {std::pair{"context_gib", overhead->context_gib},
+                          std::pair{"communication_gib", overhead->communication_gib},
+                          std::pair{"workspace_gib", overhead->workspace_gib}}) {
+    if (!(gib >= 0.0 && gib <= kMaxMemoryGib)) {
+      return FieldError{JoinKeyPath(path, key),
+                        "must be in [0, 1048576] GiB, got " + FormatDouble(gib), ""};
+    }
+  }
+  if (!(overhead->fragmentation >= 0.0 && overhead->fragmentation < 1.0)) {
+    return FieldError{JoinKeyPath(path, "fragmentation"),
+                      "must be in [0, 1), got " + FormatDouble(overhead->fragmentation),
+                      "give the share of activation memory the allocator cannot reuse, e.g. 0.05"};
+  }
+  return std::nullopt;
+}
+
 FieldCheck CheckEfficiency(const DeviceEfficiency& efficiency) {
   if (FieldCheck error = CheckGemmCurve(efficiency.gemm)) return error;
   if (FieldCheck error = CheckFraction(
@@ -175,7 +205,8 @@ FieldCheck CheckDevice(const DeviceSpec& device) {
   if (device.memory_bw_gb_per_s <= 0.0) {
     return FieldError{"device.memory_bw_gb_per_s", "must be positive (GB/s)", ""};
   }
-  return CheckEfficiency(device.efficiency);
+  if (FieldCheck error = CheckEfficiency(device.efficiency)) return error;
+  return CheckOverhead(device.memory_overhead);
 }
 
 // An inter_node figure describes groups of nodes inside one unit of levels[0].
@@ -332,6 +363,18 @@ Status ReadEfficiency(YamlMap& device, DeviceEfficiency* efficiency) {
   return map.Finish();
 }
 
+Status ReadOverhead(YamlMap& device, std::optional<MemoryOverhead>* overhead) {
+  if (!device.Has("memory_overhead")) return Status::Ok();
+  TRIDENT_ASSIGN_OR_RETURN(YamlMap map, device.GetMap("memory_overhead"));
+  MemoryOverhead o;
+  TRIDENT_RETURN_IF_ERROR(map.Get("context_gib", &o.context_gib));
+  TRIDENT_RETURN_IF_ERROR(map.Get("communication_gib", &o.communication_gib));
+  TRIDENT_RETURN_IF_ERROR(map.Get("workspace_gib", &o.workspace_gib));
+  TRIDENT_RETURN_IF_ERROR(map.Get("fragmentation", &o.fragmentation));
+  *overhead = o;
+  return map.Finish();
+}
+
 Status ReadDevice(YamlMap& top, DeviceSpec* device) {
   TRIDENT_ASSIGN_OR_RETURN(YamlMap map, top.GetMap("device"));
   TRIDENT_RETURN_IF_ERROR(map.Get("name", &device->name));
@@ -345,6 +388,7 @@ Status ReadDevice(YamlMap& top, DeviceSpec* device) {
   }
   TRIDENT_RETURN_IF_ERROR(peak.Finish());
   TRIDENT_RETURN_IF_ERROR(ReadEfficiency(map, &device->efficiency));
+  TRIDENT_RETURN_IF_ERROR(ReadOverhead(map, &device->memory_overhead));
   return map.Finish();
 }
 
@@ -436,7 +480,17 @@ void WriteDevice(YamlWriter& out, const DeviceSpec& device) {
   }
   out.EndList();
   out.Field("clock", device.efficiency.clock).Field("memory", device.efficiency.memory);
-  out.EndMap().EndMap();
+  out.EndMap();
+  if (device.memory_overhead) {
+    const MemoryOverhead& o = *device.memory_overhead;
+    out.Key("memory_overhead").BeginMap();
+    out.Field("context_gib", o.context_gib)
+        .Field("communication_gib", o.communication_gib)
+        .Field("workspace_gib", o.workspace_gib)
+        .Field("fragmentation", o.fragmentation);
+    out.EndMap();
+  }
+  out.EndMap();
 }
 
 void WriteMeasured(YamlWriter& out, const std::vector<MeasuredLink>& measured) {

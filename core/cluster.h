@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,26 @@ struct DeviceEfficiency {
   bool operator==(const DeviceEfficiency&) const = default;
 };
 
+// Device memory the model's tensors cannot use, as named constants (the cluster file's
+// device.memory_overhead), so a predicted peak can be set beside a measured one:
+//  - context_gib: the CUDA context (the driver's state and the loaded kernels' code);
+//  - communication_gib: the communication library's buffers (NCCL's per channel and peer, for
+//    every communicator of a rank: tp, cp, dp, pipeline, tied embedding);
+//  - workspace_gib: library workspaces (cuBLAS, attention kernels);
+//  - fragmentation: the share of the activations' allocations the caching allocator holds but
+//    cannot reuse (blocks split for tensors of other sizes).
+// Absent from a file: kGpuDefault on a GPU (the 2 GiB planners commonly leave aside, split as
+// below; estimates), nothing on a CPU.
+struct MemoryOverhead {
+  double context_gib = 0.0;
+  double communication_gib = 0.0;
+  double workspace_gib = 0.0;
+  double fragmentation = 0.0;
+  int64_t ReservedBytes() const;  // context + communication + workspace
+  bool operator==(const MemoryOverhead&) const = default;
+};
+inline constexpr MemoryOverhead kGpuDefaultOverhead{0.5, 1.0, 0.5, 0.0};
+
 struct DeviceSpec {
   std::string name;
   DeviceKind kind = DeviceKind::kGpu;
@@ -104,6 +125,9 @@ struct DeviceSpec {
   std::map<DType, double> peak_tflops;  // dense peak per dtype; absent = unsupported
   double memory_bw_gb_per_s = 0.0;
   DeviceEfficiency efficiency;
+  std::optional<MemoryOverhead> memory_overhead;  // absent: OverheadOrDefault()'s default
+  // memory_overhead, or the kind's default: kGpuDefaultOverhead on a GPU, none on a CPU.
+  MemoryOverhead OverheadOrDefault() const;
   bool operator==(const DeviceSpec&) const = default;
 };
 

@@ -93,7 +93,7 @@ double ProfileCostModel::OptimizerMs(double state_bytes) const {
 }
 
 int64_t ProfileCostModel::ReservedBytes() const {
-  return cluster_.device.kind == DeviceKind::kGpu ? kGpuReservedBytes : 0;
+  return cluster_.device.OverheadOrDefault().ReservedBytes();
 }
 
 }  // namespace trident

@@ -51,8 +51,10 @@ class CostModel {
 
   virtual int64_t DeviceMemoryBytes() const = 0;
   // Memory a device cannot give to the model: runtime context, library workspaces,
-  // communication buffers.
+  // communication buffers (core/cluster.h, MemoryOverhead).
   virtual int64_t ReservedBytes() const = 0;
+  // The share of the activations' allocations held but not reusable (MemoryOverhead).
+  virtual double ActivationFragmentation() const { return 0; }
   virtual int DevicesPerNode() const = 0;
   virtual int64_t TotalDevices() const = 0;
 };
@@ -77,6 +79,9 @@ class ProfileCostModel : public CostModel {
   double OptimizerMs(double state_bytes) const override;
   int64_t DeviceMemoryBytes() const override { return cluster_.DeviceMemoryBytes(); }
   int64_t ReservedBytes() const override;
+  double ActivationFragmentation() const override {
+    return cluster_.device.OverheadOrDefault().fragmentation;
+  }
   int DevicesPerNode() const override { return cluster_.devices_per_node; }
   int64_t TotalDevices() const override { return cluster_.TotalDevices(); }
 
@@ -90,9 +95,5 @@ class ProfileCostModel : public CostModel {
   // layer_of_[index] points at the item of layers_ that covers that layer.
   std::vector<const LayerProfile*> layer_of_;
 };
-
-// Reserved memory per GPU: CUDA context (~0.5 GiB), cuBLAS workspaces, NCCL buffers and
-// allocator fragmentation; an estimate in line with what PyTorch jobs leave unused.
-inline constexpr int64_t kGpuReservedBytes = int64_t{2} << 30;
 
 }  // namespace trident

@@ -120,7 +120,8 @@ void AddMemory(const CostModel& costs, const Plan& plan, const CostsByMode& by_m
                           replicas,
                           plan.zero1,
                           costs.ReservedBytes(),
-                          plan.mesh.cp};
+                          plan.mesh.cp,
+                          costs.ActivationFragmentation()};
     ev->memory.push_back(PositionMemory(f, p, context));
     ev->peak_memory_bytes = std::max(ev->peak_memory_bytes, ev->memory.back().Total());
   }

@@ -41,6 +41,8 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
     m.weight_versions = static_cast<int64_t>(live - 1) * f.param_bytes;
   }
   m.workspace = f.workspace_bytes;
+  m.fragmentation =
+      static_cast<int64_t>(std::ceil(c.fragmentation * static_cast<double>(m.activations)));
   m.reserved = c.reserved_bytes;
   return m;
 }
@@ -52,7 +54,7 @@ int64_t FullestPositionLowerBound(const PositionFootprint& whole, const MemoryCo
   const int64_t buckets = c.GradBuckets() ? whole.grad_bytes - whole.tied_grad_bytes : 0;
   const double sum =
       static_cast<double>(whole.param_bytes + whole.grad_bytes + optimizer + buckets) +
-      live * static_cast<double>(whole.stash_bytes);
+      (1 + c.fragmentation) * live * static_cast<double>(whole.stash_bytes);
   return static_cast<int64_t>(std::floor(sum / c.pp)) + c.reserved_bytes;
 }
 
@@ -68,8 +70,9 @@ std::string MemoryBreakdown::ToString() const {
   if (grad_buckets > 0) text += ", gradient buckets " + GiB(grad_buckets);
   text += ", activations " + GiB(activations);
   if (weight_versions > 0) text += ", weight versions " + GiB(weight_versions);
-  return text + ", workspace " + GiB(workspace) + ", reserved " + GiB(reserved) + ", total " +
-         GiB(Total());
+  text += ", workspace " + GiB(workspace);
+  if (fragmentation > 0) text += ", fragmentation " + GiB(fragmentation);
+  return text + ", reserved " + GiB(reserved) + ", total " + GiB(Total());
 }
 
 }  // namespace trident

@@ -53,10 +53,11 @@ struct MemoryBreakdown {
   int64_t activations = 0;
   int64_t weight_versions = 0;
   int64_t workspace = 0;
+  int64_t fragmentation = 0;  // of the activations' allocations, held but not reusable
   int64_t reserved = 0;
   int64_t Total() const {
     return params + grads + optimizer + grad_buckets + activations + weight_versions + workspace +
-           reserved;
+           fragmentation + reserved;
   }
   // "params 1.2 GiB, grads ..., total 30.1 GiB".
   std::string ToString() const;
@@ -70,7 +71,8 @@ struct MemoryContext {
   int replicas = 1;       // of this position, for ZeRO-1 sharding
   bool zero1 = false;
   int64_t reserved_bytes = 0;
-  int cp = 1;  // the grad group is replicas · cp ranks
+  int cp = 1;                // the grad group is replicas · cp ranks
+  double fragmentation = 0;  // MemoryOverhead::fragmentation: of the activations
   // Whether the gradients travel in buckets: a grad group of more than one rank.
   bool GradBuckets() const { return replicas * cp > 1; }
 };

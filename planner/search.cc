@@ -99,7 +99,8 @@ class DpCosts : public PartitionCosts {
                           replicas,
                           config_.zero1,
                           model_.ReservedBytes(),
-                          config_.cp};
+                          config_.cp,
+                          model_.ActivationFragmentation()};
     return PositionMemory(f, position, context);
   }
 
@@ -440,7 +441,8 @@ bool Searcher::MemoryBoundExceeds(const Config& c, const StageCosts& sc) const {
                         c.dp,
                         c.zero1,
                         costs_.ReservedBytes(),
-                        c.cp};
+                        c.cp,
+                        costs_.ActivationFragmentation()};
   return FullestPositionLowerBound(sc.Footprint(0, sc.NumLayers() - 1), context) > memory_limit_;
 }
 
@@ -455,7 +457,9 @@ bool Searcher::ReplicatedMemoryBoundExceeds(const Config& c, const StageCosts& s
                         LaneMicroBatches(c.micro_batches, most_replicas, 0),
                         1,
                         false,
-                        costs_.ReservedBytes()};
+                        costs_.ReservedBytes(),
+                        1,
+                        costs_.ActivationFragmentation()};
   return FullestPositionLowerBound(sc.Footprint(0, sc.NumLayers() - 1), context) > memory_limit_;
 }
 

@@ -25,8 +25,8 @@ ClusterSpec TwoNodes() {
   c.name = "two-nodes";
   c.nodes = 2;
   c.devices_per_node = 4;
-  c.device = {"Test GPU", DeviceKind::kGpu, 80, {{DType::kFp32, 19.5}, {DType::kBf16, 312}}, 2039,
-              {}};
+  c.device = {
+      "Test GPU", DeviceKind::kGpu, 80, {{DType::kFp32, 19.5}, {DType::kBf16, 312}}, 2039, {}, {}};
   c.intra_node = {300, 2.5, 1};
   c.inter_node = {25, 5, 1};
   c.measured = {{Collective::kAllReduce, LinkClass::kInterNode, 2, 7.25, 23.5}};

@@ -12,7 +12,7 @@ ClusterSpec Cluster() {
   c.name = "test";
   c.nodes = 4;
   c.devices_per_node = 8;
-  c.device = {"gpu", DeviceKind::kGpu, 80, {{DType::kBf16, 312}}, 2000, {}};
+  c.device = {"gpu", DeviceKind::kGpu, 80, {{DType::kBf16, 312}}, 2000, {}, {}};
   c.intra_node = {300, 3, 1};  // GB/s, µs, efficiency
   c.inter_node = {25, 5, 1};
   return c;
@@ -130,7 +130,7 @@ TEST(CostModel, ProfiledSizesAndReservedMemory) {
   EXPECT_EQ(costs.TensorParallelDegrees(), (std::vector<int>{1}));
   EXPECT_NE(costs.Layer(0, 2, 1, false, 1), nullptr);
   EXPECT_EQ(costs.Layer(0, 4, 1, false, 1), nullptr);
-  EXPECT_EQ(costs.ReservedBytes(), kGpuReservedBytes);
+  EXPECT_EQ(costs.ReservedBytes(), int64_t{2} << 30);  // kGpuDefaultOverhead
   EXPECT_EQ(costs.DeviceMemoryBytes(), int64_t{80} << 30);
 }
 

@@ -82,6 +82,7 @@ TEST(MemoryBound, NoCutNeedsLessThanTheBound) {
     if (pp * v > static_cast<int>(layers.size())) continue;
     const int replicas = 1 + (instance / 4) % 3;
     MemoryContext c{kind, pp, v, 1 + instance % 7, replicas, instance % 2 == 1, 100};
+    c.fragmentation = 0.05 * (instance % 3);  // none, or some of the activations held
     int64_t dp_least = INT64_MAX, eval_least = INT64_MAX;
     std::vector<int> starts;
     LeastFullest(layers, c, &starts, &dp_least, &eval_least);

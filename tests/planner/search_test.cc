@@ -249,6 +249,19 @@ TEST(MemoryModel, ZeroOneShardsOptimizerStateOverReplicas) {
   EXPECT_EQ(m.Total(), 100 + 200 + 200 + 200 + 30 + 5 + 1000);
 }
 
+// The allocator's fragmentation holds a share of the activations on top of them (rounded up),
+// and the breakdown names it.
+TEST(MemoryModel, FragmentationHoldsAShareOfTheActivations) {
+  PositionFootprint f{.param_bytes = 100, .stash_bytes = 10};
+  MemoryContext c{ScheduleKind::k1F1B, 4, 1, 8, 1, false, 1000};
+  c.fragmentation = 0.25;
+  MemoryBreakdown m = PositionMemory(f, 0, c);
+  EXPECT_EQ(m.activations, 40);  // 1F1B position 0 of 4 holds 4 micro-batches
+  EXPECT_EQ(m.fragmentation, 10);
+  EXPECT_EQ(m.Total(), 100 + 40 + 10 + 1000);
+  EXPECT_THAT(m.ToString(), HasSubstr("fragmentation 10 B"));
+}
+
 // Replicas pack their gradients into flat buffers for the all-reduce, all but a tied table
 // split over two positions; a position without replicas packs nothing.
 TEST(MemoryModel, ReplicasHoldGradientBuckets) {

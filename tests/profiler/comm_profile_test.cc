@@ -197,7 +197,7 @@ ClusterSpec TwoNodes() {
   c.name = "two-nodes";
   c.nodes = 2;
   c.devices_per_node = 2;
-  c.device = {"cpu-core", DeviceKind::kCpu, 8, {{DType::kFp32, 0.1}}, 10, {}};
+  c.device = {"cpu-core", DeviceKind::kCpu, 8, {{DType::kFp32, 0.1}}, 10, {}, {}};
   c.intra_node = {5, 1, 1};
   c.inter_node = {1, 10, 1};
   c.measured = {{Collective::kP2p, kIntra, 2, 99, 99}};
