@@ -52,10 +52,15 @@ struct EfficiencyFit {
   DeviceEfficiency efficiency;
 };
 
+// Ok when `device` has the figures a fit for `dtype` divides by: a positive
+// peak_tflops.<dtype> and memory_bw_gb_per_s; otherwise InvalidArgument naming `cluster_file`,
+// the key and the fix.
+Status CheckDatasheet(const DeviceSpec& device, DType dtype, const std::string& cluster_file);
+
 // The fit of `samples` against `device`'s datasheet figures for `dtype`. `cluster_file` names
 // the file the device came from, for the errors. InvalidArgument, naming the file, the key and
 // the fix, when: there are no GEMM samples or no memory samples; a sample is not positive;
-// the device has no peak_tflops for `dtype` or no memory bandwidth; a size's median beats
+// CheckDatasheet fails; a size's median beats
 // device.peak_tflops.<dtype>, or the memory pass's beats device.memory_bw_gb_per_s (the
 // message gives the measured rate).
 StatusOr<EfficiencyFit> FitDeviceEfficiency(const EfficiencySamples& samples,
