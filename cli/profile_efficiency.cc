@@ -97,11 +97,11 @@ void PrintFit(const EfficiencyFit& fit, const Request& r, const ProfileOptions& 
 }  // namespace
 
 int RunEfficiencyProfile(const ProfileOptions& o) {
-  StatusOr<Request> r = CheckRequest(o);
-  if (!r.ok()) return PrintError(r.status());
   StatusOr<std::unique_ptr<Compute>> compute =
       MakeCompute({.device = o.device, .threads = o.threads});
   if (!compute.ok()) return PrintError(compute.status());
+  StatusOr<Request> r = CheckRequest(o);
+  if (!r.ok()) return PrintError(r.status());
   if (!(*compute)->Supports(r->bench.type)) {
     return PrintError(InvalidArgument("--dtype " + DTypeName(r->dtype) + ": " + o.device +
                                       " has no kernels for it; use --dtype fp32"));
