@@ -104,7 +104,7 @@ int RunEfficiencyProfile(const ProfileOptions& o) {
   if (!r.ok()) return PrintError(r.status());
   if (!(*compute)->Supports(r->bench.type)) {
     return PrintError(InvalidArgument("--dtype " + DTypeName(r->dtype) + ": " + o.device +
-                                      " has no kernels for it; use --dtype fp32"));
+                                      " has no kernels for it; use --dtype bf16 or fp32"));
   }
   const double peak = r->cluster.device.peak_tflops.at(r->dtype);
   std::cout << "measuring " << (*compute)->Describe() << ": " << r->bench.gemm_sizes.size()
