@@ -1,3 +1,5 @@
+// trident profile --efficiency, as trident-profile runs it: the request checked, the device
+// timed, the fit printed and written into a copy of the cluster file.
 #include "cli/profile_efficiency.h"
 
 #include <algorithm>

@@ -12,7 +12,7 @@ namespace {
 
 bool Positive(double value) { return std::isfinite(value) && value > 0.0; }
 
-// "0.0821" for figures below 1, "312" above: four significant digits at most.
+// A rate in a message: four decimals below 1 ("0.0821"), two below 100, none above ("312").
 std::string Figure(double value) { return FormatFixed(value, value < 1 ? 4 : value < 100 ? 2 : 0); }
 
 Status CheckSamples(const EfficiencySamples& samples) {
