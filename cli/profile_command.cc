@@ -70,6 +70,26 @@ int RunComm(ProfileOptions o, const ProfileMeasurers& measure) {
   return measure.links(o);
 }
 
+// --efficiency: a cluster file in, a cluster file out, no model; timed on the wall clock.
+int RunEfficiency(ProfileOptions o, const ProfileMeasurers& measure) {
+  if (o.cluster.empty()) {
+    return UsageError(
+        "--efficiency needs --cluster C: the cluster file whose device.efficiency it fills");
+  }
+  if (!o.model.empty() || o.comm || o.analytic) {
+    return UsageError("--efficiency measures the device alone: drop " + (!o.model.empty()
+                                                                             ? "MODEL " + o.model
+                                                                         : o.comm ? "--comm"
+                                                                                  : "--analytic"));
+  }
+  if (o.clock != "wall") {
+    return UsageError("--efficiency times a device on the wall clock: drop --clock " + o.clock);
+  }
+  if (o.device.empty()) o.device = "cpu";
+  if (o.output.empty()) o.output = "cluster.yaml";
+  return measure.efficiency(o);
+}
+
 void AddMeasureFlags(CLI::App* cmd, ProfileOptions* o) {
   cmd->add_option("--device", o->device,
                   "Device to measure on: cpu, or cuda (one GPU per rank) [default: cpu]");
@@ -135,11 +155,12 @@ std::string LayerRange(const LayerProfile& layer) {
 }
 
 int RunProfile(const ProfileOptions& o, const ProfileMeasurers& measure) {
+  if (o.efficiency) return RunEfficiency(o, measure);
   if (o.comm) return RunComm(o, measure);
   if (o.model.empty()) {
     return UsageError(
         "MODEL is required: the model file to profile, e.g. trident profile "
-        "configs/models/gpt-tiny.yaml --device cpu (only --comm runs without one)");
+        "configs/models/gpt-tiny.yaml --device cpu (only --comm and --efficiency run without one)");
   }
   if (o.analytic && !o.device.empty()) {
     return UsageError("--analytic computes the costs of --cluster's device; drop --device " +
@@ -165,7 +186,14 @@ void AddProfileFlags(CLI::App* cmd, ProfileOptions* o) {
   cmd->add_flag("--comm", o->comm,
                 "Measure point-to-point and collective links under mpirun and write them into "
                 "a cluster file");
-  cmd->add_option("--cluster", o->cluster, "Cluster file (--analytic, --comm)")
+  cmd->add_flag("--efficiency", o->efficiency,
+                "Measure this device's GEMM efficiency by size and its memory efficiency, and "
+                "write them into a copy of the cluster file (device.efficiency)");
+  cmd->add_option("--max-gflop", o->max_gflop,
+                  "The largest GEMM --efficiency times, in GFLOP [default: 2.2 on cpu, 1100 on "
+                  "cuda]")
+      ->check(CLI::Range(1e-6, 1e6));
+  cmd->add_option("--cluster", o->cluster, "Cluster file (--analytic, --comm, --efficiency)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--micro-batch", o->micro_batches, "Micro-batch sizes")
       ->delimiter(',')
@@ -184,11 +212,14 @@ void AddProfileFlags(CLI::App* cmd, ProfileOptions* o) {
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--seq", o->seq_len, "Sequence length [default: the model's max_seq_len]")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-  cmd->add_option("--dtype", o->dtype, "Training dtype [default: the model's; fp32 measured]")
+  cmd->add_option("--dtype", o->dtype,
+                  "Training dtype [default: the model's; fp32 measured; --efficiency: fp32 on cpu, "
+                  "bf16 on cuda]")
       ->check(CLI::IsMember(NamesOf(DTypeNames())));
   AddMeasureFlags(cmd, o);
   cmd->add_option("-o,--output", o->output,
-                  "File to write [default: profile.yaml; cluster.yaml with --comm]");
+                  "File to write [default: profile.yaml; cluster.yaml with --comm or "
+                  "--efficiency]");
   AddCommProfileFlags(cmd, &o->comm_flags);
 }
 
@@ -204,7 +235,8 @@ void AddProfileCommand(CLI::App& app, const std::vector<std::string>& command_li
   std::vector<std::string> args(at == command_line.end() ? at : at + 1, command_line.end());
   ProfileMeasurers measure{
       .layers = [args](const ProfileOptions&, const ModelSpec&) { return ExecProfiler(args); },
-      .links = [args](const ProfileOptions&) { return ExecProfiler(args); }};
+      .links = [args](const ProfileOptions&) { return ExecProfiler(args); },
+      .efficiency = [args](const ProfileOptions&) { return ExecProfiler(args); }};
   cmd->callback([o, measure, exit_code] { *exit_code = RunProfile(*o, measure); });
 }
 

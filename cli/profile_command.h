@@ -23,7 +23,9 @@ struct ProfileOptions {
   std::string cluster;
   bool analytic = false;
   bool comm = false;
-  std::string device;  // empty: cpu, unless --analytic
+  bool efficiency = false;
+  double max_gflop = 0.0;  // --efficiency: the largest GEMM; 0: the device's default ladder
+  std::string device;      // empty: cpu, unless --analytic
   std::vector<int> micro_batches = {1, 2, 4, 8};
   std::vector<int> tps;
   std::vector<int> cps;  // empty: 1 measured; --analytic: DefaultContextDegrees
@@ -34,7 +36,7 @@ struct ProfileOptions {
   double time_budget_s = 2.0;
   int max_repeats = RepeatPolicy().max_repeats;
   int passes = MeasuredProfileOptions().passes;
-  std::string output;  // empty: profile.yaml, or cluster.yaml with --comm
+  std::string output;  // empty: profile.yaml, or cluster.yaml with --comm or --efficiency
   CommProfileFlags comm_flags;
 };
 
@@ -45,13 +47,15 @@ struct ProfileMeasurers {
   std::function<int(const ProfileOptions& o, const ModelSpec& model)> layers;
   // --comm: `o.comm_flags.cluster` and `.output` are set from --cluster and -o.
   std::function<int(const ProfileOptions& o)> links;
+  // --efficiency: `o.cluster` is set; `o.device` is set (cpu when the flag was left out).
+  std::function<int(const ProfileOptions& o)> efficiency;
 };
 
 // The profile command's description and flags, registered on `cmd`, stored in `*o`.
 inline constexpr const char* kProfileDescription =
     "Write a model's per-layer cost profile: measured on this machine (--device cpu; "
     "under mpirun for --tp > 1) or computed (--analytic --cluster C); or, with --comm, "
-    "measure the links";
+    "measure the links; or, with --efficiency, the device's GEMM and memory efficiency";
 void AddProfileFlags(CLI::App* cmd, ProfileOptions* o);
 
 // Checks the request (usage errors exit 2, naming the flag), then computes an analytic
