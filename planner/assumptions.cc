@@ -55,7 +55,7 @@ std::string SyncLine(const Evaluation& ev) {
   if (ev.sync_ms <= 0) return "  gradient sync: none (one replica, no cp)\n";
   const double hidden = std::clamp(1 - ev.exposed_sync_ms / ev.sync_ms, 0.0, 1.0);
   return "  gradient sync: " + FormatMs(ev.sync_ms) + " on the slowest position, " +
-         FormatFixed(100 * hidden, 0) + "% hidden behind its last backward\n";
+         FormatFixed(100 * hidden, 0) + "% hidden behind the other positions' work\n";
 }
 
 }  // namespace

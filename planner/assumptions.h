@@ -1,6 +1,6 @@
 // `trident explain`'s list of the time model's assumptions that move a plan's step most: the
 // GEMM efficiency at the plan's block shapes, the memory-bound and link efficiencies, and how
-// much of the gradient sync its last backward hides (planner/README.md, The time model of a
+// much of the gradient sync the other positions' work hides (planner/README.md, The time model of a
 // GPU cluster).
 #pragma once
 

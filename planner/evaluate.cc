@@ -156,12 +156,10 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
     double sync =
         costs.CollectiveMsAtLevel(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
                                   static_cast<int>(group.size()), GroupLevel(costs, group));
-    const StageTimes& last = input.stages[p];
     const int replicas = plan.stages[p].replicas;
     const int updates = async ? LaneMicroBatches(plan.num_micro_batches, replicas, 0) : 1;
-    double exposed = async ? updates * sync
-                           : std::max(0.0, sync - last.bwd_ms - last.weight_ms -
-                                               (sim.makespan_ms - lanes[p].end_ms));
+    double exposed =
+        async ? updates * sync : std::max(0.0, sync - (sim.makespan_ms - lanes[p].end_ms));
     ev->exposed_sync_ms = std::max(ev->exposed_sync_ms, exposed);
     ev->sync_ms = std::max(ev->sync_ms, updates * sync);
     int64_t optimizer = plan.zero1 ? f.optimizer_bytes / replicas : f.optimizer_bytes;

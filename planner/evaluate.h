@@ -17,11 +17,11 @@
 // Step time, flushing schedules (every kind but PipeDream):
 //   step = makespan + max_p exposed_p + tied + max_p optimizer_p
 //   makespan    of the simulated lanes
-//   exposed_p   the part of sync_p its last backward cannot hide: the all-reduce starts when
-//               p's last lane finishes and overlaps (in buckets) that lane's last backward,
-//               exposed_p = max(0, sync_p − (B + W)_p − (makespan − max over p's lanes of
-//               end_ms)), (B + W)_p of one micro-batch of stage p (the stage of p's last
-//               backward: chunks run their backwards from the last chunk down to chunk 0)
+//   exposed_p   the part of sync_p the other positions' work cannot hide: the runtime starts
+//               a stage's all-reduce when its gradients are complete (runtime/train/grad_sync.h),
+//               after p's last backward, so exposed_p = max(0, sync_p − (makespan − max over
+//               p's lanes of end_ms)). An earlier chunk's all-reduce under interleaving, which
+//               the runtime starts before the position's last backward, is not credited.
 //   tied        the tied-embedding gradient all-reduce between the first and last position
 //   optimizer_p position p's optimizer step
 // PipeDream updates after every backward instead (runtime/train/pipedream.cc): position p takes
