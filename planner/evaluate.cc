@@ -153,9 +153,18 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
     PositionFootprint f = PositionFootprintOf(plan, by_mode, p);
     // Every cp rank saw part of each sequence: the shard's gradients sum over dp · cp ranks.
     std::vector<int> group = ranks.GradGroup(ranks.Rank({.pp = p}));
+    const int group_size = static_cast<int>(group.size());
+    const int level = GroupLevel(costs, group);
+    const bool sharded = plan.zero1 && group_size > 1;
     double sync =
-        costs.CollectiveMsAtLevel(Collective::kAllReduce, static_cast<double>(f.grad_bytes),
-                                  static_cast<int>(group.size()), GroupLevel(costs, group));
+        costs.CollectiveMsAtLevel(sharded ? Collective::kReduceScatter : Collective::kAllReduce,
+                                  static_cast<double>(f.grad_bytes), group_size, level);
+    if (sharded) {
+      ev->param_gather_ms = std::max(
+          ev->param_gather_ms,
+          costs.CollectiveMsAtLevel(Collective::kAllGather, static_cast<double>(f.param_bytes),
+                                    group_size, level));
+    }
     const int replicas = plan.stages[p].replicas;
     const int updates = async ? LaneMicroBatches(plan.num_micro_batches, replicas, 0) : 1;
     double exposed =
@@ -177,7 +186,7 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
   ev->makespan_ms = async ? std::max(sim.steady_step_ms, ev->busy_ms) : sim.makespan_ms;
   ev->bubble_ms = std::max(0.0, ev->makespan_ms - ev->busy_ms);
   ev->bubble_fraction = sim.bubble_fraction;
-  ev->step_ms = ev->makespan_ms + ev->exposed_sync_ms + ev->optimizer_ms;
+  ev->step_ms = ev->makespan_ms + ev->exposed_sync_ms + ev->optimizer_ms + ev->param_gather_ms;
 }
 
 // The step's schedule over all M micro-batches: its lists without replication, else only its

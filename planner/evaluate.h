@@ -24,6 +24,10 @@
 //               the runtime starts before the position's last backward, is not credited.
 //   tied        the tied-embedding gradient all-reduce between the first and last position
 //   optimizer_p position p's optimizer step
+// With ZeRO-1 over a grad group of more than one rank, sync_p is a reduce-scatter of the
+// gradients (each rank steps its shard only) and the step ends with gather_p, the all-gather
+// of the updated parameters (the dtype's bytes), which nothing hides:
+//   step = makespan + max_p exposed_p + tied + max_p optimizer_p + max_p gather_p
 // PipeDream updates after every backward instead (runtime/train/pipedream.cc): position p takes
 // u_p = ⌈M / r_p⌉ updates a step (its busiest lane's count, M / r_p when r_p divides M), each
 // after a blocking all-reduce of its replicas' gradients, so
@@ -62,6 +66,7 @@ struct Evaluation {
   double exposed_sync_ms = 0;  // data-parallel and tied-embedding gradient sync not hidden
   double sync_ms = 0;          // the longest position's gradient sync, hidden or not
   double optimizer_ms = 0;
+  double param_gather_ms = 0;  // ZeRO-1: the updated parameter shards' all-gather, after the step
   double bubble_fraction = 0;
   std::vector<double> stage_ms;         // forward + backward of one micro-batch per stage
   std::vector<MemoryBreakdown> memory;  // per pipeline position

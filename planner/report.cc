@@ -77,7 +77,12 @@ std::string StepBreakdown(const Plan& plan, const Evaluation& ev) {
                      " (" + pct(ev.bubble_ms) + ") + exposed gradient sync " +
                      FormatMs(ev.exposed_sync_ms) + " (" + pct(ev.exposed_sync_ms) +
                      ") + optimizer " + FormatMs(ev.optimizer_ms) + " (" + pct(ev.optimizer_ms) +
-                     ")\n";
+                     ")";
+  if (ev.param_gather_ms > 0) {
+    text += " + ZeRO-1 parameter all-gather " + FormatMs(ev.param_gather_ms) + " (" +
+            pct(ev.param_gather_ms) + ")";
+  }
+  text += "\n";
   const PlanStage& b = plan.stages[ev.bottleneck_stage];
   text += "bottleneck: stage " + std::to_string(ev.bottleneck_stage) + " (layers " +
           std::to_string(b.first_layer) + "-" + std::to_string(b.first_layer + b.num_layers - 1) +
@@ -115,7 +120,8 @@ std::string WhyLost(const Evaluation& best, const Evaluation& other) {
   const Part parts[] = {{"compute", best.busy_ms, other.busy_ms},
                         {"bubble", best.bubble_ms, other.bubble_ms},
                         {"exposed sync", best.exposed_sync_ms, other.exposed_sync_ms},
-                        {"optimizer", best.optimizer_ms, other.optimizer_ms}};
+                        {"optimizer", best.optimizer_ms, other.optimizer_ms},
+                        {"parameter all-gather", best.param_gather_ms, other.param_gather_ms}};
   const Part* worst = &parts[0];
   for (const Part& p : parts) {
     if (p.other_ms - p.best_ms > worst->other_ms - worst->best_ms) worst = &p;

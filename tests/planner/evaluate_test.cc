@@ -136,5 +136,39 @@ TEST(Evaluate, GradientsAreSummedOverTheContextParallelRanks) {
   EXPECT_GT(grads, 3e9);
 }
 
+// ZeRO-1 over two replicas: the gradients are reduce-scattered (each replica steps its half of
+// the optimizer state) and the updated parameters all-gathered after the step, which nothing
+// hides; without ZeRO-1 there is no gather.
+TEST(Evaluate, ZeroOneGathersTheUpdatedParameters) {
+  auto f = LoadPlannerFixture("llama3-8b", "dgx-h100", 8192, DType::kBf16);
+  Plan plan;
+  plan.model = f->model;
+  plan.cluster = f->cluster.name;
+  plan.devices_per_node = 8;
+  plan.seq_len = 8192;
+  plan.dtype = DType::kBf16;
+  plan.micro_batch_size = 1;
+  plan.num_micro_batches = 2;
+  plan.global_batch = 2;
+  plan.stages = {{0, f->model.NumLayers(), 2, RecomputeMode::kNone, 0, 0}};
+  plan.mesh = {2, 1, 8, 1};
+  plan.devices = 16;
+  const Evaluation replicated = Evaluated(*f, plan);
+  EXPECT_EQ(replicated.param_gather_ms, 0);
+  plan.zero1 = true;
+  const Evaluation sharded = Evaluated(*f, plan);
+  const StageCosts costs = *StageCosts::Create(*f->costs, 1, 8, false, 1, RecomputeMode::kNone);
+  const int last = f->model.NumLayers() - 1;
+  const double params = static_cast<double>(costs.Footprint(0, last).param_bytes);
+  const double grads = static_cast<double>(costs.GradBytes(0, last));
+  EXPECT_DOUBLE_EQ(sharded.param_gather_ms,
+                   f->costs->CollectiveMsAtLevel(Collective::kAllGather, params, 2, 1));
+  EXPECT_DOUBLE_EQ(sharded.sync_ms,
+                   f->costs->CollectiveMsAtLevel(Collective::kReduceScatter, grads, 2, 1));
+  EXPECT_DOUBLE_EQ(sharded.step_ms, sharded.makespan_ms + sharded.exposed_sync_ms +
+                                        sharded.optimizer_ms + sharded.param_gather_ms);
+  EXPECT_LT(sharded.sync_ms, replicated.sync_ms);
+}
+
 }  // namespace
 }  // namespace trident
