@@ -106,24 +106,31 @@ TEST(Evaluate, PipeDreamStepIsAtLeastTheBusiestLane) {
 namespace trident {
 namespace {
 
+// The fixture's whole model in one stage on tp 8 (a DGX node), seq 8,192, `replicas` replicas
+// of one micro-batch each.
+Plan OneStageTp8(const PlannerFixture& f, int replicas) {
+  Plan plan;
+  plan.model = f.model;
+  plan.cluster = f.cluster.name;
+  plan.devices_per_node = 8;
+  plan.seq_len = 8192;
+  plan.dtype = DType::kBf16;
+  plan.micro_batch_size = 1;
+  plan.num_micro_batches = replicas;
+  plan.global_batch = replicas;
+  plan.stages = {{0, f.model.NumLayers(), replicas, RecomputeMode::kNone, 0, 0}};
+  plan.mesh = {replicas, 1, 8, 1};
+  plan.devices = 8 * replicas;
+  return plan;
+}
+
 // Context parallelism: each cp rank saw part of every sequence, so a stage's gradients are
 // summed over dp · cp ranks (RankMap::GradGroup). Llama 3 8B, tp 8 × cp 2 on two nodes, one
 // replica: the all-reduce runs over the 2 cp ranks on the inter-node link, and its 4 GB of fp32
 // gradients (per tp rank) outlast the one micro-batch's backward; with cp 1 there is none.
 TEST(Evaluate, GradientsAreSummedOverTheContextParallelRanks) {
   auto f = LoadPlannerFixture("llama3-8b", "dgx-h100", 8192, DType::kBf16);
-  Plan plan;
-  plan.model = f->model;
-  plan.cluster = f->cluster.name;
-  plan.devices_per_node = 8;
-  plan.seq_len = 8192;
-  plan.dtype = DType::kBf16;
-  plan.micro_batch_size = 1;
-  plan.num_micro_batches = 1;
-  plan.global_batch = 1;
-  plan.stages = {{0, f->model.NumLayers(), 1, RecomputeMode::kNone, 0, 0}};
-  plan.mesh = {1, 1, 8, 1};
-  plan.devices = 8;
+  Plan plan = OneStageTp8(*f, 1);
   EXPECT_EQ(Evaluated(*f, plan).exposed_sync_ms, 0);
   plan.mesh.cp = 2;
   plan.devices = 16;
@@ -141,18 +148,7 @@ TEST(Evaluate, GradientsAreSummedOverTheContextParallelRanks) {
 // hides; without ZeRO-1 there is no gather.
 TEST(Evaluate, ZeroOneGathersTheUpdatedParameters) {
   auto f = LoadPlannerFixture("llama3-8b", "dgx-h100", 8192, DType::kBf16);
-  Plan plan;
-  plan.model = f->model;
-  plan.cluster = f->cluster.name;
-  plan.devices_per_node = 8;
-  plan.seq_len = 8192;
-  plan.dtype = DType::kBf16;
-  plan.micro_batch_size = 1;
-  plan.num_micro_batches = 2;
-  plan.global_batch = 2;
-  plan.stages = {{0, f->model.NumLayers(), 2, RecomputeMode::kNone, 0, 0}};
-  plan.mesh = {2, 1, 8, 1};
-  plan.devices = 16;
+  Plan plan = OneStageTp8(*f, 2);
   const Evaluation replicated = Evaluated(*f, plan);
   EXPECT_EQ(replicated.param_gather_ms, 0);
   plan.zero1 = true;
