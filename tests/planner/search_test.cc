@@ -139,6 +139,31 @@ TEST(Search, LongContextChoosesContextParallelism) {
   EXPECT_GT(without->ranked.front().evaluation.step_ms, 5 * best.evaluation.step_ms);
 }
 
+// Under flash attention selective recompute keeps and costs what no recompute does, so the
+// search leaves it out: asking for it too finds the same best step.
+TEST(Search, FlashAttentionLeavesSelectiveRecomputeOut) {
+  auto f = LoadPlannerFixture("llama3-8b", "dgx-h100", 8192, DType::kBf16);
+  ASSERT_EQ(f->model.attention, AttentionKind::kFlash);
+  const int last = f->model.NumLayers() - 1;
+  for (int tp : {1, 8}) {
+    auto none = StageCosts::Create(*f->costs, 1, tp, false, 1, RecomputeMode::kNone);
+    auto selective = StageCosts::Create(*f->costs, 1, tp, false, 1, RecomputeMode::kSelective);
+    ASSERT_TRUE(none.ok() && selective.ok());
+    EXPECT_EQ(none->Times(0, last).Total(), selective->Times(0, last).Total()) << tp;
+    EXPECT_EQ(none->Footprint(0, last).stash_bytes, selective->Footprint(0, last).stash_bytes);
+  }
+  SearchRequest r = f->Request(16, 64);
+  StatusOr<SearchResult> fewer = SearchPlans(*f->costs, r);
+  r.constraints.recompute = {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull};
+  StatusOr<SearchResult> all = SearchPlans(*f->costs, r);
+  ASSERT_TRUE(fewer.ok() && all.ok());
+  EXPECT_DOUBLE_EQ(fewer->ranked.front().evaluation.step_ms,
+                   all->ranked.front().evaluation.step_ms);
+  for (const Candidate& c : fewer->ranked) {
+    EXPECT_NE(c.plan.stages.front().recompute, RecomputeMode::kSelective);
+  }
+}
+
 // The same plan with sequence parallelism: its blocks keep 1/t of the residual stream, so every
 // stage needs less memory; and the evaluation reads the plan's field (its costs differ).
 TEST(Search, SequenceParallelShrinksEveryStagesActivations) {
