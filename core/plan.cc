@@ -18,6 +18,14 @@ const NameTable<ScheduleKind>& ScheduleKindNames() {
   return kNames;
 }
 
+const NameTable<DpSharding>& DpShardingNames() {
+  static const NameTable<DpSharding> kNames = {{"none", DpSharding::kNone},
+                                               {"optimizer", DpSharding::kOptimizer},
+                                               {"gradients", DpSharding::kGradients},
+                                               {"full", DpSharding::kFull}};
+  return kNames;
+}
+
 bool UniformReplication(const std::vector<PlanStage>& stages) {
   return std::all_of(stages.begin(), stages.end(),
                      [&](const PlanStage& st) { return st.replicas == stages.front().replicas; });
@@ -32,6 +40,10 @@ std::vector<int> Plan::PositionReplicas() const {
   std::vector<int> replicas;
   for (int p = 0; p < mesh.pp; ++p) replicas.push_back(stages[p].replicas);
   return replicas;
+}
+
+int Plan::ShardReplicas(int position) const {
+  return dp_shard > 0 ? dp_shard : stages[position].replicas;
 }
 
 RankMap Plan::MakeRankMap() const {
@@ -245,6 +257,33 @@ FieldCheck CheckSchedule(const Plan& p) {
   return CheckEqualLanes(p);
 }
 
+FieldCheck CheckSharding(const Plan& p) {
+  const bool sharded = p.dp_sharding != DpSharding::kNone;
+  if (sharded && p.mesh.dp == 1) {
+    return FieldError{"dp_sharding",
+                      NameOf(DpShardingNames(), p.dp_sharding) +
+                          " shards over the data-parallel replicas, and mesh.dp is 1",
+                      "set dp_sharding: none, or plan with dp > 1"};
+  }
+  if (p.dp_shard == 0) return std::nullopt;
+  if (!sharded) {
+    return FieldError{"dp_shard",
+                      "hybrid sharding of " + Str(p.dp_shard) + " replicas needs a dp_sharding",
+                      "set dp_shard: " + Str(p.mesh.dp) + " (mesh.dp), or a dp_sharding level"};
+  }
+  if (p.dp_shard < 2 || p.dp_shard > p.mesh.dp || p.mesh.dp % p.dp_shard != 0) {
+    return FieldError{"dp_shard",
+                      "dp_shard " + Str(p.dp_shard) + " does not divide mesh.dp " + Str(p.mesh.dp) +
+                          " into shard groups of two or more replicas",
+                      "use a divisor of mesh.dp from 2 to mesh.dp (mesh.dp: no hybrid)"};
+  }
+  if (!UniformReplication(p.stages)) {
+    return FieldError{"dp_shard", "hybrid sharding needs every stage to have mesh.dp replicas",
+                      "set dp_shard: " + Str(p.mesh.dp) + ", or replicate every stage alike"};
+  }
+  return std::nullopt;
+}
+
 FieldCheck CheckPrediction(const Plan& p) {
   const PlanPrediction& q = p.predicted;
   if (q.step_time_ms < 0 || q.tokens_per_s < 0) {
@@ -270,7 +309,7 @@ FieldCheck Plan::Check() const {
     return error;
   }
   for (const auto& check : {CheckCounts, CheckMesh, CheckStageLayers, CheckBatch, CheckReplicas,
-                            CheckSchedule, CheckPrediction}) {
+                            CheckSchedule, CheckSharding, CheckPrediction}) {
     if (FieldCheck error = check(*this)) return error;
   }
   return std::nullopt;

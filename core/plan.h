@@ -38,6 +38,13 @@ namespace trident {
 enum class ScheduleKind { kNaive, kGpipe, k1F1B, kInterleaved1F1B, kZbH1, kPipeDream };
 const NameTable<ScheduleKind>& ScheduleKindNames();
 
+// Sharded data parallelism: what each rank of a shard group keeps 1/n of, n the group's ranks.
+// ZeRO stages 1, 2 and 3 (the last is FSDP): the optimizer state; also the gradients; also the
+// parameters. A position's shard group is its grad group (RankMap::GradGroup: its replicas,
+// each with its cp ranks), or with hybrid sharding (Plan::dp_shard) dp_shard of those replicas.
+enum class DpSharding { kNone, kOptimizer, kGradients, kFull };
+const NameTable<DpSharding>& DpShardingNames();  // "none", "optimizer", "gradients", "full"
+
 struct PlanStage {
   int first_layer = 0;
   int num_layers = 1;
@@ -81,7 +88,12 @@ struct Plan {
   int64_t seq_len = 1;
   DType dtype = DType::kFp32;
   ScheduleKind schedule = ScheduleKind::k1F1B;
-  bool zero1 = false;
+  DpSharding dp_sharding = DpSharding::kNone;
+  // Hybrid sharding: the replicas of one shard group (consecutive dp indices); the groups hold
+  // replicated copies of the same shards. 0: every replica, no hybrid (the file writes mesh.dp,
+  // and reading mesh.dp gives 0). REQUIRES: 1 < dp_shard < mesh.dp divides mesh.dp, every
+  // position has mesh.dp replicas, and dp_sharding is not none.
+  int dp_shard = 0;
   // Megatron's sequence parallelism inside every tp group (models/layer_shapes.h).
   // REQUIRES: mesh.tp > 1 dividing seq_len / mesh.cp when set.
   // Context parallelism (mesh.cp > 1) splits each sequence into 2·cp chunks; cp rank i holds
@@ -92,6 +104,9 @@ struct Plan {
   Provenance provenance;
 
   bool operator==(const Plan&) const = default;
+
+  // The replicas of position p's shard group (see dp_shard). REQUIRES: Check() passed.
+  int ShardReplicas(int position) const;
 
   // Replication of each pipeline position. REQUIRES: Check() passed.
   std::vector<int> PositionReplicas() const;

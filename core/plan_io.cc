@@ -46,6 +46,21 @@ Status ReadProvenance(YamlMap& map, Provenance* p) {
   return m.Finish();
 }
 
+// dp_sharding and dp_shard, or the `zero1` flag of plans written before them (true: optimizer).
+Status ReadSharding(YamlMap& map, Plan* p) {
+  bool zero1 = false;
+  TRIDENT_RETURN_IF_ERROR(map.GetOptional("zero1", &zero1));
+  if (map.Has("zero1") && map.Has("dp_sharding")) {
+    return map.Error("zero1", "is the old name of dp_sharding: optimizer, and both are given",
+                     "remove zero1");
+  }
+  p->dp_sharding = zero1 ? DpSharding::kOptimizer : DpSharding::kNone;
+  TRIDENT_RETURN_IF_ERROR(map.GetOptionalEnum("dp_sharding", DpShardingNames(), &p->dp_sharding));
+  TRIDENT_RETURN_IF_ERROR(map.GetOptional("dp_shard", &p->dp_shard));
+  if (p->dp_shard == p->mesh.dp) p->dp_shard = 0;
+  return Status::Ok();
+}
+
 Status ReadPlan(YamlMap& map, Plan* p) {
   TRIDENT_ASSIGN_OR_RETURN(YamlMap model, map.GetMap("model"));
   TRIDENT_RETURN_IF_ERROR(ReadModelFields(model, &p->model));
@@ -61,7 +76,7 @@ Status ReadPlan(YamlMap& map, Plan* p) {
   TRIDENT_RETURN_IF_ERROR(map.Get("seq_len", &p->seq_len));
   TRIDENT_RETURN_IF_ERROR(map.GetEnum("dtype", DTypeNames(), &p->dtype));
   TRIDENT_RETURN_IF_ERROR(map.GetEnum("schedule", ScheduleKindNames(), &p->schedule));
-  TRIDENT_RETURN_IF_ERROR(map.GetOptional("zero1", &p->zero1));
+  TRIDENT_RETURN_IF_ERROR(ReadSharding(map, p));
   TRIDENT_RETURN_IF_ERROR(map.GetOptional("sequence_parallel", &p->sequence_parallel));
   TRIDENT_RETURN_IF_ERROR(
       map.ForEachMap("stages", [p](YamlMap& item, int) { return ReadStage(item, &p->stages); }));
@@ -131,7 +146,8 @@ std::string PlanToYaml(const Plan& p) {
       .Field("seq_len", p.seq_len)
       .Field("dtype", DTypeName(p.dtype))
       .Field("schedule", NameOf(ScheduleKindNames(), p.schedule))
-      .Field("zero1", p.zero1)
+      .Field("dp_sharding", NameOf(DpShardingNames(), p.dp_sharding))
+      .Field("dp_shard", p.dp_shard > 0 ? p.dp_shard : p.mesh.dp)
       .Field("sequence_parallel", p.sequence_parallel);
   WriteStages(out, p.stages);
   WriteTail(out, p);

@@ -49,7 +49,7 @@ nlohmann::json DsConfig(const Plan& plan, DeepSpeedExport* out) {
   c["train_batch_size"] = plan.global_batch;
   c["train_micro_batch_size_per_gpu"] = plan.micro_batch_size;
   c["gradient_accumulation_steps"] = plan.num_micro_batches / dp;
-  c["zero_optimization"] = {{"stage", plan.zero1 ? 1 : 0}};
+  c["zero_optimization"] = {{"stage", plan.dp_sharding == DpSharding::kOptimizer ? 1 : 0}};
   if (plan.dtype == DType::kBf16) c["bf16"] = {{"enabled", true}};
   if (plan.dtype == DType::kFp16) c["fp16"] = {{"enabled", true}};
   if (plan.sequence_parallel) {

@@ -131,7 +131,7 @@ Status ReadPrecisionAndSharding(const Config& c, Plan* plan) {
                        ", which Trident does not plan yet (stage 0 or 1)" +
                        (plan->mesh.pp > 1 ? "; DeepSpeed's pipeline engine refuses it too" : ""));
   }
-  plan->zero1 = stage.value_or(0) == 1;
+  plan->dp_sharding = stage.value_or(0) == 1 ? DpSharding::kOptimizer : DpSharding::kNone;
   return Status::Ok();
 }
 

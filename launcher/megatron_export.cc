@@ -227,7 +227,7 @@ void ParallelArgs(const Plan& plan, MegatronExport* out) {
   if (CheckModelShape(plan.model) == std::nullopt) SplitArgs(plan, out);
   RecomputeArgs(plan, out);
   Args a(&out->parallel_args);
-  if (plan.zero1) a.Flag("--use-distributed-optimizer");
+  if (plan.dp_sharding == DpSharding::kOptimizer) a.Flag("--use-distributed-optimizer");
   if (plan.sequence_parallel) a.Flag("--sequence-parallel");
   ContextArgs(plan, out);
   if (plan.dtype == DType::kBf16) a.Flag("--bf16");

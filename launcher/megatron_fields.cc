@@ -47,7 +47,8 @@ const std::map<std::string_view, std::string_view>& MegatronFieldMapping() {
       {"schedule",
        "1f1b: Megatron-LM's default; interleaved_1f1b: virtual stages; gpipe, zb_h1, "
        "pipedream and naive cannot be said (any synchronous one without a pipeline)"},
-      {"zero1", "--use-distributed-optimizer"},
+      {"dp_sharding", "--use-distributed-optimizer for optimizer"},
+      {"dp_shard", "mesh.dp only: the distributed optimizer shards over the whole dp group"},
       {"sequence_parallel", "--sequence-parallel"},
       {"stages[].first_layer",
        "the blocks of each stage: Megatron-LM's even split, "

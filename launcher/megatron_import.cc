@@ -288,7 +288,8 @@ Status ReadParallel(const Flags& f, const MegatronImportOptions& o, Plan* plan) 
   }
   plan->micro_batch_size = static_cast<int>(mbs);
   plan->num_micro_batches = static_cast<int>(plan->global_batch / mbs);
-  plan->zero1 = f.Has("--use-distributed-optimizer");
+  plan->dp_sharding =
+      f.Has("--use-distributed-optimizer") ? DpSharding::kOptimizer : DpSharding::kNone;
   // Megatron-LM turns sequence parallelism off by itself when tp is 1.
   plan->sequence_parallel = f.Has("--sequence-parallel") && tp > 1;
   TRIDENT_ASSIGN_OR_RETURN(std::vector<int> blocks,

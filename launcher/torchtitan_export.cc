@@ -55,8 +55,8 @@ toml::table ModelTable(const Plan& plan, TorchtitanExport* out) {
 // The mesh: DDP alone, or tensor and pipeline parallelism without data parallelism (torchtitan's
 // data parallelism beside them is FSDP).
 void CheckMesh(const Plan& plan, TorchtitanExport* out) {
-  if (plan.zero1) {
-    Inexpressible(out, "zero1",
+  if (plan.dp_sharding != DpSharding::kNone) {
+    Inexpressible(out, "dp_sharding",
                   "torchtitan shards with FSDP (parameters, gradients and optimizer state) or "
                   "not at all, never the optimizer state alone",
                   "plan with --zero1 off");

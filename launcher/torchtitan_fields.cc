@@ -56,7 +56,8 @@ const std::map<std::string_view, std::string_view>& TorchtitanFieldMapping() {
       {"schedule",
        "parallelism.pipeline_parallel_schedule GPipe, 1F1B or Interleaved1F1B; zb_h1, "
        "pipedream and naive cannot be said (any synchronous one without a pipeline)"},
-      {"zero1", "cannot be said: torchtitan shards with FSDP or not at all"},
+      {"dp_sharding", "cannot be said: torchtitan shards with FSDP or not at all"},
+      {"dp_shard", "mesh.dp only"},
       {"sequence_parallel",
        "implied: torchtitan's tensor parallelism always shards the norms along the sequence; "
        "tp without it cannot be said"},

@@ -21,6 +21,10 @@ std::string ScheduleText(const Plan& plan) {
 }
 
 // Whether the stages of `a` and `b` agree on `field` (REQUIRES: as many stages).
+std::string Zero1Name(const Plan& plan) {
+  return plan.dp_sharding == DpSharding::kOptimizer ? "zero1" : "no zero1";
+}
+
 bool SameStages(const Plan& a, const Plan& b, int PlanStage::*field) {
   for (size_t i = 0; i < a.stages.size(); ++i) {
     if (a.stages[i].*field != b.stages[i].*field) return false;
@@ -45,7 +49,7 @@ std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework)
   r.seq_len = plan.seq_len;
   r.dtype = plan.dtype;
   r.constraints.replicate_stages = false;
-  r.constraints.zero1 = plan.zero1;
+  r.constraints.zero1 = plan.dp_sharding == DpSharding::kOptimizer;
   if (framework == Framework::kMegatron) {
     r.constraints.schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B};
     return {r};
@@ -105,7 +109,7 @@ std::string ChangedChoices(const Plan& baseline, const Plan& best) {
   compare("micro-batch ", Str(baseline.micro_batch_size), Str(best.micro_batch_size));
   compare("", ScheduleText(baseline), ScheduleText(best));
   compare("", Recompute(baseline), Recompute(best));
-  compare("", baseline.zero1 ? "zero1" : "no zero1", best.zero1 ? "zero1" : "no zero1");
+  compare("", Zero1Name(baseline), Zero1Name(best));
   compare("", baseline.sequence_parallel ? "sequence parallelism" : "no sequence parallelism",
           best.sequence_parallel ? "sequence parallelism" : "no sequence parallelism");
   if (baseline.stages.size() == best.stages.size()) {

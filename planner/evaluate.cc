@@ -118,7 +118,7 @@ void AddMemory(const CostModel& costs, const Plan& plan, const CostsByMode& by_m
                           plan.virtual_stages,
                           LaneMicroBatches(plan.num_micro_batches, replicas, 0),
                           replicas,
-                          plan.zero1,
+                          plan.dp_sharding == DpSharding::kOptimizer,
                           costs.ReservedBytes(),
                           plan.mesh.cp,
                           costs.ActivationFragmentation()};
@@ -155,7 +155,7 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
     std::vector<int> group = ranks.GradGroup(ranks.Rank({.pp = p}));
     const int group_size = static_cast<int>(group.size());
     const int level = GroupLevel(costs, group);
-    const bool sharded = plan.zero1 && group_size > 1;
+    const bool sharded = plan.dp_sharding == DpSharding::kOptimizer && group_size > 1;
     double sync =
         costs.CollectiveMsAtLevel(sharded ? Collective::kReduceScatter : Collective::kAllReduce,
                                   static_cast<double>(f.grad_bytes), group_size, level);
@@ -171,7 +171,8 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
         async ? updates * sync : std::max(0.0, sync - (sim.makespan_ms - lanes[p].end_ms));
     ev->exposed_sync_ms = std::max(ev->exposed_sync_ms, exposed);
     ev->sync_ms = std::max(ev->sync_ms, updates * sync);
-    int64_t optimizer = plan.zero1 ? f.optimizer_bytes / replicas : f.optimizer_bytes;
+    int64_t optimizer = (plan.dp_sharding == DpSharding::kOptimizer) ? f.optimizer_bytes / replicas
+                                                                     : f.optimizer_bytes;
     ev->optimizer_ms = std::max(
         ev->optimizer_ms,
         updates * costs.OptimizerMs(static_cast<double>(f.param_bytes + f.grad_bytes + optimizer)));

@@ -45,8 +45,8 @@ void AddOtherModes(const Plan& plan, std::vector<Neighbour>* out) {
     Add(plan, out, "recompute " + name, [m = mode](SearchConstraints& c) { c.recompute = {m}; });
   }
   if (plan.mesh.dp > 1) {
-    Add(plan, out, plan.zero1 ? "without zero1" : "with zero1",
-        [z = !plan.zero1](SearchConstraints& c) { c.zero1 = z; });
+    Add(plan, out, plan.dp_sharding == DpSharding::kOptimizer ? "without zero1" : "with zero1",
+        [z = plan.dp_sharding != DpSharding::kOptimizer](SearchConstraints& c) { c.zero1 = z; });
   }
   if (plan.mesh.tp > 1) {
     Add(plan, out,

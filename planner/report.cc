@@ -67,7 +67,7 @@ std::string ConfigLine(const Plan& plan) {
               ? "per stage"
               : NameOf(RecomputeModeNames(), plan.stages.front().recompute);
   if (!UniformReplication(plan.stages)) text += ", per-stage replication";
-  return plan.zero1 ? text + ", zero1" : text;
+  return plan.dp_sharding == DpSharding::kOptimizer ? text + ", zero1" : text;
 }
 
 std::string StepBreakdown(const Plan& plan, const Evaluation& ev) {

@@ -566,7 +566,7 @@ Plan Searcher::MakePlan(const Scored& scored) const {
   plan.micro_batch_size = c.micro_batch;
   plan.num_micro_batches = c.micro_batches;
   plan.schedule = c.schedule;
-  plan.zero1 = c.zero1;
+  plan.dp_sharding = c.zero1 ? DpSharding::kOptimizer : DpSharding::kNone;
   plan.sequence_parallel = c.sp;
   plan.stages = scored.stages;
   plan.provenance.planner_version = TridentBuild();
@@ -579,7 +579,8 @@ auto CandidateKey(const Candidate& c) {
   for (const PlanStage& st : p.stages) cuts.push_back(st.first_layer);
   return std::tuple(c.evaluation.step_ms, c.evaluation.peak_memory_bytes, p.mesh.cp, p.mesh.tp,
                     p.sequence_parallel, p.mesh.pp, p.micro_batch_size, p.schedule,
-                    p.virtual_stages, p.stages.front().recompute, p.zero1, cuts);
+                    p.virtual_stages, p.stages.front().recompute,
+                    p.dp_sharding == DpSharding::kOptimizer, cuts);
 }
 
 std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes)); }

@@ -8,7 +8,7 @@ namespace {
 
 std::string Str(int64_t value) { return std::to_string(value); }
 
-// The fields that need no layout: the model's layers, dropout, dtype and zero1.
+// The fields that need no layout: the model's layers, dropout, dtype and dp_sharding.
 void CheckFields(const Plan& plan, std::vector<FieldError>* out) {
   if (Status trainable = CheckTrainableModel(plan.model); !trainable.ok()) {
     out->push_back({"model.layers[].kind", trainable.message(), ""});
@@ -32,11 +32,15 @@ void CheckFields(const Plan& plan, std::vector<FieldError>* out) {
                                             "trains in fp32)",
                     "plan again with --dtype fp32"});
   }
-  if (plan.zero1) {
-    out->push_back({"zero1",
-                    "optimizer-state sharding (ZeRO-1) is not implemented by the runtime: every "
-                    "replica would keep the whole optimizer state, more memory than planned",
-                    "plan again with --zero1 off"});
+  if (plan.dp_shard != 0) {
+    out->push_back({"dp_shard", "hybrid sharding is not implemented by the runtime",
+                    "plan again with --dp-sharding none"});
+  } else if (plan.dp_sharding != DpSharding::kNone) {
+    out->push_back({"dp_sharding",
+                    NameOf(DpShardingNames(), plan.dp_sharding) +
+                        " sharding is not implemented by the runtime: every replica would keep "
+                        "the whole optimizer state, more memory than planned",
+                    "plan again with --dp-sharding none"});
   }
 }
 

@@ -40,7 +40,7 @@ TEST(DeepSpeedExportTest, EveryPlanFieldHasAMapping) {
 
 TEST(DeepSpeedExportTest, PipelinePlan) {
   Plan plan = MakePlan(Llama(32), 1, 2, {9, 8, 8, 7});
-  plan.zero1 = true;
+  plan.dp_sharding = DpSharding::kOptimizer;
   for (PlanStage& s : plan.stages) s.recompute = RecomputeMode::kFull;
   const DeepSpeedExport out = ExportDeepSpeed(plan, "p.yaml");
   EXPECT_TRUE(out.inexpressible.empty());

@@ -44,7 +44,7 @@ DeepSpeedImportOptions OptionsFor(const Plan& plan, const nlohmann::json& pipeli
 
 TEST(DeepSpeedImportTest, RoundTrips) {
   Plan zero1 = MakePlan(Llama(32), 1, 2, {9, 8, 8, 7});
-  zero1.zero1 = true;
+  zero1.dp_sharding = DpSharding::kOptimizer;
   Plan full = MakePlan(Llama(32), 1, 4, {16, 16});
   for (PlanStage& s : full.stages) s.recompute = RecomputeMode::kFull;
   for (const Plan& plan : {zero1, full, MakePlan(Llama(32), 4, 2, {32})}) {
@@ -79,7 +79,7 @@ TEST(DeepSpeedImportTest, HandWrittenConfig) {
   EXPECT_EQ(plan.mesh, (Mesh{16, 4, 1}));
   EXPECT_EQ(plan.micro_batch_size, 2);
   EXPECT_EQ(plan.num_micro_batches, 256);  // 512 / 2: gas 16 on each of 16 replicas
-  EXPECT_TRUE(plan.zero1);
+  EXPECT_EQ(plan.dp_sharding, DpSharding::kOptimizer);
   EXPECT_EQ(plan.dtype, DType::kBf16);
   EXPECT_EQ(plan.stages.back().recompute, RecomputeMode::kFull);
   std::vector<int> firsts;

@@ -74,7 +74,7 @@ TEST(MegatronExportTest, GptOnOneStage) {
 
 TEST(MegatronExportTest, LlamaWithGqaRopeRecomputeAndZero1) {
   Plan plan = MakePlan(Llama(32), 8, 2, {8, 8, 8, 8});
-  plan.zero1 = true;
+  plan.dp_sharding = DpSharding::kOptimizer;
   plan.sequence_parallel = true;
   for (PlanStage& s : plan.stages) s.recompute = RecomputeMode::kFull;
   const MegatronExport out = ExportMegatron(plan);
@@ -120,7 +120,7 @@ TEST(MegatronExportTest, EveryWrittenFlagIsOneOfThePinnedVersions) {
   std::vector<std::string> known;
   for (const MegatronFlag& flag : MegatronFlags()) known.emplace_back(flag.name);
   Plan llama = MakePlan(Llama(32), 8, 2, {8, 8, 8, 8});
-  llama.zero1 = true;
+  llama.dp_sharding = DpSharding::kOptimizer;
   for (const Plan& plan :
        {MakePlan(Gpt(24), 2, 4, {24}), llama, MakePlan(Gpt(12), 1, 1, {3, 4, 4, 1}),
         MakePlan(Gpt(12), 1, 1, {2, 4, 3, 3}),

@@ -63,7 +63,7 @@ void ExpectRoundTrip(const Plan& plan) {
 TEST(MegatronImportTest, ExportedPlansComeBackTheSame) {
   ExpectRoundTrip(MakePlan(Gpt(24), 2, 4, {24}));
   Plan llama = MakePlan(Llama(32), 8, 2, {9, 8, 8, 7});
-  llama.zero1 = true;
+  llama.dp_sharding = DpSharding::kOptimizer;
   llama.sequence_parallel = true;
   for (PlanStage& s : llama.stages) s.recompute = RecomputeMode::kFull;
   ExpectRoundTrip(llama);
@@ -150,7 +150,7 @@ TEST(MegatronImportTest, ReadsAHandWrittenScript) {
   const Plan& p = in->plan;
   EXPECT_EQ(p.ToString(),
             "megatron on 64 devices: dp 8 × pp 1 × tp 8, 1f1b, micro-batch 1 × 512, seq 8192");
-  EXPECT_TRUE(p.zero1);
+  EXPECT_EQ(p.dp_sharding, DpSharding::kOptimizer);
   EXPECT_EQ(p.stages[0].recompute, RecomputeMode::kSelective);
   EXPECT_EQ(p.model.kv_heads, 8);
   EXPECT_EQ(p.model.LayerAt(1), LayerKind::kLlamaBlock);

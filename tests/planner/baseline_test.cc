@@ -38,7 +38,7 @@ TEST(Baseline, NamesTheChoicesThatDiffer) {
   Plan other_cuts = Shaped(1, 2, 2);
   other_cuts.stages[0].num_layers = 3;
   other_cuts.stages[1] = {3, 2, 2, RecomputeMode::kSelective, 0, 0};
-  other_cuts.zero1 = true;
+  other_cuts.dp_sharding = DpSharding::kOptimizer;
   EXPECT_EQ(ChangedChoices(Shaped(1, 2, 2), other_cuts),
             "per-stage recompute instead of recompute none, zero1 instead of no zero1, other "
             "stage cuts");
@@ -71,7 +71,7 @@ TEST(Baseline, ComparesStepAndMemory) {
 
 TEST(Baseline, ReplansKeepTheJobAndNarrowTheChoices) {
   Plan plan = Shaped(1, 2, 2, ScheduleKind::kGpipe);
-  plan.zero1 = true;
+  plan.dp_sharding = DpSharding::kOptimizer;
   const std::vector<SearchRequest> megatron = ReplanRequests(plan, Framework::kMegatron);
   ASSERT_EQ(megatron.size(), 1u);
   const SearchRequest& r = megatron[0];

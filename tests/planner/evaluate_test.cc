@@ -151,7 +151,7 @@ TEST(Evaluate, ZeroOneGathersTheUpdatedParameters) {
   Plan plan = OneStageTp8(*f, 2);
   const Evaluation replicated = Evaluated(*f, plan);
   EXPECT_EQ(replicated.param_gather_ms, 0);
-  plan.zero1 = true;
+  plan.dp_sharding = DpSharding::kOptimizer;
   const Evaluation sharded = Evaluated(*f, plan);
   const StageCosts costs = *StageCosts::Create(*f->costs, 1, 8, false, 1, RecomputeMode::kNone);
   const int last = f->model.NumLayers() - 1;

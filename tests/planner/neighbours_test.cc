@@ -65,7 +65,7 @@ TEST(Neighbours, FixedChoicesRequestFixesThePlansChoices) {
 
 TEST(Neighbours, ChangeOneChoiceEach) {
   SmallPlan small = PlanSmall();
-  ASSERT_TRUE(small.best.plan.zero1);
+  ASSERT_EQ(small.best.plan.dp_sharding, DpSharding::kOptimizer);
   std::vector<Neighbour> neighbours = NeighbourRequests(small.best.plan);
   EXPECT_THAT(Changes(neighbours),
               ElementsAre("(same choices)", "tp 4", "cp 2", "pp 4", "micro-batch 4", "tp 1", "pp 1",
@@ -96,7 +96,7 @@ TEST(Neighbours, HalvingStopsAtOneAndZeroOneNeedsReplicas) {
   Plan plan = small.best.plan;
   plan.mesh = {1, 2, 1};
   plan.micro_batch_size = 1;
-  plan.zero1 = true;
+  plan.dp_sharding = DpSharding::kOptimizer;
   std::vector<std::string> changes = Changes(NeighbourRequests(plan));
   EXPECT_THAT(std::vector<std::string>(changes.begin(), changes.begin() + 5),
               ElementsAre("(same choices)", "tp 2", "cp 2", "pp 4", "micro-batch 2"));

@@ -102,7 +102,15 @@ std::vector<Refusal> Refusals() {
        },
        "does not run on the NCCL backend yet"},
       {"dtype", "cpu", [](Plan& p) { p.dtype = DType::kBf16; }, "trains in fp32"},
-      {"zero1", "cpu", [](Plan& p) { p.zero1 = true; }, "ZeRO-1"},
+      {"dp_sharding", "cpu", [](Plan& p) { p.dp_sharding = DpSharding::kOptimizer; },
+       "optimizer sharding is not implemented"},
+      {"dp_shard", "cpu",
+       [](Plan& p) {
+         p = MakePlan(TinyGpt(2), PlanShape{.replicas = {4}, .num_micro_batches = 4});
+         p.dp_sharding = DpSharding::kOptimizer;
+         p.dp_shard = 2;
+       },
+       "hybrid sharding"},
       {"stages[].replicas", "cpu",
        [](Plan& p) {
          p = MakePlan(TinyGpt(2), PlanShape{.schedule = ScheduleKind::kPipeDream,
@@ -141,16 +149,16 @@ TEST(PlanContractTest, TheCpuRuntimeRunsInterleavedStages) {
 TEST(PlanContractTest, TheStatusNamesTheFileTheBackendAndEachField) {
   Plan plan = FullPlan();
   plan.dtype = DType::kBf16;
-  plan.zero1 = true;
+  plan.dp_sharding = DpSharding::kOptimizer;
   Status status = PlanContractStatus(plan, "p.yaml", BackendForDevice("cuda"));
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "p.yaml: the cuda runtime cannot run this plan as written:\n"
             "  dtype: bf16 training is not implemented by the runtime (it trains in fp32); "
             "hint: plan again with --dtype fp32\n"
-            "  zero1: optimizer-state sharding (ZeRO-1) is not implemented by the runtime: every "
-            "replica would keep the whole optimizer state, more memory than planned; hint: plan "
-            "again with --zero1 off");
+            "  dp_sharding: optimizer sharding is not implemented by the runtime: every replica "
+            "would keep the whole optimizer state, more memory than planned; hint: plan again "
+            "with --dp-sharding none");
 }
 
 TEST(PlanContractTest, AnInvalidPlanGivesItsCheck) {
