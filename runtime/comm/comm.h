@@ -140,6 +140,14 @@ class Comm {
   // for one still pending, then breaks off).
   // REQUIRES: `data` stays valid and untouched until the request completes.
   virtual StatusOr<Request> StartAllReduceSum(std::span<float> data) = 0;
+  // Starts recv := block Rank() of the elementwise sum of every rank's send, like
+  // ReduceScatterSum (same checks, same result bits), and returns at once; complete it as a
+  // StartAllReduceSum, with which it shares the rules above (it matches only a
+  // StartReduceScatterSum; its message names "ReduceScatterSum of N floats", N = send.size()).
+  // REQUIRES: send.size() == Size() * recv.size(); both stay valid and untouched until the
+  // request completes.
+  virtual StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
+                                                  std::span<float> recv) = 0;
 
   // A sub-communicator of the listed ranks of this communicator; rank i of the result is
   // ranks[i]. Every listed rank calls Split with the same list (the others do not call it), and

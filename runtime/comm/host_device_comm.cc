@@ -71,6 +71,13 @@ StatusOr<Request> HostDeviceComm::StartAllReduceSum(std::span<float> data) {
               RequestInfo::Collective("AllReduceSum", data.size()));
 }
 
+StatusOr<Request> HostDeviceComm::StartReduceScatterSum(std::span<const float> send,
+                                                        std::span<float> recv) {
+  Comm& comm = For(send.data(), send.size());
+  return Wrap(comm.StartReduceScatterSum(send, recv), &comm,
+              RequestInfo::Collective("ReduceScatterSum", send.size()));
+}
+
 StatusOr<std::unique_ptr<Comm>> HostDeviceComm::Split(std::vector<int> ranks) {
   TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Comm> host, host_->Split(ranks));
   TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Comm> device, device_->Split(std::move(ranks)));

@@ -34,6 +34,7 @@ struct InProcessOp {
   std::shared_ptr<Transfer> transfer = nullptr;
   RoundKey round = {};
   std::span<float> out = {};
+  size_t offset = 0;  // of `out` in the round's result
 };
 using Requests = RequestTable<InProcessOp>;
 using Pending = Requests::Pending;
@@ -66,6 +67,8 @@ class InProcessComm final : public Comm, private Requests::Backend {
   Status Broadcast(std::span<float> data, int root) override;
   Status Barrier() override;
   StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
+  StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
+                                          std::span<float> recv) override;
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
   [[noreturn]] void AbortJob(int exit_code) override;
 
@@ -139,7 +142,7 @@ bool InProcessComm::ReadyLocked(const Pending& p) const {
 
 Status InProcessComm::CompleteLocked(Pending& p) {
   if (p.info.kind != RequestInfo::Kind::kCollective) return p.op.transfer->status;
-  return LeaveRoundLocked(*world_, p.op.round, Size(), p.op.out, 0);
+  return LeaveRoundLocked(*world_, p.op.round, Size(), p.op.out, p.op.offset);
 }
 
 Progress InProcessComm::Poll(Pending& p, std::optional<std::chrono::milliseconds> timeout) {
@@ -265,6 +268,24 @@ StatusOr<Request> InProcessComm::StartAllReduceSum(std::span<float> data) {
     JoinRoundLocked(*world_, op.round, rank_, Size(), std::move(mine));
   }
   return requests_.Add(RequestInfo::Collective("AllReduceSum", data.size()), std::move(op));
+}
+
+StatusOr<Request> InProcessComm::StartReduceScatterSum(std::span<const float> send,
+                                                       std::span<float> recv) {
+  TRIDENT_RETURN_IF_ERROR(CheckUsable("StartReduceScatterSum"));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send.size(), recv.size(), Size()));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("StartReduceScatterSum", send, recv));
+  std::vector<float> copy(send.begin(), send.end());
+  Contribution mine{CollectiveKind::kStartReduceScatterSum, send.size(), recv.size(), 0,
+                    std::move(copy)};
+  InProcessOp op{.out = recv, .offset = static_cast<size_t>(rank_) * recv.size()};
+  {
+    std::lock_guard<std::mutex> lock(world_->mu);
+    if (!world_->abort_status.ok()) return AbortedError("StartReduceScatterSum");
+    op.round = NextRoundKey();
+    JoinRoundLocked(*world_, op.round, rank_, Size(), std::move(mine));
+  }
+  return requests_.Add(RequestInfo::Collective("ReduceScatterSum", send.size()), std::move(op));
 }
 
 StatusOr<int> InProcessComm::MeetForSplit(const std::vector<int>& ranks) {

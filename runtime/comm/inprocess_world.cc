@@ -36,6 +36,8 @@ std::string_view KindName(CollectiveKind kind) {
       return "Barrier";
     case CollectiveKind::kStartAllReduceSum:
       return "StartAllReduceSum";
+    case CollectiveKind::kStartReduceScatterSum:
+      return "StartReduceScatterSum";
   }
   return "?";
 }
@@ -44,7 +46,8 @@ std::string_view KindName(CollectiveKind kind) {
 std::string Describe(const Contribution& part) {
   std::string text(KindName(part.kind));
   if (part.kind == CollectiveKind::kBarrier) return text;
-  if (part.kind == CollectiveKind::kAllGather || part.kind == CollectiveKind::kReduceScatterSum) {
+  if (part.kind == CollectiveKind::kAllGather || part.kind == CollectiveKind::kReduceScatterSum ||
+      part.kind == CollectiveKind::kStartReduceScatterSum) {
     return text + " (send " + std::to_string(part.send_count) + " floats, recv " +
            std::to_string(part.recv_count) + " floats)";
   }
@@ -126,6 +129,7 @@ void FinishRound(Round& round) {
     case CollectiveKind::kAllReduceSum:
     case CollectiveKind::kStartAllReduceSum:
     case CollectiveKind::kReduceScatterSum:
+    case CollectiveKind::kStartReduceScatterSum:
       round.result = SumInRankOrder(round.parts);
       return;
     case CollectiveKind::kAllGather:

@@ -63,6 +63,7 @@ enum class CollectiveKind {
   kBroadcast,
   kBarrier,
   kStartAllReduceSum,
+  kStartReduceScatterSum,
 };
 
 // One rank's part of a collective.

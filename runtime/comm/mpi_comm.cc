@@ -85,6 +85,8 @@ class MpiComm final : public Comm, private Requests::Backend {
   Status Broadcast(std::span<float> data, int root) override;
   Status Barrier() override;
   StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
+  StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
+                                          std::span<float> recv) override;
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
   [[noreturn]] void AbortJob(int exit_code) override;
 
@@ -297,6 +299,18 @@ StatusOr<Request> MpiComm::StartAllReduceSum(std::span<float> data) {
                                              static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
                                              comm_, &request));
   return Track(RequestInfo::Collective("AllReduceSum", data.size()), request);
+}
+
+StatusOr<Request> MpiComm::StartReduceScatterSum(std::span<const float> send,
+                                                 std::span<float> recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send.size(), recv.size(), size_));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("StartReduceScatterSum", send, recv));
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartReduceScatterSum", send.size()));
+  MPI_Request request = MPI_REQUEST_NULL;
+  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Ireduce_scatter_block(send.data(), recv.data(),
+                                                        static_cast<int>(recv.size()), MPI_FLOAT,
+                                                        MPI_SUM, comm_, &request));
+  return Track(RequestInfo::Collective("ReduceScatterSum", send.size()), request);
 }
 
 // MPI_COMM_WORLD rather than comm_: MPI promises to end only the processes of the communicator

@@ -471,6 +471,23 @@ StatusOr<Request> NcclComm::StartAllReduceSum(std::span<float> data) {
   return requests_.Add(RequestInfo::Collective("AllReduceSum", data.size()), {.done = done});
 }
 
+StatusOr<Request> NcclComm::StartReduceScatterSum(std::span<const float> send,
+                                                  std::span<float> recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send.size(), recv.size(), Size()));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("StartReduceScatterSum", send, recv));
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartReduceScatterSum", send.size()));
+  TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("StartReduceScatterSum", "send", send));
+  TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("StartReduceScatterSum", "recv", recv));
+  DeviceGuard guard(device_);
+  TRIDENT_ASSIGN_OR_RETURN(
+      cudaEvent_t done, LaunchCollective("StartReduceScatterSum", [&]() -> Status {
+        if (recv.empty()) return Status::Ok();
+        return TRIDENT_NCCL_CALL(ncclReduceScatter(send.data(), recv.data(), recv.size(),
+                                                   ncclFloat32, ncclSum, comm_, stream_));
+      }));
+  return requests_.Add(RequestInfo::Collective("ReduceScatterSum", send.size()), {.done = done});
+}
+
 StatusOr<std::unique_ptr<Comm>> NcclComm::Split(std::vector<int> ranks) {
   TRIDENT_RETURN_IF_ERROR(Usable("Split"));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckSplitRanks(ranks, Rank(), Size()));

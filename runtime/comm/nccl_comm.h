@@ -147,6 +147,8 @@ class NcclComm final : public Comm, private RequestTable<NcclOp>::Backend {
   Status Broadcast(std::span<float> data, int root) override;
   Status Barrier() override;
   StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
+  StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
+                                          std::span<float> recv) override;
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
   [[noreturn]] void AbortJob(int exit_code) override;
 

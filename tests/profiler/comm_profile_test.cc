@@ -386,6 +386,10 @@ class CorruptingComm final : public Comm {
   StatusOr<Request> StartAllReduceSum(std::span<float> data) override {
     return inner_->StartAllReduceSum(data);
   }
+  StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
+                                          std::span<float> recv) override {
+    return inner_->StartReduceScatterSum(send, recv);
+  }
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override {
     TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Comm> sub, inner_->Split(std::move(ranks)));
     Comm* raw = sub.get();

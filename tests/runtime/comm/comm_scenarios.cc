@@ -55,6 +55,8 @@ const std::vector<Scenario>& AllScenarios() {
       {"BroadcastFromEveryRoot", BroadcastFromEveryRoot},
       {"BarrierWaitsForLateRank", BarrierWaitsForLateRank},
       {"StartedAllReduceSumMatchesBlocking", StartedAllReduceSumMatchesBlocking},
+      {"StartedReduceScatterMatchesBlocking", StartedReduceScatterMatchesBlocking},
+      {"StartedReduceScatterChecksSizes", StartedReduceScatterChecksSizes},
       {"StartedAllReducesCompleteInReverseOrder", StartedAllReducesCompleteInReverseOrder},
       {"StartDoesNotWaitForPeers", StartDoesNotWaitForPeers},
       {"StartedAllReduceOverlapsP2p", StartedAllReduceOverlapsP2p},

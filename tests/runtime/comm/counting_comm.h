@@ -72,6 +72,10 @@ class CountingComm final : public Comm {
     ++calls_;
     return inner_->StartAllReduceSum(d);
   }
+  StatusOr<Request> StartReduceScatterSum(std::span<const float> s, std::span<float> r) override {
+    ++calls_;
+    return inner_->StartReduceScatterSum(s, r);
+  }
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override {
     return inner_->Split(std::move(ranks));
   }

@@ -33,6 +33,8 @@ void BarrierWaitsForLateRank(Comm& comm);
 
 // started_collective_scenarios.cc
 void StartedAllReduceSumMatchesBlocking(Comm& comm);
+void StartedReduceScatterMatchesBlocking(Comm& comm);
+void StartedReduceScatterChecksSizes(Comm& comm);
 void StartedAllReducesCompleteInReverseOrder(Comm& comm);
 void StartDoesNotWaitForPeers(Comm& comm);
 void StartedAllReduceOverlapsP2p(Comm& comm);

@@ -89,6 +89,35 @@ void StartedAllReduceSumMatchesBlocking(Comm& comm) {
   }
 }
 
+void StartedReduceScatterMatchesBlocking(Comm& comm) {
+  // Beside a started all-reduce, completed in reverse order; the block has the blocking bits.
+  for (int block : {5, 0, 1 << 14}) {
+    const int total = block * comm.Size();
+    std::vector<float> send = Values(comm.Rank(), total, block + 3);
+    std::vector<float> started(block, -1.0f), blocking(block, -2.0f);
+    std::vector<float> beside = Values(comm.Rank(), 4, 7);
+    COMM_ASSERT_OK_AND_ASSIGN(Request scatter, comm.StartReduceScatterSum(send, started));
+    COMM_ASSERT_OK_AND_ASSIGN(Request reduce, comm.StartAllReduceSum(beside));
+    COMM_ASSERT_OK(comm.Wait(reduce, kMustComplete));
+    COMM_ASSERT_OK(comm.Wait(scatter, kMustComplete));
+    EXPECT_FALSE(scatter.active());
+    COMM_ASSERT_OK(comm.ReduceScatterSum(send, blocking));
+    std::vector<float> sum = SumOfValues(AllRanks(comm), total, block + 3);
+    std::vector<float> mine(sum.begin() + block * comm.Rank(),
+                            sum.begin() + block * (comm.Rank() + 1));
+    EXPECT_EQ(started, mine) << block << " floats a block";
+    EXPECT_TRUE(Bits(started) == Bits(blocking)) << block << " floats a block";
+    ExpectSum(comm, beside, 7);
+  }
+}
+
+void StartedReduceScatterChecksSizes(Comm& comm) {
+  std::vector<float> send(3 * comm.Size() + 1), recv(3);
+  StatusOr<Request> request = comm.StartReduceScatterSum(send, recv);
+  EXPECT_EQ(request.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(request.status().message(), HasSubstr("send holds"));
+}
+
 void StartedAllReducesCompleteInReverseOrder(Comm& comm) {
   // Started, blocking, started: one order of collective calls; the started ones are then
   // completed last first.
