@@ -47,8 +47,12 @@ const std::vector<PlanFieldUse>& PlanFieldUses() {
       {"seq_len", kExecuted, "tokens per sequence"},
       {"dtype", kRestricted, "fp32 only: the runtime trains in fp32"},
       {"schedule", kExecuted, "each rank's list of forward and backward actions"},
-      {"dp_sharding", kRestricted, "none only: every replica keeps the whole optimizer state"},
-      {"dp_shard", kRestricted, "mesh.dp only: no hybrid sharding"},
+      {"dp_sharding", kRestricted,
+       "none or optimizer (each rank of a shard group keeps and steps its chunk of the state); "
+       "not with pipedream"},
+      {"dp_shard", kExecuted,
+       "the replicas of a shard group; the groups sum the shards' "
+       "gradients across"},
       {"sequence_parallel", kExecuted,
        "the residual stream, norms and loss input split over the tp group along the sequence"},
       {"stages[].first_layer", kExecuted, "the stage's first layer"},

@@ -18,6 +18,16 @@
 // Tied embeddings split over two positions: the embedding's table and the head's copy are
 // left out of the buckets and summed instead over the tie group — every replica of the
 // embedding's position and of the head's (and their cp ranks), same tp rank — after the buckets.
+//
+// Optimizer sharding (runtime/train/dp_shard.h): a bucket's flat buffer holds n blocks, block k
+// the k-th chunk of each of its gradients, and the bucket starts a reduce-scatter over the
+// shard group instead of the all-reduce, so each rank receives the sums of its own chunks (then
+// summed over the replicate group too, with hybrid groups) and Finish writes them into its
+// chunk of each gradient; the rest of a gradient keeps this rank's own part, which nothing
+// reads. Gradients summed whole — the norms' partial ones (all-reduced as without sharding,
+// then over tp) and a split tie's tables — still have their chunks stepped alone. After the
+// optimizer step, GatherParameters all-gathers every parameter's chunks over the shard group
+// through the same buffers.
 // Thread-safety: one thread at a time.
 #pragma once
 
@@ -27,6 +37,7 @@
 
 #include "runtime/comm/comm.h"
 #include "runtime/compute/compute.h"
+#include "runtime/train/dp_shard.h"
 #include "runtime/train/stage_model.h"
 
 namespace trident {
@@ -34,32 +45,49 @@ namespace trident {
 class GradSync {
  public:
   // `grad_comm` (nullptr when the rank's grad group is itself alone), `tie_comm` (nullptr when the
-  // rank holds neither side of a split tie) and `tp_comm` (nullptr for tp 1) must outlive the
-  // object, as must `model`.
+  // rank holds neither side of a split tie), `tp_comm` (nullptr for tp 1) and the comms of
+  // `shard` must outlive the object, as must `model`.
   GradSync(Compute* compute, StageModel* model, Comm* grad_comm, Comm* tie_comm, Comm* tp_comm,
-           int64_t bucket_bytes);
+           const DpShard& shard, int64_t bucket_bytes);
 
   // Starts the all-reduce of every bucket of `stage`.
   Status StageDone(int stage);
   // Waits for the started buckets (up to `timeout` each), writes the sums back, then sums the
   // tied table over the tie group and the partial gradients over the tp group.
   Status Finish(std::chrono::milliseconds timeout);
+  // With sharding, after the optimizer step: every rank's stepped chunks to every rank of the
+  // shard group. Ok at once without sharding.
+  Status GatherParameters();
 
  private:
+  // How a bucket's gradients are summed: all-reduced whole, reduce-scattered by chunks, or
+  // elsewhere (a split tie's tables, in a bucket only for the parameter gather).
+  enum class Sum { kAllReduce, kScatter, kElsewhere };
   struct Bucket {
     int stage = 0;
+    Sum sum = Sum::kAllReduce;
+    std::vector<Parameter*> params;
     std::vector<Tensor*> grads;
     int64_t numel = 0;
-    Tensor flat;
+    int64_t chunks = 0;  // Σ chunk over params: one block of the flat buffer
+    Tensor flat;         // max(numel, n · chunks) with sharding
+    Tensor mine;         // with sharding: this rank's block (chunks)
     Request request;
   };
+  void AddToBucket(int stage, Sum sum, Parameter* param, int64_t bucket_bytes);
   void Pack(Bucket& bucket);
   void Unpack(Bucket& bucket);
+  // Block layout: element j of block k of `of` (each param's grad or value) ↔ flat.
+  void PackBlocks(Bucket& bucket);
+  void UnpackChunks(Bucket& bucket);
+  void UnpackBlocks(Bucket& bucket);
+  Status StartBucket(Bucket& bucket);
 
   Compute* compute_;
   Comm* grad_comm_;
   Comm* tie_comm_;
   Comm* tp_comm_;
+  DpShard shard_;
   std::vector<Bucket> buckets_;
   std::vector<Tensor*> tied_;
   Bucket tp_partial_;  // the norms' partial gradients, summed over tp in one call

@@ -47,13 +47,14 @@ double ClipCoefficient(double global_norm, double max_norm) {
 }
 
 Optimizer::Optimizer(Compute* compute, std::vector<ModelParameter>* parameters,
-                     const OptimizerOptions& options)
-    : compute_(compute), parameters_(parameters), options_(options) {
+                     const OptimizerOptions& options, const DpShard& shard)
+    : compute_(compute), parameters_(parameters), options_(options), shard_(shard) {
   for (ModelParameter& p : *parameters_) {
     const bool adam = options_.kind == OptimizerKind::kAdamW;
     const bool needs_buf = adam || options_.momentum > 0;
-    exp_avg_.push_back(needs_buf ? compute_->Allocate(p.param.value->shape()) : Tensor());
-    exp_avg_sq_.push_back(adam ? compute_->Allocate(p.param.value->shape()) : Tensor());
+    const int64_t length = shard_.Of(p.param.value->numel()).length;
+    exp_avg_.push_back(needs_buf ? compute_->Allocate({length}) : Tensor());
+    exp_avg_sq_.push_back(adam ? compute_->Allocate({length}) : Tensor());
   }
 }
 
@@ -61,15 +62,19 @@ void Optimizer::Step(int64_t step, int64_t update, double grad_scale) {
   const float lr = static_cast<float>(options_.schedule.At(step));
   for (size_t i = 0; i < parameters_->size(); ++i) {
     Parameter& p = (*parameters_)[i].param;
-    if (grad_scale != 1.0) compute_->Scale(static_cast<float>(grad_scale), *p.grad);
+    const ShardSpan span = shard_.Of(p.value->numel());
+    if (span.length == 0) continue;
+    Tensor grad = DpShard::Chunk(*p.grad, span);
+    Tensor value = DpShard::Chunk(*p.value, span);
+    if (grad_scale != 1.0) compute_->Scale(static_cast<float>(grad_scale), grad);
     const float decay = p.value->rank() >= 2 ? static_cast<float>(options_.weight_decay) : 0.0f;
     if (options_.kind == OptimizerKind::kAdamW) {
       AdamWConfig c{lr, static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
                     static_cast<float>(options_.eps), decay};
-      compute_->AdamW(c, update, *p.grad, *p.value, exp_avg_[i], exp_avg_sq_[i]);
+      compute_->AdamW(c, update, grad, value, exp_avg_[i], exp_avg_sq_[i]);
     } else {
       SgdConfig c{lr, static_cast<float>(options_.momentum), decay};
-      compute_->Sgd(c, *p.grad, *p.value, exp_avg_[i]);
+      compute_->Sgd(c, grad, value, exp_avg_[i]);
     }
   }
 }

@@ -2,6 +2,8 @@
 // schedule (linear warm-up, then cosine decay) and the clipping coefficient of a global
 // gradient norm.
 //
+// With optimizer sharding (runtime/train/dp_shard.h) each parameter's state covers this rank's
+// chunk, and Step updates that chunk only.
 // Weight decay applies to matrices only (parameters of rank >= 2), not to biases and norm
 // weights, as in Megatron-LM and nanoGPT.
 // Thread-safety: one thread at a time.
@@ -12,6 +14,7 @@
 
 #include "core/names.h"
 #include "runtime/compute/compute.h"
+#include "runtime/train/dp_shard.h"
 #include "runtime/train/stage_model.h"
 
 namespace trident {
@@ -55,9 +58,10 @@ double ClipCoefficient(double global_norm, double max_norm);
 
 class Optimizer {
  public:
-  // Keeps `parameters` (not owned; must outlive the optimizer) and allocates their state.
+  // Keeps `parameters` (not owned; must outlive the optimizer) and allocates the state of each
+  // parameter's chunk of `shard` (the whole parameter without sharding), flat.
   Optimizer(Compute* compute, std::vector<ModelParameter>* parameters,
-            const OptimizerOptions& options);
+            const OptimizerOptions& options, const DpShard& shard = DpShard());
 
   // Scales every gradient by `grad_scale`, then updates every parameter at learning rate
   // options().schedule.At(step) (training step, 1 for the first); `update` (1 for the first)
@@ -67,14 +71,16 @@ class Optimizer {
 
   const OptimizerOptions& options() const { return options_; }
   // AdamW's moments, or SGD's momentum buffer as exp_avg (undefined exp_avg_sq), of parameter
-  // i of the list; for checkpoints.
+  // i of the list, flat over its chunk; for checkpoints.
   Tensor& ExpAvg(size_t i) { return exp_avg_[i]; }
   Tensor& ExpAvgSq(size_t i) { return exp_avg_sq_[i]; }
+  const DpShard& shard() const { return shard_; }
 
  private:
   Compute* compute_;
   std::vector<ModelParameter>* parameters_;
   OptimizerOptions options_;
+  DpShard shard_;
   std::vector<Tensor> exp_avg_;
   std::vector<Tensor> exp_avg_sq_;
 };

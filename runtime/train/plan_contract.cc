@@ -8,6 +8,27 @@ namespace {
 
 std::string Str(int64_t value) { return std::to_string(value); }
 
+// The runtime shards the optimizer state (runtime/train/dp_shard.h), not yet the gradients or
+// the parameters, and PipeDream's per-replica updates not at all.
+void CheckSharding(const Plan& plan, std::vector<FieldError>* out) {
+  const std::string& level = NameOf(DpShardingNames(), plan.dp_sharding);
+  if (plan.dp_sharding == DpSharding::kGradients || plan.dp_sharding == DpSharding::kFull) {
+    out->push_back({"dp_sharding",
+                    level +
+                        " sharding is not implemented by the runtime (it shards the optimizer "
+                        "state only): every replica would keep whole gradients" +
+                        (plan.dp_sharding == DpSharding::kFull ? " and parameters" : "") +
+                        ", more memory than planned",
+                    "plan again with --dp-sharding none,optimizer, or export the plan "
+                    "(trident export --to deepspeed|torchtitan|megatron)"});
+  } else if (plan.dp_sharding != DpSharding::kNone && plan.schedule == ScheduleKind::kPipeDream) {
+    out->push_back({"dp_sharding",
+                    level + " sharding is not implemented for pipedream, whose replicas update "
+                            "after every backward",
+                    "plan again with --dp-sharding none or another schedule"});
+  }
+}
+
 // The fields that need no layout: the model's layers, dropout, dtype and dp_sharding.
 void CheckFields(const Plan& plan, std::vector<FieldError>* out) {
   if (Status trainable = CheckTrainableModel(plan.model); !trainable.ok()) {
@@ -32,16 +53,7 @@ void CheckFields(const Plan& plan, std::vector<FieldError>* out) {
                                             "trains in fp32)",
                     "plan again with --dtype fp32"});
   }
-  if (plan.dp_shard != 0) {
-    out->push_back({"dp_shard", "hybrid sharding is not implemented by the runtime",
-                    "plan again with --dp-sharding none"});
-  } else if (plan.dp_sharding != DpSharding::kNone) {
-    out->push_back({"dp_sharding",
-                    NameOf(DpShardingNames(), plan.dp_sharding) +
-                        " sharding is not implemented by the runtime: every replica would keep "
-                        "the whole optimizer state, more memory than planned",
-                    "plan again with --dp-sharding none"});
-  }
+  CheckSharding(plan, out);
 }
 
 }  // namespace

@@ -15,6 +15,14 @@ std::vector<float> ToHost(Compute& compute, const Tensor& t) {
   return t.defined() ? compute.CopyToHost(t) : std::vector<float>();
 }
 
+// The whole optimizer state `t` of a parameter of `numel` elements: gathered over the shard
+// group from every rank's chunk with sharding.
+StatusOr<std::vector<float>> StateToHost(const TrainState& s, const Tensor& t, int64_t numel) {
+  const DpShard& shard = s.optimizer->shard();
+  if (!t.defined() || !shard.sharded()) return ToHost(*s.compute, t);
+  return shard.Gather(*s.compute, t, numel);
+}
+
 // One shard as it travels: which tensor, which slice, and the values.
 struct Shard {
   int layer = 0;
@@ -25,7 +33,7 @@ struct Shard {
   std::vector<float> value, exp_avg, exp_avg_sq;
 };
 
-std::vector<float> EncodeShards(const TrainState& s) {
+StatusOr<std::vector<float>> EncodeShards(const TrainState& s) {
   FloatWriter w;
   std::vector<ModelParameter>& params = s.model->parameters();
   for (size_t i = 0; i < params.size(); ++i) {
@@ -39,8 +47,12 @@ std::vector<float> EncodeShards(const TrainState& s) {
     w.Int(static_cast<int64_t>(p.param.value->shape().size()));
     for (int64_t d : p.param.value->shape()) w.Int(d);
     w.Floats(ToHost(*s.compute, *p.param.value));
-    w.Floats(ToHost(*s.compute, s.optimizer->ExpAvg(i)));
-    w.Floats(ToHost(*s.compute, s.optimizer->ExpAvgSq(i)));
+    const int64_t numel = p.param.value->numel();
+    TRIDENT_ASSIGN_OR_RETURN(std::vector<float> avg, StateToHost(s, s.optimizer->ExpAvg(i), numel));
+    TRIDENT_ASSIGN_OR_RETURN(std::vector<float> sq,
+                             StateToHost(s, s.optimizer->ExpAvgSq(i), numel));
+    w.Floats(avg);
+    w.Floats(sq);
   }
   return std::move(w.out());
 }
@@ -112,6 +124,15 @@ Status CopyIn(Compute& compute, const StatusOr<HostTensor>& host, Tensor& dst) {
   return Status::Ok();
 }
 
+// This rank's chunk of a whole optimizer state.
+Status CopyChunkIn(Compute& compute, const DpShard& shard, const StatusOr<HostTensor>& host,
+                   Tensor& dst) {
+  TRIDENT_RETURN_IF_ERROR(host.status());
+  const ShardSpan span = shard.Of(static_cast<int64_t>(host->values.size()));
+  compute.CopyFromHost(std::span<const float>(host->values).subspan(span.offset, span.length), dst);
+  return Status::Ok();
+}
+
 Status CheckCompatible(const CheckpointMetadata& metadata, const std::string& path,
                        const std::string& model, OptimizerKind optimizer) {
   if (metadata.model != model) {
@@ -132,8 +153,12 @@ Status CheckCompatible(const CheckpointMetadata& metadata, const std::string& pa
 Status SaveTrainCheckpoint(const TrainState& s, int64_t step, const std::string& path) {
   MeshCoords coords = s.layout->rank_map().Coords(s.rank);
   const bool contributes = coords.dp == 0 && coords.cp == 0;
+  std::vector<float> mine;  // with sharding every rank takes part in the state's gathers
+  if (contributes || s.optimizer->shard().sharded()) {
+    TRIDENT_ASSIGN_OR_RETURN(mine, EncodeShards(s));
+  }
   if (s.rank != 0) {
-    return contributes ? SendMessage(*s.world, EncodeShards(s), 0, s.timeout) : Status::Ok();
+    return contributes ? SendMessage(*s.world, mine, 0, s.timeout) : Status::Ok();
   }
   std::vector<Shard> shards;
   for (int r = 0; r < s.layout->NumRanks(); ++r) {
@@ -141,7 +166,7 @@ Status SaveTrainCheckpoint(const TrainState& s, int64_t step, const std::string&
     if (peer.dp != 0 || peer.cp != 0) continue;
     std::vector<float> message;
     if (r == 0) {
-      message = EncodeShards(s);
+      message = std::move(mine);
     } else {
       TRIDENT_ASSIGN_OR_RETURN(message, ReceiveMessage(*s.world, r, s.timeout));
     }
@@ -174,13 +199,15 @@ StatusOr<int64_t> LoadTrainCheckpoint(const TrainState& s, const std::string& pa
                              "without momentum); hint: resume with --optimizer sgd --momentum 0");
     }
     if (avg.defined()) {
-      TRIDENT_RETURN_IF_ERROR(CopyIn(
-          *s.compute, reader.ReadSlice(ExpAvgKey(layer, p.name), p.full_shape, p.slice), avg));
+      TRIDENT_RETURN_IF_ERROR(
+          CopyChunkIn(*s.compute, s.optimizer->shard(),
+                      reader.ReadSlice(ExpAvgKey(layer, p.name), p.full_shape, p.slice), avg));
     }
     Tensor& sq = s.optimizer->ExpAvgSq(i);
     if (sq.defined()) {
-      TRIDENT_RETURN_IF_ERROR(CopyIn(
-          *s.compute, reader.ReadSlice(ExpAvgSqKey(layer, p.name), p.full_shape, p.slice), sq));
+      TRIDENT_RETURN_IF_ERROR(
+          CopyChunkIn(*s.compute, s.optimizer->shard(),
+                      reader.ReadSlice(ExpAvgSqKey(layer, p.name), p.full_shape, p.slice), sq));
     }
   }
   return reader.metadata().step;

@@ -8,6 +8,10 @@
 // codes, integers as 16-bit pieces), so no byte transport is needed. Rank 0 holds the whole
 // model and optimizer state while it writes.
 //
+// With optimizer sharding the ranks of each shard group first all-gather the optimizer state
+// of their chunks, so the file holds whole tensors whatever the sharding; loading takes this
+// rank's chunk. A file written under one sharding, dp or mesh loads under any other.
+//
 // Loading: every rank reads its own slices from the file (so every host needs the file, on a
 // shared file system or copied), whatever plan wrote it: other tp, pp, dp or cuts.
 // The head's copy of a tied table reads the table's key.

@@ -78,6 +78,7 @@ Status Trainer::State::SplitComms() {
   if (grad.size() > 1) {
     TRIDENT_ASSIGN_OR_RETURN(grad_comm, world->Split(grad));
   }
+  TRIDENT_RETURN_IF_ERROR(SplitShardComms(grad));
   if (plan.model.tied_embeddings &&
       layout->PositionOf(0) != layout->PositionOf(layout->LastStage())) {
     std::vector<int> tie = TieGroup(*layout, coords.tp);
@@ -88,6 +89,28 @@ Status Trainer::State::SplitComms() {
   std::vector<int> all(static_cast<size_t>(world->Size()));
   for (int r = 0; r < world->Size(); ++r) all[r] = r;
   TRIDENT_ASSIGN_OR_RETURN(ctl_comm, world->Split(all));
+  return Status::Ok();
+}
+
+// Without sharding: the rank alone, first when dp rank 0 and cp rank 0.
+Status Trainer::State::SplitShardComms(const std::vector<int>& grad_group) {
+  shard = DpShard{};
+  shard.first_block = coords.dp == 0 && coords.cp == 0;
+  if (plan.dp_sharding == DpSharding::kNone) return Status::Ok();
+  const int shard_ranks = plan.ShardReplicas(coords.pp) * plan.mesh.cp;
+  std::vector<int> group = ShardGroupOf(grad_group, shard_ranks, rank);
+  std::vector<int> replicate = ReplicateGroupOf(grad_group, shard_ranks, rank);
+  shard.n = shard_ranks;
+  shard.r = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
+  shard.first_block = group.front() == grad_group.front();
+  if (shard.n > 1) {
+    TRIDENT_ASSIGN_OR_RETURN(shard_comm, world->Split(group));
+    shard.shard_comm = shard_comm.get();
+  }
+  if (replicate.size() > 1) {
+    TRIDENT_ASSIGN_OR_RETURN(replicate_comm, world->Split(replicate));
+    shard.replicate_comm = replicate_comm.get();
+  }
   return Status::Ok();
 }
 
@@ -103,10 +126,10 @@ Status Trainer::State::Build() {
   TRIDENT_RETURN_IF_ERROR(SplitComms());
   model = std::make_unique<StageModel>(*layout, rank, compute, tp_comm.get(), cp_comm.get(),
                                        options.seed);
-  optimizer = std::make_unique<Optimizer>(compute, &model->parameters(), options.optimizer);
-  grad_sync =
-      std::make_unique<GradSync>(compute, model.get(), grad_comm.get(), tie_comm.get(),
-                                 plan.mesh.tp > 1 ? tp_comm.get() : nullptr, options.bucket_bytes);
+  optimizer = std::make_unique<Optimizer>(compute, &model->parameters(), options.optimizer, shard);
+  grad_sync = std::make_unique<GradSync>(compute, model.get(), grad_comm.get(), tie_comm.get(),
+                                         plan.mesh.tp > 1 ? tp_comm.get() : nullptr, shard,
+                                         options.bucket_bytes);
   if (plan.schedule != ScheduleKind::kPipeDream) {  // PipeDream's segments make their own
     interpreter = std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(),
                                                 data.get(), MakeInterpreterOptions());
@@ -140,12 +163,18 @@ Status Trainer::State::InitializeWeights() {
   return Status::Ok();
 }
 
+// The summed gradients are equal in every block of a grad group, so the first block's chunks
+// (the whole gradients of dp rank 0, cp rank 0, without sharding) count.
 double Trainer::State::LocalNormSquared() {
   double sum = 0;
-  if (coords.dp != 0 || coords.cp != 0) return 0;  // the replicas' gradients are equal
+  if (!shard.first_block) return 0;
   for (ModelParameter& p : model->parameters()) {
     if (p.tied_copy || (p.tp_replicated && coords.tp != 0)) continue;
-    for (float v : compute->CopyToHost(*p.param.grad)) sum += static_cast<double>(v) * v;
+    const ShardSpan span = shard.Of(p.param.grad->numel());
+    if (span.length == 0) continue;
+    for (float v : compute->CopyToHost(DpShard::Chunk(*p.param.grad, span))) {
+      sum += static_cast<double>(v) * v;
+    }
   }
   return sum;
 }
@@ -216,6 +245,7 @@ StatusOr<StepResult> Trainer::State::RunStep(int64_t step) {
   const auto opt_start = Clock::now();
   optimizer->Step(step, step,
                   ClipCoefficient(result.summary.grad_norm, options.optimizer.clip_grad_norm));
+  TRIDENT_RETURN_IF_ERROR(grad_sync->GatherParameters());
   ZeroGrads();
   compute->Synchronize();
   RankStepStats mine{MsSince(start),

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/data/dataset.h"
+#include "runtime/train/dp_shard.h"
 #include "runtime/train/grad_sync.h"
 #include "runtime/train/interpreter.h"
 #include "runtime/train/job_layout.h"
@@ -34,6 +35,8 @@ struct Trainer::State {
   Comm* world = nullptr;
   Compute* compute = nullptr;
   std::unique_ptr<Comm> tp_comm, cp_comm, grad_comm, tie_comm, ctl_comm;
+  std::unique_ptr<Comm> shard_comm, replicate_comm;
+  DpShard shard;  // this rank's place in optimizer sharding (runtime/train/dp_shard.h)
   std::unique_ptr<Dataset> data;
   std::unique_ptr<StageModel> model;
   std::unique_ptr<Optimizer> optimizer;
@@ -45,6 +48,7 @@ struct Trainer::State {
 
   Status Build();
   Status SplitComms();
+  Status SplitShardComms(const std::vector<int>& grad_group);
   Status InitializeWeights();
   TrainState CheckpointState() const {
     return {&*layout,

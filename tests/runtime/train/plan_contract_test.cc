@@ -102,15 +102,8 @@ std::vector<Refusal> Refusals() {
        },
        "does not run on the NCCL backend yet"},
       {"dtype", "cpu", [](Plan& p) { p.dtype = DType::kBf16; }, "trains in fp32"},
-      {"dp_sharding", "cpu", [](Plan& p) { p.dp_sharding = DpSharding::kOptimizer; },
-       "optimizer sharding is not implemented"},
-      {"dp_shard", "cpu",
-       [](Plan& p) {
-         p = MakePlan(TinyGpt(2), PlanShape{.replicas = {4}, .num_micro_batches = 4});
-         p.dp_sharding = DpSharding::kOptimizer;
-         p.dp_shard = 2;
-       },
-       "hybrid sharding"},
+      {"dp_sharding", "cpu", [](Plan& p) { p.dp_sharding = DpSharding::kFull; },
+       "full sharding is not implemented"},
       {"stages[].replicas", "cpu",
        [](Plan& p) {
          p = MakePlan(TinyGpt(2), PlanShape{.schedule = ScheduleKind::kPipeDream,
@@ -139,6 +132,29 @@ TEST(PlanContractTest, EveryRestrictedFieldHasARefusal) {
   }
 }
 
+TEST(PlanContractTest, OptimizerShardingRunsOnBothBackendsButNotUnderPipeDream) {
+  Plan plan = MakePlan(TinyGpt(2), PlanShape{.replicas = {4}, .num_micro_batches = 4});
+  plan.dp_sharding = DpSharding::kOptimizer;
+  for (int dp_shard : {0, 2}) {
+    plan.dp_shard = dp_shard;
+    EXPECT_TRUE(CheckPlanContract(plan, BackendForDevice("cpu")).empty()) << dp_shard;
+    EXPECT_TRUE(CheckPlanContract(plan, BackendForDevice("cuda")).empty()) << dp_shard;
+  }
+  plan.dp_shard = 0;
+  plan.dp_sharding = DpSharding::kGradients;
+  std::vector<FieldError> gradients = CheckPlanContract(plan, BackendForDevice("cpu"));
+  ASSERT_EQ(gradients.size(), 1u);
+  EXPECT_THAT(gradients[0].message, HasSubstr("every replica would keep whole gradients,"));
+  Plan async = MakePlan(
+      TinyGpt(2),
+      PlanShape{.schedule = ScheduleKind::kPipeDream, .replicas = {2, 1}, .num_micro_batches = 4});
+  async.dp_sharding = DpSharding::kOptimizer;
+  std::vector<FieldError> refused = CheckPlanContract(async, BackendForDevice("cpu"));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].key_path, "dp_sharding");
+  EXPECT_THAT(refused[0].message, HasSubstr("not implemented for pipedream"));
+}
+
 TEST(PlanContractTest, TheCpuRuntimeRunsInterleavedStages) {
   Plan plan = MakePlan(TinyGpt(2), PlanShape{.schedule = ScheduleKind::kInterleaved1F1B,
                                              .replicas = {1, 1},
@@ -149,16 +165,17 @@ TEST(PlanContractTest, TheCpuRuntimeRunsInterleavedStages) {
 TEST(PlanContractTest, TheStatusNamesTheFileTheBackendAndEachField) {
   Plan plan = FullPlan();
   plan.dtype = DType::kBf16;
-  plan.dp_sharding = DpSharding::kOptimizer;
+  plan.dp_sharding = DpSharding::kGradients;
   Status status = PlanContractStatus(plan, "p.yaml", BackendForDevice("cuda"));
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "p.yaml: the cuda runtime cannot run this plan as written:\n"
             "  dtype: bf16 training is not implemented by the runtime (it trains in fp32); "
             "hint: plan again with --dtype fp32\n"
-            "  dp_sharding: optimizer sharding is not implemented by the runtime: every replica "
-            "would keep the whole optimizer state, more memory than planned; hint: plan again "
-            "with --dp-sharding none");
+            "  dp_sharding: gradients sharding is not implemented by the runtime (it shards the "
+            "optimizer state only): every replica would keep whole gradients, more memory than "
+            "planned; hint: plan again with --dp-sharding none,optimizer, or export the plan "
+            "(trident export --to deepspeed|torchtitan|megatron)");
 }
 
 TEST(PlanContractTest, AnInvalidPlanGivesItsCheck) {
