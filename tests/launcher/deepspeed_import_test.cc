@@ -20,6 +20,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::Llama;
 using testing::MakePlan;
+using testing::Sharded;
 
 // deepspeed/runtime/utils.py's examples, and partition_balanced re-run on small weights.
 TEST(DeepSpeedImportTest, PartitionsAsDeepSpeed) {
@@ -47,7 +48,12 @@ TEST(DeepSpeedImportTest, RoundTrips) {
   zero1.dp_sharding = DpSharding::kOptimizer;
   Plan full = MakePlan(Llama(32), 1, 4, {16, 16});
   for (PlanStage& s : full.stages) s.recompute = RecomputeMode::kFull;
-  for (const Plan& plan : {zero1, full, MakePlan(Llama(32), 4, 2, {32})}) {
+  const Plan flat = MakePlan(Llama(32), 1, 8, {32});
+  for (const Plan& plan :
+       {zero1, full, MakePlan(Llama(32), 4, 2, {32}), Sharded(flat, DpSharding::kOptimizer),
+        Sharded(flat, DpSharding::kGradients), Sharded(flat, DpSharding::kFull),
+        Sharded(flat, DpSharding::kFull, 4), Sharded(flat, DpSharding::kFull, 2),
+        Sharded(MakePlan(Llama(32), 4, 2, {32}), DpSharding::kFull)}) {
     const DeepSpeedExport out = ExportDeepSpeed(plan, "p.yaml");
     ASSERT_TRUE(out.inexpressible.empty());
     StatusOr<DeepSpeedImport> back =
@@ -115,7 +121,21 @@ TEST(DeepSpeedImportTest, BadConfigsNameTheKey) {
                         "gradient_accumulation_steps": 2})"),
               HasSubstr("10 is not train_micro_batch_size_per_gpu 1"));
   EXPECT_THAT(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 2}})"),
-              HasSubstr("pipeline engine refuses it too"));
+              HasSubstr("zero_optimization.stage: 2 with a pipeline of 2 stages: DeepSpeed's "
+                        "pipeline engine refuses ZeRO stages 2 and 3"));
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 4}})"),
+              HasSubstr("zero_optimization.stage: 4: 0 to 3"));
+  o.num_stages = 1;
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 2,
+                        "mics_shard_size": 2}})"),
+              HasSubstr("zero_optimization.mics_shard_size: MiCS shards parameters: stage 3"));
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 3,
+                        "mics_shard_size": 3}})"),
+              HasSubstr("3 does not divide the data-parallel size 8"));
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2},
+                        "zero_optimization": {"stage": 3, "mics_shard_size": 2}})"),
+              HasSubstr("with tensor_parallel.autotp_size 2 are not data-parallel replicas"));
+  o.num_stages = 2;
   EXPECT_THAT(error(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 3}})"),
               HasSubstr("does not divide the world size 8"));
   EXPECT_THAT(

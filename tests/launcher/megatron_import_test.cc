@@ -23,6 +23,7 @@ using testing::Gpt;
 using ::testing::HasSubstr;
 using testing::Llama;
 using testing::MakePlan;
+using testing::Sharded;
 using testing::WithContextParallel;
 
 TEST(ShellWordsTest, SplitsAsAShellWould) {
@@ -76,6 +77,16 @@ TEST(MegatronImportTest, ExportedPlansComeBackTheSame) {
   Plan context_sp = WithContextParallel(MakePlan(Llama(32), 2, 1, {32}), 2);
   context_sp.sequence_parallel = true;
   ExpectRoundTrip(context_sp);
+}
+
+// Each sharding level, whole and hybrid (--num-distributed-optimizer-instances), with tp,
+// pp and cp.
+TEST(MegatronImportTest, EveryShardingLevelComesBackTheSame) {
+  for (DpSharding level : {DpSharding::kOptimizer, DpSharding::kGradients, DpSharding::kFull}) {
+    ExpectRoundTrip(Sharded(MakePlan(Llama(32), 1, 8, {32}), level));
+    ExpectRoundTrip(Sharded(MakePlan(Llama(32), 2, 8, {16, 16}), level, 4));
+    ExpectRoundTrip(Sharded(WithContextParallel(MakePlan(Llama(32), 2, 4, {32}), 2), level, 2));
+  }
 }
 
 MegatronImportOptions WithVocab() {
@@ -188,6 +199,21 @@ TEST(MegatronImportTest, BadConfigurationsNameTheFlag) {
       {" --num-layers 9", "9 transformer layers do not split evenly over 2 stages"},
       {" --recompute-granularity full --recompute-num-layers 2", "Trident recomputes none"},
       {" --micro-batch-size", "--micro-batch-size: needs a value"},
+      {" --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads",
+       "--ckpt-format: Megatron-LM requires fsdp_dtensor with --use-megatron-fsdp"},
+      {" --use-megatron-fsdp --ckpt-format fsdp_dtensor --data-parallel-sharding-strategy zero3",
+       "zero3 is not one of no_shard, optim, optim_grads, optim_grads_params"},
+      {" --data-parallel-sharding-strategy optim_grads_params",
+       "takes effect only with --use-megatron-fsdp"},
+      {" --use-distributed-optimizer --num-distributed-optimizer-instances 3",
+       "--num-distributed-optimizer-instances: 3 does not divide the data-parallel size 4"},
+      {" --num-distributed-optimizer-instances 2", "copies of a state nothing shards"},
+      {" --use-distributed-optimizer --num-distributed-optimizer-instances 4",
+       "leaves each shard group one data-parallel replica"},
+      {" --use-megatron-fsdp --ckpt-format fsdp_dtensor --data-parallel-sharding-strategy "
+       "optim_grads_params --num-distributed-optimizer-instances 2 --outer-dp-sharding-strategy "
+       "optim",
+       "--outer-dp-sharding-strategy: optim shards the optimizer state across the shard groups"},
   };
   for (const Case& c : cases) {
     StatusOr<MegatronImport> in =
