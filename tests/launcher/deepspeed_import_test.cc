@@ -96,6 +96,36 @@ TEST(DeepSpeedImportTest, HandWrittenConfig) {
                                              "steps_per_print", "wall_clock_breakdown"));
 }
 
+// DeepSpeed's ZeRO-3 style with MiCS: stage 3 sharded over groups of 8 ranks (a node),
+// replicated across the 8 nodes; its tuning keys listed as ignored.
+TEST(DeepSpeedImportTest, HandWrittenZero3MicsConfig) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-deepspeed-zero3-hand.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  DeepSpeedImportOptions o;
+  o.model = Llama(32);
+  o.cluster = "dgx-h100";
+  o.devices = 64;
+  o.devices_per_node = 8;
+  o.seq_len = 8192;
+  o.num_stages = 1;
+  o.partition_method = "uniform";
+  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", o);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const Plan& plan = imported->plan;
+  EXPECT_EQ(plan.mesh, (Mesh{64, 1, 1}));
+  EXPECT_EQ(plan.dp_sharding, DpSharding::kFull);
+  EXPECT_EQ(plan.dp_shard, 8);
+  EXPECT_EQ(plan.num_micro_batches, 256);  // 512 / 2: gas 4 on each of 64 replicas
+  EXPECT_THAT(imported->ignored,
+              ElementsAre("gradient_clipping", "optimizer.params", "optimizer.type",
+                          "steps_per_print", "zero_optimization.contiguous_gradients",
+                          "zero_optimization.mics_hierarchical_params_gather",
+                          "zero_optimization.overlap_comm", "zero_optimization.reduce_bucket_size",
+                          "zero_optimization.stage3_param_persistence_threshold",
+                          "zero_optimization.stage3_prefetch_bucket_size"));
+}
+
 // A 4-block Llama in 2 stages on `devices` ranks of one node, sequence 128.
 DeepSpeedImportOptions TwoStageLlama(int devices, const std::string& partition_method) {
   DeepSpeedImportOptions o;

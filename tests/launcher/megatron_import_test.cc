@@ -168,6 +168,28 @@ TEST(MegatronImportTest, ReadsAHandWrittenScript) {
   EXPECT_THAT(in->ignored, ElementsAre("--train-iters", "--lr", "--data-path", "--tokenizer-type"));
 }
 
+// Megatron-LM's Megatron-FSDP user guide style: FSDP's flags, the hybrid instances, and the
+// performance flags that are not part of a plan listed.
+TEST(MegatronImportTest, ReadsAHandWrittenMegatronFsdpScript) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-70b-megatron-fsdp-hand.sh");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  MegatronImportOptions options = WithVocab();
+  options.vocab_size = 128256;
+  StatusOr<MegatronImport> in = ImportMegatron(*text, "fsdp.sh", options);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  const Plan& p = in->plan;
+  EXPECT_EQ(p.mesh, (Mesh{16, 1, 4}));
+  EXPECT_EQ(p.dp_sharding, DpSharding::kFull);
+  EXPECT_EQ(p.dp_shard, 8);
+  EXPECT_TRUE(p.sequence_parallel);
+  EXPECT_EQ(p.stages[0].recompute, RecomputeMode::kFull);
+  EXPECT_THAT(in->ignored, ElementsAre("--train-iters", "--lr", "--calculate-per-token-loss",
+                                       "--grad-reduce-in-bf16", "--no-gradient-accumulation-fusion",
+                                       "--init-model-with-meta-device", "--fsdp-double-buffer",
+                                       "--data-path", "--tokenizer-type"));
+}
+
 TEST(MegatronImportTest, TheOptionsGiveTheWorldWhenTorchrunsFlagsDoNot) {
   std::string args = kArgs;
   args.replace(args.find("--nproc-per-node 8"), 18, "--nproc-per-node gpu");

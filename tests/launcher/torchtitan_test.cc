@@ -246,6 +246,24 @@ TEST(TorchtitanImportTest, HandWrittenJobFile) {
                   "training.dataset", "training.max_norm", "training.steps"));
 }
 
+TEST(TorchtitanImportTest, HandWrittenHsdpJobFile) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-torchtitan-hsdp-hand.toml");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  StatusOr<TorchtitanImport> imported = Import(*text, 64);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const Plan& plan = imported->plan;
+  EXPECT_EQ(plan.mesh, (Mesh{64, 1, 1}));
+  EXPECT_EQ(plan.dp_sharding, DpSharding::kFull);
+  EXPECT_EQ(plan.dp_shard, 8);
+  EXPECT_EQ(plan.dtype, DType::kBf16);
+  EXPECT_EQ(plan.num_micro_batches, 512);
+  EXPECT_THAT(
+      imported->ignored,
+      ElementsAre("job.dump_folder", "model.tokenizer_path", "optimizer.lr", "optimizer.name",
+                  "training.compile", "training.dataset", "training.max_norm", "training.steps"));
+}
+
 TEST(TorchtitanImportTest, BadFilesNameTheKey) {
   auto error = [](const std::string& toml, int devices = 8) {
     StatusOr<TorchtitanImport> r = Import(toml, devices);
