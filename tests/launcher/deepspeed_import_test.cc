@@ -64,6 +64,19 @@ TEST(DeepSpeedImportTest, RoundTrips) {
   }
 }
 
+// Llama 3 8B on 64 H100s in 8 nodes, sequence 8192, `num_stages` uniform stages.
+DeepSpeedImportOptions OnH100s(int num_stages) {
+  DeepSpeedImportOptions o;
+  o.model = Llama(32);
+  o.cluster = "dgx-h100";
+  o.devices = 64;
+  o.devices_per_node = 8;
+  o.seq_len = 8192;
+  o.num_stages = num_stages;
+  o.partition_method = "uniform";
+  return o;
+}
+
 // DeepSpeed's documented style: two batch keys of three, an optimizer, a scheduler and logging
 // keys (listed as ignored), the pipeline section; stages cut by parameters as PipelineModule's
 // default does.
@@ -71,15 +84,7 @@ TEST(DeepSpeedImportTest, HandWrittenConfig) {
   StatusOr<std::string> text =
       ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-deepspeed-hand.json");
   ASSERT_TRUE(text.ok()) << text.status().ToString();
-  DeepSpeedImportOptions o;
-  o.model = Llama(32);
-  o.cluster = "dgx-h100";
-  o.devices = 64;
-  o.devices_per_node = 8;
-  o.seq_len = 8192;
-  o.num_stages = 4;
-  o.partition_method = "uniform";
-  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", o);
+  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", OnH100s(4));
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   const Plan& plan = imported->plan;
   EXPECT_EQ(plan.mesh, (Mesh{16, 4, 1}));
@@ -102,15 +107,7 @@ TEST(DeepSpeedImportTest, HandWrittenZero3MicsConfig) {
   StatusOr<std::string> text =
       ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-deepspeed-zero3-hand.json");
   ASSERT_TRUE(text.ok()) << text.status().ToString();
-  DeepSpeedImportOptions o;
-  o.model = Llama(32);
-  o.cluster = "dgx-h100";
-  o.devices = 64;
-  o.devices_per_node = 8;
-  o.seq_len = 8192;
-  o.num_stages = 1;
-  o.partition_method = "uniform";
-  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", o);
+  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", OnH100s(1));
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   const Plan& plan = imported->plan;
   EXPECT_EQ(plan.mesh, (Mesh{64, 1, 1}));
