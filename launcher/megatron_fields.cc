@@ -103,8 +103,10 @@ std::string_view MegatronShardingStrategy(DpSharding level) {
 // --num-distributed-optimizer-instances, --use-megatron-fsdp, --data-parallel-sharding-strategy
 // (no_shard, optim, optim_grads, optim_grads_params) and --outer-dp-sharding-strategy (no_shard,
 // optim); validate_args requires --ckpt-format fsdp_dtensor with --use-megatron-fsdp and refuses
-// pipeline parallelism only with --use-torch-fsdp2; megatron/core/parallel_state.py makes each
-// distributed-optimizer instance a consecutive slice of the dp-cp group's ranks.
+// pipeline parallelism (and the distributed optimizer) only with --use-torch-fsdp2, PyTorch's
+// FSDP2, which the import reads as full sharding (gradients with
+// --torch-fsdp2-no-reshard-after-forward, "FSDP ZeRO-2"); megatron/core/parallel_state.py makes
+// each distributed-optimizer instance a consecutive slice of the dp-cp group's ranks.
 std::string_view MegatronVersion() {
   return "Megatron-LM main of 2025, as copied at OpenEuroLLM/NVIDIA-Megatron-LM 24126a9";
 }
@@ -151,6 +153,8 @@ const std::vector<MegatronFlag>& MegatronFlags() {
       {"--data-parallel-sharding-strategy", MegatronFlagKind::kText},
       {"--outer-dp-sharding-strategy", MegatronFlagKind::kText},
       {"--ckpt-format", MegatronFlagKind::kText},
+      {"--use-torch-fsdp2", MegatronFlagKind::kSwitch},
+      {"--torch-fsdp2-no-reshard-after-forward", MegatronFlagKind::kSwitch},
       {"--sequence-parallel", MegatronFlagKind::kSwitch},
       {"--bf16", MegatronFlagKind::kSwitch},
       {"--fp16", MegatronFlagKind::kSwitch},

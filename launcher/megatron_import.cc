@@ -249,9 +249,33 @@ StatusOr<RecomputeMode> Recompute(const Flags& f) {
                  "with --recompute-method uniform --recompute-num-layers 1), not this");
 }
 
-// The sharding level: Megatron FSDP's strategy under --use-megatron-fsdp, else optimizer sharding
-// with the distributed optimizer. None with dp 1, where a shard group would be one replica.
-StatusOr<DpSharding> ShardingLevel(const Flags& f, int64_t dp) {
+// PyTorch's FSDP2 under Megatron-LM: full sharding, or gradients with
+// --torch-fsdp2-no-reshard-after-forward (its help: "FSDP ZeRO-2"); validate_args refuses it
+// with a pipeline and with the distributed optimizer.
+StatusOr<DpSharding> TorchFsdp2Level(const Flags& f, int64_t pp) {
+  for (const char* other : {"--use-distributed-optimizer", "--use-megatron-fsdp"}) {
+    if (f.Has(other)) return f.Error("--use-torch-fsdp2", std::string("contradicts ") + other);
+  }
+  if (pp > 1) {
+    return f.Error("--use-torch-fsdp2", "Megatron-LM refuses it with pipeline parallelism");
+  }
+  if (f.Has("--num-distributed-optimizer-instances")) {
+    return f.Error("--num-distributed-optimizer-instances",
+                   "Trident reads hybrid groups of Megatron FSDP and the distributed optimizer, "
+                   "not of --use-torch-fsdp2");
+  }
+  return f.Has("--torch-fsdp2-no-reshard-after-forward") ? DpSharding::kGradients
+                                                         : DpSharding::kFull;
+}
+
+// The sharding level: Megatron FSDP's strategy under --use-megatron-fsdp, PyTorch FSDP2's under
+// --use-torch-fsdp2, else optimizer sharding with the distributed optimizer. None with dp 1,
+// where a shard group would be one replica.
+StatusOr<DpSharding> ShardingLevel(const Flags& f, int64_t dp, int64_t pp) {
+  if (f.Has("--use-torch-fsdp2")) {
+    TRIDENT_ASSIGN_OR_RETURN(DpSharding level, TorchFsdp2Level(f, pp));
+    return dp == 1 ? DpSharding::kNone : level;
+  }
   const std::string strategy = f.Text("--data-parallel-sharding-strategy", "no_shard");
   DpSharding level =
       f.Has("--use-distributed-optimizer") ? DpSharding::kOptimizer : DpSharding::kNone;
@@ -277,8 +301,8 @@ StatusOr<DpSharding> ShardingLevel(const Flags& f, int64_t dp) {
 
 // The sharding level and hybrid groups: --num-distributed-optimizer-instances k cuts each
 // data-parallel group into k consecutive shard groups of dp / k replicas.
-Status ReadSharding(const Flags& f, int64_t dp, Plan* plan) {
-  TRIDENT_ASSIGN_OR_RETURN(plan->dp_sharding, ShardingLevel(f, dp));
+Status ReadSharding(const Flags& f, int64_t dp, int64_t pp, Plan* plan) {
+  TRIDENT_ASSIGN_OR_RETURN(plan->dp_sharding, ShardingLevel(f, dp, pp));
   const std::string outer = f.Text("--outer-dp-sharding-strategy", "no_shard");
   if (outer != "no_shard") {
     return f.Error("--outer-dp-sharding-strategy",
@@ -347,7 +371,7 @@ Status ReadParallel(const Flags& f, const MegatronImportOptions& o, Plan* plan) 
   }
   plan->micro_batch_size = static_cast<int>(mbs);
   plan->num_micro_batches = static_cast<int>(plan->global_batch / mbs);
-  TRIDENT_RETURN_IF_ERROR(ReadSharding(f, dp, plan));
+  TRIDENT_RETURN_IF_ERROR(ReadSharding(f, dp, pp, plan));
   // Megatron-LM turns sequence parallelism off by itself when tp is 1.
   plan->sequence_parallel = f.Has("--sequence-parallel") && tp > 1;
   TRIDENT_ASSIGN_OR_RETURN(std::vector<int> blocks,

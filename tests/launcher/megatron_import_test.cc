@@ -89,6 +89,23 @@ TEST(MegatronImportTest, EveryShardingLevelComesBackTheSame) {
   }
 }
 
+// PyTorch's FSDP2 under Megatron-LM (pp 1): full sharding, or gradients without resharding
+// after the forward.
+TEST(MegatronImportTest, ReadsTorchFsdp2AsFullOrGradientSharding) {
+  const std::string args =
+      "torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py --num-layers 8 --hidden-size 2048 "
+      "--num-attention-heads 16 --seq-length 2048 --tensor-model-parallel-size 2 "
+      "--micro-batch-size 1 --vocab-size 50257 --use-torch-fsdp2";
+  StatusOr<MegatronImport> full = ImportMegatron(args, "args.txt", {});
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->plan.mesh, (Mesh{8, 1, 2}));
+  EXPECT_EQ(full->plan.dp_sharding, DpSharding::kFull);
+  StatusOr<MegatronImport> zero2 =
+      ImportMegatron(args + " --torch-fsdp2-no-reshard-after-forward", "args.txt", {});
+  ASSERT_TRUE(zero2.ok()) << zero2.status().ToString();
+  EXPECT_EQ(zero2->plan.dp_sharding, DpSharding::kGradients);
+}
+
 MegatronImportOptions WithVocab() {
   MegatronImportOptions options;
   options.vocab_size = 50257;
@@ -227,6 +244,9 @@ TEST(MegatronImportTest, BadConfigurationsNameTheFlag) {
        "zero3 is not one of no_shard, optim, optim_grads, optim_grads_params"},
       {" --data-parallel-sharding-strategy optim_grads_params",
        "takes effect only with --use-megatron-fsdp"},
+      {" --use-torch-fsdp2", "--use-torch-fsdp2: Megatron-LM refuses it with pipeline"},
+      {" --use-torch-fsdp2 --use-distributed-optimizer",
+       "--use-torch-fsdp2: contradicts --use-distributed-optimizer"},
       {" --use-distributed-optimizer --num-distributed-optimizer-instances 3",
        "--num-distributed-optimizer-instances: 3 does not divide the data-parallel size 4"},
       {" --num-distributed-optimizer-instances 2", "copies of a state nothing shards"},
