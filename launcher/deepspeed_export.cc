@@ -42,6 +42,37 @@ int CheckpointInterval(const Plan& plan, DeepSpeedExport* out) {
   return mode == RecomputeMode::kFull ? 1 : 0;
 }
 
+// zero_optimization: the stage is the sharding level (0 none, 1 optimizer, 2 gradients, 3 full).
+// DeepSpeed's PipelineEngine refuses stages 2 and 3 (runtime/pipe/engine.py), with any
+// PipelineModule. Its hybrid shard groups are MiCS's (stage 3, mics_shard_size): consecutive
+// global ranks (runtime/zero/mics_utils.py), Trident's shard groups when each rank is a replica,
+// so without tensor parallelism.
+nlohmann::json ZeroOptimization(const Plan& plan, DeepSpeedExport* out) {
+  const DpSharding level = plan.dp_sharding;
+  nlohmann::json z = {{"stage", static_cast<int>(level)}};
+  if (plan.mesh.pp > 1 && level >= DpSharding::kGradients) {
+    Inexpressible(out, "dp_sharding",
+                  "DeepSpeed's pipeline engine refuses ZeRO stage " + Str(static_cast<int>(level)) +
+                      " (zero_optimization.stage below 2 only)",
+                  "plan with --fix pp=1, or shard the optimizer state alone");
+  }
+  if (plan.dp_shard == 0 || plan.dp_shard == plan.mesh.dp) return z;
+  if (level != DpSharding::kFull) {
+    Inexpressible(out, "dp_shard",
+                  "DeepSpeed shards ZeRO stages 1 and 2 over the whole data-parallel group; its "
+                  "hybrid groups (MiCS, zero_optimization.mics_shard_size) are stage 3's",
+                  "plan with dp_shard " + Str(plan.mesh.dp) + " (no hybrid sharding)");
+  } else if (plan.mesh.tp > 1) {
+    Inexpressible(out, "dp_shard",
+                  "MiCS shard groups (zero_optimization.mics_shard_size) are consecutive global "
+                  "ranks, which with tensor parallelism (AutoTP) are not replicas",
+                  "plan with --fix tp=1, or dp_shard " + Str(plan.mesh.dp));
+  } else {
+    z["mics_shard_size"] = plan.dp_shard;
+  }
+  return z;
+}
+
 // ds_config.json's parallel, batch, precision and checkpointing keys.
 nlohmann::json DsConfig(const Plan& plan, DeepSpeedExport* out) {
   const int dp = plan.mesh.dp;
@@ -49,7 +80,7 @@ nlohmann::json DsConfig(const Plan& plan, DeepSpeedExport* out) {
   c["train_batch_size"] = plan.global_batch;
   c["train_micro_batch_size_per_gpu"] = plan.micro_batch_size;
   c["gradient_accumulation_steps"] = plan.num_micro_batches / dp;
-  c["zero_optimization"] = {{"stage", plan.dp_sharding == DpSharding::kOptimizer ? 1 : 0}};
+  c["zero_optimization"] = ZeroOptimization(plan, out);
   if (plan.dtype == DType::kBf16) c["bf16"] = {{"enabled", true}};
   if (plan.dtype == DType::kFp16) c["fp16"] = {{"enabled", true}};
   if (plan.sequence_parallel) {
@@ -85,6 +116,22 @@ nlohmann::json Pipeline(const Plan& plan) {
   return {{"num_stages", plan.mesh.pp}, {"parts", parts}};
 }
 
+// What the training script builds: a PipelineModule, or, for ZeRO stages 2 and 3 (which the
+// pipeline engine refuses), the model itself; under MiCS, inside deepspeed.zero.MiCS_Init.
+std::string ModelComment(const Plan& plan) {
+  if (plan.dp_sharding < DpSharding::kGradients) {
+    return "# TRAIN_SCRIPT builds deepspeed.pipe.PipelineModule(layers, num_stages=" +
+           Str(plan.mesh.pp) +
+           ", ...) whose layers are the\n"
+           "# model's in Trident's order and whose stages start at pipeline.json's parts.\n";
+  }
+  const bool mics = plan.dp_shard > 0 && plan.dp_shard < plan.mesh.dp;
+  return std::string(
+             "# TRAIN_SCRIPT gives deepspeed.initialize the model itself, not a PipelineModule\n"
+             "# (DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3)") +
+         (mics ? ", built inside deepspeed.zero.MiCS_Init.\n" : ".\n");
+}
+
 std::string Launch(const Plan& plan, const std::string& plan_path) {
   const std::vector<int> sizes = PlanNodeSizes(plan);  // whole nodes: checked by the export
   const int per_node = sizes.front();
@@ -97,12 +144,7 @@ std::string Launch(const Plan& plan, const std::string& plan_path) {
          plan.ToString() +
          "\n"
          "# Trident predicts " +
-         FormatMs(plan.predicted.step_time_ms) +
-         " a step.\n"
-         "# TRAIN_SCRIPT builds deepspeed.pipe.PipelineModule(layers, num_stages=" +
-         Str(plan.mesh.pp) +
-         ", ...) whose layers are the\n"
-         "# model's in Trident's order and whose stages start at pipeline.json's parts.\n"
+         FormatMs(plan.predicted.step_time_ms) + " a step.\n" + ModelComment(plan) +
          "set -euo pipefail\n"
          "exec deepspeed --num_nodes " +
          Str(nodes) + " --num_gpus " + Str(per_node) +

@@ -43,8 +43,12 @@ const std::map<std::string_view, std::string_view>& DeepSpeedFieldMapping() {
       {"seq_len", "the training script's data"},
       {"dtype", "bf16.enabled or fp16.enabled"},
       {"schedule", "1f1b (TrainSchedule); others only without a pipeline"},
-      {"dp_sharding", "zero_optimization.stage 1 for optimizer (else 0)"},
-      {"dp_shard", "mesh.dp only: ZeRO shards over the whole data-parallel group"},
+      {"dp_sharding",
+       "zero_optimization.stage: 0 none, 1 optimizer, 2 gradients, 3 full; 2 and 3 without a "
+       "pipeline only (the pipeline engine refuses them)"},
+      {"dp_shard",
+       "zero_optimization.mics_shard_size with full sharding and tp 1 (MiCS: shard groups of "
+       "consecutive ranks); other hybrid sharding cannot be said"},
       {"sequence_parallel",
        "cannot be said: DeepSpeed's pipeline engine has no sequence parallelism"},
       {"stages[].first_layer", "pipeline.json parts"},
@@ -71,6 +75,7 @@ const std::vector<std::string_view>& DeepSpeedKeys() {
                                                      "train_micro_batch_size_per_gpu",
                                                      "gradient_accumulation_steps",
                                                      "zero_optimization.stage",
+                                                     "zero_optimization.mics_shard_size",
                                                      "bf16.enabled",
                                                      "fp16.enabled",
                                                      "tensor_parallel.autotp_size",

@@ -118,21 +118,45 @@ Status ReadBatches(const Config& c, int64_t dp, Plan* plan) {
   return Status::Ok();
 }
 
+// zero_optimization.stage as the sharding level (none with dp 1, where nothing is shared), and
+// MiCS's shard groups (mics_shard_size, stage 3, consecutive ranks) as hybrid sharding.
+Status ReadSharding(const Config& c, Plan* plan) {
+  TRIDENT_ASSIGN_OR_RETURN(std::optional<int64_t> stage, c.Int("zero_optimization.stage"));
+  const int64_t level = stage.value_or(0);
+  if (level < 0 || level > 3) return c.Error("zero_optimization.stage", Str(level) + ": 0 to 3");
+  if (plan->mesh.pp > 1 && level > 1) {
+    return c.Error("zero_optimization.stage",
+                   Str(level) + " with a pipeline of " + Str(plan->mesh.pp) +
+                       " stages: DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3");
+  }
+  plan->dp_sharding = plan->mesh.dp > 1 ? static_cast<DpSharding>(level) : DpSharding::kNone;
+  TRIDENT_ASSIGN_OR_RETURN(std::optional<int64_t> mics, c.Int("zero_optimization.mics_shard_size"));
+  if (mics.value_or(-1) <= 0) return Status::Ok();
+  const int64_t dp = plan->mesh.dp;
+  if (level != 3) {
+    return c.Error("zero_optimization.mics_shard_size", "MiCS shards parameters: stage 3 only");
+  }
+  if (plan->mesh.tp > 1) {
+    return c.Error("zero_optimization.mics_shard_size",
+                   "MiCS groups consecutive ranks, which with tensor_parallel.autotp_size " +
+                       Str(plan->mesh.tp) + " are not data-parallel replicas");
+  }
+  if (*mics < 2 || dp % *mics != 0) {
+    return c.Error("zero_optimization.mics_shard_size",
+                   Str(*mics) + " does not divide the data-parallel size " + Str(dp) +
+                       " into shard groups of two or more");
+  }
+  plan->dp_shard = *mics < dp ? static_cast<int>(*mics) : 0;
+  return Status::Ok();
+}
+
 Status ReadPrecisionAndSharding(const Config& c, Plan* plan) {
   TRIDENT_ASSIGN_OR_RETURN(bool bf16, c.Bool("bf16.enabled"));
   TRIDENT_ASSIGN_OR_RETURN(bool fp16, c.Bool("fp16.enabled"));
   if (bf16 && fp16) return c.Error("bf16.enabled", "and fp16.enabled cannot both be true");
   plan->dtype = bf16 ? DType::kBf16 : fp16 ? DType::kFp16 : DType::kFp32;
   plan->model.dtype = plan->dtype;
-  TRIDENT_ASSIGN_OR_RETURN(std::optional<int64_t> stage, c.Int("zero_optimization.stage"));
-  if (stage.value_or(0) > 1) {
-    return c.Error("zero_optimization.stage",
-                   Str(*stage) + " shards gradients" + (*stage > 2 ? " and parameters" : "") +
-                       ", which Trident does not plan yet (stage 0 or 1)" +
-                       (plan->mesh.pp > 1 ? "; DeepSpeed's pipeline engine refuses it too" : ""));
-  }
-  plan->dp_sharding = stage.value_or(0) == 1 ? DpSharding::kOptimizer : DpSharding::kNone;
-  return Status::Ok();
+  return ReadSharding(c, plan);
 }
 
 // The stages' first layers (then the layer count), as PipelineModule partitions them.

@@ -7,7 +7,8 @@
 // as pipeline.json of `trident export --to deepspeed` gives them) and
 // activation_checkpoint_interval. From ds_config.json the keys DeepSpeed reads for a plan are
 // read: train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps (any two
-// give the third, as DeepSpeed derives it), zero_optimization.stage, bf16.enabled,
+// give the third, as DeepSpeed derives it), zero_optimization.stage (the sharding level) and
+// mics_shard_size (hybrid sharding under stage 3), bf16.enabled,
 // fp16.enabled, tensor_parallel.autotp_size and pipeline.activation_checkpoint_interval; every
 // other key is listed as ignored.
 //
@@ -16,7 +17,9 @@
 // deepspeed/runtime/pipe/module.py PipelineModule(partition_method='parameters',
 // activation_checkpoint_interval=0) and _partition_layers; deepspeed/runtime/utils.py
 // partition_uniform and partition_balanced (the dynamic program that minimises the spread
-// between the heaviest and the lightest stage); pipe/engine.py refuses ZeRO-2 and 3.
+// between the heaviest and the lightest stage); pipe/engine.py refuses ZeRO-2 and 3 (as the
+// import does with num_stages above 1); zero/mics_utils.py makes MiCS shard groups of
+// consecutive ranks.
 #pragma once
 
 #include <string>

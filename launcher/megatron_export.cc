@@ -211,6 +211,28 @@ void ContextArgs(const Plan& plan, MegatronExport* out) {
       .Add("--cp-comm-type", "allgather");
 }
 
+// The sharding level: the distributed optimizer for optimizer state alone, Megatron FSDP (its
+// own, not PyTorch's) for gradients and parameters too. Hybrid sharding is
+// --num-distributed-optimizer-instances dp / dp_shard: Megatron-LM cuts each data-parallel
+// group's ranks (with their cp ranks) into that many consecutive slices, each sharding one copy,
+// as Trident's shard groups of consecutive dp indices do (parallel_state.py); under Megatron FSDP
+// the slices are its inner groups and the copies are replicated (--outer-dp-sharding-strategy
+// no_shard, the default).
+void ShardingArgs(const Plan& plan, MegatronExport* out) {
+  Args a(&out->parallel_args);
+  const DpSharding level = plan.dp_sharding;
+  if (level == DpSharding::kNone) return;
+  if (level != DpSharding::kOptimizer) {
+    a.Flag("--use-megatron-fsdp")
+        .Add("--data-parallel-sharding-strategy", std::string(MegatronShardingStrategy(level)))
+        .Add("--ckpt-format", "fsdp_dtensor");
+  }
+  a.Flag("--use-distributed-optimizer");
+  if (plan.dp_shard > 0 && plan.dp_shard < plan.mesh.dp) {
+    a.Add("--num-distributed-optimizer-instances", Str(plan.mesh.dp / plan.dp_shard));
+  }
+}
+
 void ParallelArgs(const Plan& plan, MegatronExport* out) {
   if (!UniformReplication(plan.stages)) {
     Inexpressible(out, "stages[].replicas",
@@ -226,8 +248,8 @@ void ParallelArgs(const Plan& plan, MegatronExport* out) {
   ScheduleArgs(plan, out);
   if (CheckModelShape(plan.model) == std::nullopt) SplitArgs(plan, out);
   RecomputeArgs(plan, out);
+  ShardingArgs(plan, out);
   Args a(&out->parallel_args);
-  if (plan.dp_sharding == DpSharding::kOptimizer) a.Flag("--use-distributed-optimizer");
   if (plan.sequence_parallel) a.Flag("--sequence-parallel");
   ContextArgs(plan, out);
   if (plan.dtype == DType::kBf16) a.Flag("--bf16");
@@ -263,6 +285,10 @@ std::string Comments(const Plan& plan, const std::string& plan_path) {
     << " (the tokenizer's; Megatron-LM pads it to a multiple of 128 x tp).\n"
     << "# Data, tokenizer, optimizer and checkpoint arguments: give them to this script (\"$@\"),\n"
     << "# e.g. --data-path ... --tokenizer-type ... --train-iters ... --lr ...\n";
+  if (plan.dp_sharding == DpSharding::kGradients || plan.dp_sharding == DpSharding::kFull) {
+    c << "# Megatron FSDP: leave CUDA_DEVICE_MAX_CONNECTIONS unset (Megatron-LM refuses 1 with "
+         "it).\n";
+  }
   return c.str();
 }
 

@@ -55,4 +55,8 @@ struct MegatronFlag {
 const std::vector<MegatronFlag>& MegatronFlags();
 std::string_view MegatronVersion();
 
+// Megatron FSDP's --data-parallel-sharding-strategy of a sharding level: no_shard, optim,
+// optim_grads or optim_grads_params.
+std::string_view MegatronShardingStrategy(DpSharding level);
+
 }  // namespace trident

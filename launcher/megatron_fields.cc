@@ -47,8 +47,15 @@ const std::map<std::string_view, std::string_view>& MegatronFieldMapping() {
       {"schedule",
        "1f1b: Megatron-LM's default; interleaved_1f1b: virtual stages; gpipe, zb_h1, "
        "pipedream and naive cannot be said (any synchronous one without a pipeline)"},
-      {"dp_sharding", "--use-distributed-optimizer for optimizer"},
-      {"dp_shard", "mesh.dp only: the distributed optimizer shards over the whole dp group"},
+      {"dp_sharding",
+       "optimizer: --use-distributed-optimizer; gradients and full: Megatron FSDP "
+       "(--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads or "
+       "optim_grads_params, with --use-distributed-optimizer and --ckpt-format fsdp_dtensor, "
+       "which it requires)"},
+      {"dp_shard",
+       "--num-distributed-optimizer-instances mesh.dp / dp_shard when below mesh.dp: "
+       "Megatron-LM's slices of consecutive data-parallel ranks, each sharding one copy (under "
+       "Megatron FSDP its hybrid mode, the copies replicated)"},
       {"sequence_parallel", "--sequence-parallel"},
       {"stages[].first_layer",
        "the blocks of each stage: Megatron-LM's even split, "
@@ -71,6 +78,19 @@ const std::map<std::string_view, std::string_view>& MegatronFieldMapping() {
   return mapping;
 }
 
+std::string_view MegatronShardingStrategy(DpSharding level) {
+  switch (level) {
+    case DpSharding::kOptimizer:
+      return "optim";
+    case DpSharding::kGradients:
+      return "optim_grads";
+    case DpSharding::kFull:
+      return "optim_grads_params";
+    default:
+      return "no_shard";
+  }
+}
+
 // Every flag below, its type and the rules the export follows (an even split unless
 // --decoder-first/last-pipeline-num-layers, each above 0, leave the middle stages an even
 // split; --pipeline-model-parallel-layout with --num-layers equal to its 't' count, starting
@@ -79,6 +99,14 @@ const std::map<std::string_view, std::string_view>& MegatronFieldMapping() {
 // megatron/training/arguments.py and megatron/core/transformer/transformer_config.py and
 // pipeline_parallel_layer_layout.py state them in Megatron-LM's main branch of 2025, read at
 // github.com/OpenEuroLLM/NVIDIA-Megatron-LM (a copy of NVIDIA/Megatron-LM) commit 24126a9.
+// Sharding: _add_distributed_args there defines --use-distributed-optimizer,
+// --num-distributed-optimizer-instances, --use-megatron-fsdp, --data-parallel-sharding-strategy
+// (no_shard, optim, optim_grads, optim_grads_params) and --outer-dp-sharding-strategy (no_shard,
+// optim); validate_args requires --ckpt-format fsdp_dtensor with --use-megatron-fsdp and refuses
+// pipeline parallelism (and the distributed optimizer) only with --use-torch-fsdp2, PyTorch's
+// FSDP2, which the import reads as full sharding (gradients with
+// --torch-fsdp2-no-reshard-after-forward, "FSDP ZeRO-2"); megatron/core/parallel_state.py makes
+// each distributed-optimizer instance a consecutive slice of the dp-cp group's ranks.
 std::string_view MegatronVersion() {
   return "Megatron-LM main of 2025, as copied at OpenEuroLLM/NVIDIA-Megatron-LM 24126a9";
 }
@@ -120,6 +148,13 @@ const std::vector<MegatronFlag>& MegatronFlags() {
       {"--recompute-method", MegatronFlagKind::kText},
       {"--recompute-num-layers", MegatronFlagKind::kInt},
       {"--use-distributed-optimizer", MegatronFlagKind::kSwitch},
+      {"--num-distributed-optimizer-instances", MegatronFlagKind::kInt},
+      {"--use-megatron-fsdp", MegatronFlagKind::kSwitch},
+      {"--data-parallel-sharding-strategy", MegatronFlagKind::kText},
+      {"--outer-dp-sharding-strategy", MegatronFlagKind::kText},
+      {"--ckpt-format", MegatronFlagKind::kText},
+      {"--use-torch-fsdp2", MegatronFlagKind::kSwitch},
+      {"--torch-fsdp2-no-reshard-after-forward", MegatronFlagKind::kSwitch},
       {"--sequence-parallel", MegatronFlagKind::kSwitch},
       {"--bf16", MegatronFlagKind::kSwitch},
       {"--fp16", MegatronFlagKind::kSwitch},

@@ -249,6 +249,89 @@ StatusOr<RecomputeMode> Recompute(const Flags& f) {
                  "with --recompute-method uniform --recompute-num-layers 1), not this");
 }
 
+// PyTorch's FSDP2 under Megatron-LM: full sharding, or gradients with
+// --torch-fsdp2-no-reshard-after-forward (its help: "FSDP ZeRO-2"); validate_args refuses it
+// with a pipeline and with the distributed optimizer.
+StatusOr<DpSharding> TorchFsdp2Level(const Flags& f, int64_t pp) {
+  for (const char* other : {"--use-distributed-optimizer", "--use-megatron-fsdp"}) {
+    if (f.Has(other)) return f.Error("--use-torch-fsdp2", std::string("contradicts ") + other);
+  }
+  if (pp > 1) {
+    return f.Error("--use-torch-fsdp2", "Megatron-LM refuses it with pipeline parallelism");
+  }
+  if (f.Has("--num-distributed-optimizer-instances")) {
+    return f.Error("--num-distributed-optimizer-instances",
+                   "Trident reads hybrid groups of Megatron FSDP and the distributed optimizer, "
+                   "not of --use-torch-fsdp2");
+  }
+  return f.Has("--torch-fsdp2-no-reshard-after-forward") ? DpSharding::kGradients
+                                                         : DpSharding::kFull;
+}
+
+// The sharding level: Megatron FSDP's strategy under --use-megatron-fsdp, PyTorch FSDP2's under
+// --use-torch-fsdp2, else optimizer sharding with the distributed optimizer. None with dp 1,
+// where a shard group would be one replica.
+StatusOr<DpSharding> ShardingLevel(const Flags& f, int64_t dp, int64_t pp) {
+  if (f.Has("--use-torch-fsdp2")) {
+    TRIDENT_ASSIGN_OR_RETURN(DpSharding level, TorchFsdp2Level(f, pp));
+    return dp == 1 ? DpSharding::kNone : level;
+  }
+  const std::string strategy = f.Text("--data-parallel-sharding-strategy", "no_shard");
+  DpSharding level =
+      f.Has("--use-distributed-optimizer") ? DpSharding::kOptimizer : DpSharding::kNone;
+  if (f.Has("--use-megatron-fsdp")) {
+    const std::vector<DpSharding> levels = {DpSharding::kNone, DpSharding::kOptimizer,
+                                            DpSharding::kGradients, DpSharding::kFull};
+    auto it = std::find_if(levels.begin(), levels.end(),
+                           [&](DpSharding l) { return MegatronShardingStrategy(l) == strategy; });
+    if (it == levels.end()) {
+      return f.Error("--data-parallel-sharding-strategy",
+                     strategy + " is not one of no_shard, optim, optim_grads, optim_grads_params");
+    }
+    if (f.Text("--ckpt-format", "torch_dist") != "fsdp_dtensor") {
+      return f.Error("--ckpt-format", "Megatron-LM requires fsdp_dtensor with --use-megatron-fsdp");
+    }
+    level = *it;
+  } else if (strategy != "no_shard") {
+    return f.Error("--data-parallel-sharding-strategy",
+                   strategy + " takes effect only with --use-megatron-fsdp");
+  }
+  return dp == 1 ? DpSharding::kNone : level;
+}
+
+// The sharding level and hybrid groups: --num-distributed-optimizer-instances k cuts each
+// data-parallel group into k consecutive shard groups of dp / k replicas.
+Status ReadSharding(const Flags& f, int64_t dp, int64_t pp, Plan* plan) {
+  TRIDENT_ASSIGN_OR_RETURN(plan->dp_sharding, ShardingLevel(f, dp, pp));
+  const std::string outer = f.Text("--outer-dp-sharding-strategy", "no_shard");
+  if (outer != "no_shard") {
+    return f.Error("--outer-dp-sharding-strategy",
+                   outer +
+                       " shards the optimizer state across the shard groups too; Trident's "
+                       "hybrid sharding replicates across them (no_shard)");
+  }
+  TRIDENT_ASSIGN_OR_RETURN(int64_t instances, f.Int("--num-distributed-optimizer-instances", 1));
+  if (instances < 1 || dp % instances != 0) {
+    return f.Error("--num-distributed-optimizer-instances",
+                   Str(instances) + " does not divide the data-parallel size " + Str(dp));
+  }
+  if (instances == 1) return Status::Ok();
+  if (plan->dp_sharding == DpSharding::kNone) {
+    return f.Error("--num-distributed-optimizer-instances",
+                   Str(instances) +
+                       " copies of a state nothing shards: give "
+                       "--use-distributed-optimizer or --use-megatron-fsdp");
+  }
+  if (instances == dp) {
+    return f.Error("--num-distributed-optimizer-instances",
+                   Str(instances) +
+                       " leaves each shard group one data-parallel replica; "
+                       "Trident shards over two or more (set 1, or fewer)");
+  }
+  plan->dp_shard = static_cast<int>(dp / instances);
+  return Status::Ok();
+}
+
 Status ReadParallel(const Flags& f, const MegatronImportOptions& o, Plan* plan) {
   TRIDENT_ASSIGN_OR_RETURN(int64_t tp, f.Int("--tensor-model-parallel-size", 1));
   TRIDENT_ASSIGN_OR_RETURN(int64_t pp, f.Int("--pipeline-model-parallel-size", 1));
@@ -288,8 +371,7 @@ Status ReadParallel(const Flags& f, const MegatronImportOptions& o, Plan* plan) 
   }
   plan->micro_batch_size = static_cast<int>(mbs);
   plan->num_micro_batches = static_cast<int>(plan->global_batch / mbs);
-  plan->dp_sharding =
-      f.Has("--use-distributed-optimizer") ? DpSharding::kOptimizer : DpSharding::kNone;
+  TRIDENT_RETURN_IF_ERROR(ReadSharding(f, dp, pp, plan));
   // Megatron-LM turns sequence parallelism off by itself when tp is 1.
   plan->sequence_parallel = f.Has("--sequence-parallel") && tp > 1;
   TRIDENT_ASSIGN_OR_RETURN(std::vector<int> blocks,

@@ -7,7 +7,9 @@
 // parentheses separate words), plain variables assigned in it are substituted
 // (GPUS_PER_NODE=8 ... $GPUS_PER_NODE), and every `--flag [value]` pair is read wherever it stands,
 // the last of a repeated flag winning as in argparse. Megatron-LM's flags of the plan (the list of
-// megatron_export.h), --vocab-size, and torchrun's --nnodes and --nproc-per-node are read; every
+// megatron_export.h: the sharding ones too, the distributed optimizer as optimizer sharding,
+// Megatron FSDP's strategy as its level, --num-distributed-optimizer-instances as hybrid shard
+// groups), --vocab-size, and torchrun's --nnodes and --nproc-per-node are read; every
 // other flag is listed as ignored, never dropped silently. Nothing a comment says is read.
 //
 // Megatron-LM takes the vocabulary from the tokenizer, so a configuration without --vocab-size

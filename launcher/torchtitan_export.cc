@@ -52,24 +52,32 @@ toml::table ModelTable(const Plan& plan, TorchtitanExport* out) {
   return toml::table{{"name", std::string(flavor->name)}, {"flavor", std::string(flavor->flavor)}};
 }
 
-// The mesh: DDP alone, or tensor and pipeline parallelism without data parallelism (torchtitan's
-// data parallelism beside them is FSDP).
+// Whether torchtitan applies FSDP: with data_parallel_shard_degree above 1 (a full-sharding plan)
+// or over the context-parallel ranks.
+bool AppliesFsdp(const Plan& plan) {
+  return plan.dp_sharding == DpSharding::kFull || plan.mesh.cp > 1;
+}
+
+// The mesh: FSDP (full sharding, hybrid too), DDP alone, or tensor and pipeline parallelism
+// with FSDP or without data parallelism (torchtitan refuses DDP beside them).
 void CheckMesh(const Plan& plan, TorchtitanExport* out) {
-  if (plan.dp_sharding != DpSharding::kNone) {
+  if (plan.dp_sharding == DpSharding::kOptimizer || plan.dp_sharding == DpSharding::kGradients) {
     Inexpressible(out, "dp_sharding",
-                  "torchtitan shards with FSDP (parameters, gradients and optimizer state) or "
-                  "not at all, never the optimizer state alone",
-                  "plan with --zero1 off");
+                  "torchtitan shards with FSDP (parameters, gradients and optimizer state: full) "
+                  "or not at all, never " +
+                      NameOf(DpShardingNames(), plan.dp_sharding) + " alone",
+                  "plan with dp_sharding full or none");
   }
   if (!UniformReplication(plan.stages)) {
     Inexpressible(out, "stages[].replicas",
                   "torchtitan replicates every pipeline stage alike; the plan's stages differ",
                   "plan without per-stage replication");
-  } else if (plan.mesh.dp > 1 && (plan.mesh.tp > 1 || plan.mesh.pp > 1)) {
+  } else if (plan.mesh.dp > 1 && (plan.mesh.tp > 1 || plan.mesh.pp > 1) &&
+             plan.dp_sharding == DpSharding::kNone) {
     Inexpressible(out, "mesh.dp",
-                  "torchtitan's data parallelism beside tensor or pipeline parallelism is FSDP, "
-                  "which shards what Trident plans replicated (DDP is refused beside them)",
-                  "plan with --fix dp=1, or with --fix tp=1 --fix pp=1");
+                  "torchtitan's data parallelism beside tensor or pipeline parallelism is FSDP "
+                  "(dp_sharding full); DDP, which keeps the replicas whole, is refused beside them",
+                  "plan with dp_sharding full, or with --fix dp=1, or with --fix tp=1 --fix pp=1");
   }
   if (plan.mesh.tp > 1 && !plan.sequence_parallel) {
     Inexpressible(out, "sequence_parallel",
@@ -81,11 +89,11 @@ void CheckMesh(const Plan& plan, TorchtitanExport* out) {
     Inexpressible(out, "dtype", "torchtitan trains in bfloat16 or float32, not fp16",
                   "plan with --dtype bf16");
   } else if (plan.dtype == DType::kBf16 && (plan.mesh.tp > 1 || plan.mesh.pp > 1) &&
-             plan.mesh.cp == 1) {
+             !AppliesFsdp(plan)) {
     Inexpressible(out, "dtype",
                   "torchtitan applies bf16 mixed precision through FSDP, or through autocast "
                   "without tensor or pipeline parallelism; this plan would train in fp32",
-                  "plan with --dtype fp32, or with --fix tp=1 --fix pp=1");
+                  "plan with --dtype fp32, dp_sharding full, or --fix tp=1 --fix pp=1");
   }
 }
 
@@ -122,11 +130,18 @@ toml::array SplitPoints(const Plan& plan, TorchtitanExport* out) {
 
 toml::table Parallelism(const Plan& plan, TorchtitanExport* out) {
   CheckMesh(plan, out);
-  toml::table p{{"data_parallel_replicate_degree", plan.mesh.dp},
-                {"data_parallel_shard_degree", 1},
+  // Full sharding is FSDP over shard groups of dp_shard replicas, HSDP's replicate degree the
+  // groups (torchtitan's mesh puts dp_replicate outside dp_shard: groups of consecutive
+  // replicas); under a pipeline "always" reshards after each micro-batch's forward, as
+  // Trident costs it (torchtitan's default keeps the parameters gathered there).
+  const bool full = plan.dp_sharding == DpSharding::kFull;
+  const int shard = !full ? 1 : plan.dp_shard > 0 ? plan.dp_shard : plan.mesh.dp;
+  toml::table p{{"data_parallel_replicate_degree", plan.mesh.dp / shard},
+                {"data_parallel_shard_degree", shard},
                 {"tensor_parallel_degree", plan.mesh.tp},
                 {"pipeline_parallel_degree", plan.mesh.pp},
                 {"context_parallel_degree", plan.mesh.cp}};
+  if (full && plan.mesh.pp > 1) p.insert("fsdp_reshard_after_forward", "always");
   if (plan.mesh.pp == 1) return p;
   CheckSchedule(plan, out);
   p.insert("pipeline_parallel_schedule", std::string(TorchtitanScheduleName(plan.schedule)));

@@ -11,8 +11,11 @@
 // Facts of that version the mapping follows (torchtitan/train.py, torchtitan/distributed/,
 // torchtitan/models/llama3/):
 // - data parallelism without sharding is DDP, which torchtitan refuses beside any other
-//   parallelism ("DDP has not supported > 1D parallelism"); with tensor or pipeline parallelism
-//   its data parallelism is FSDP, which shards parameters, gradients and optimizer state;
+//   parallelism ("DDP has not supported > 1D parallelism"); a data_parallel_shard_degree above 1
+//   is FSDP, which shards parameters, gradients and optimizer state (a full-sharding plan), and
+//   with a data_parallel_replicate_degree above 1 beside it HSDP (hybrid sharding: the mesh puts
+//   dp_replicate outside dp_shard, so a shard group is consecutive replicas); nothing shards
+//   the optimizer state or gradients alone;
 // - mixed precision (mixed_precision_param) applies through FSDP, or through autocast under DDP
 //   or on one device: with tensor or pipeline parallelism and no FSDP a job trains in fp32;
 // - local_batch_size is each data-parallel rank's batch, split into micro-batches of

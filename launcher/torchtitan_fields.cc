@@ -35,8 +35,9 @@ const std::map<std::string_view, std::string_view>& TorchtitanFieldMapping() {
       {"devices", "torchrun --nnodes (devices / devices_per_node) in the launch comment"},
       {"devices_per_node", "torchrun --nproc-per-node in the launch comment"},
       {"mesh.dp",
-       "parallelism.data_parallel_replicate_degree (DDP, without tensor or pipeline "
-       "parallelism only), data_parallel_shard_degree 1"},
+       "parallelism.data_parallel_replicate_degree × data_parallel_shard_degree: without "
+       "sharding the replicate degree (DDP, without tensor or pipeline parallelism only) and "
+       "shard degree 1; with full sharding see dp_shard"},
       {"mesh.pp", "parallelism.pipeline_parallel_degree"},
       {"mesh.tp", "parallelism.tensor_parallel_degree (always with sequence parallelism)"},
       {"mesh.cp",
@@ -51,13 +52,20 @@ const std::map<std::string_view, std::string_view>& TorchtitanFieldMapping() {
       {"global_batch", "training.global_batch_size"},
       {"seq_len", "training.seq_len"},
       {"dtype",
-       "training.mixed_precision_param bfloat16 or float32; bf16 only under context "
-       "parallelism (FSDP) or without tensor and pipeline parallelism, fp16 never"},
+       "training.mixed_precision_param bfloat16 or float32; bf16 only under FSDP (full "
+       "sharding or context parallelism) or without tensor and pipeline parallelism, fp16 "
+       "never"},
       {"schedule",
        "parallelism.pipeline_parallel_schedule GPipe, 1F1B or Interleaved1F1B; zb_h1, "
        "pipedream and naive cannot be said (any synchronous one without a pipeline)"},
-      {"dp_sharding", "cannot be said: torchtitan shards with FSDP or not at all"},
-      {"dp_shard", "mesh.dp only"},
+      {"dp_sharding",
+       "full: FSDP, parallelism.data_parallel_shard_degree above 1 (with "
+       "fsdp_reshard_after_forward always under a pipeline); none: shard degree 1; optimizer "
+       "and gradients cannot be said (torchtitan shards all or nothing)"},
+      {"dp_shard",
+       "with full sharding, parallelism.data_parallel_shard_degree dp_shard and "
+       "data_parallel_replicate_degree mesh.dp / dp_shard (HSDP); shard degree mesh.dp and "
+       "replicate degree 1 without hybrid sharding"},
       {"sequence_parallel",
        "implied: torchtitan's tensor parallelism always shards the norms along the sequence; "
        "tp without it cannot be said"},
@@ -99,6 +107,7 @@ const std::vector<std::string_view>& TorchtitanKeys() {
       "training.mixed_precision_param",
       "parallelism.data_parallel_replicate_degree",
       "parallelism.data_parallel_shard_degree",
+      "parallelism.fsdp_reshard_after_forward",
       "parallelism.tensor_parallel_degree",
       "parallelism.pipeline_parallel_degree",
       "parallelism.pipeline_parallel_split_points",

@@ -194,20 +194,22 @@ Status ReadMesh(const JobKeys& k, Plan* plan) {
   }
   if (ep > 1)
     return k.Error("parallelism.expert_parallel_degree", "Trident plans no experts; set 1");
-  if (shard > 1) {
-    return k.Error("parallelism.data_parallel_shard_degree",
-                   Str(shard) +
-                       " shards parameters, gradients and optimizer state (FSDP), "
-                       "which Trident does not plan yet; set 1 for replicated data "
-                       "parallelism");
-  }
-  if (replicate > 1 && (tp > 1 || pp > 1)) {
+  if (replicate > 1 && shard == 1 && (tp > 1 || pp > 1)) {
     return k.Error("parallelism.data_parallel_replicate_degree",
                    "torchtitan refuses DDP beside tensor or pipeline parallelism (\"DDP has not "
                    "supported > 1D parallelism\")");
   }
-  plan->mesh = {static_cast<int>(replicate), static_cast<int>(pp), static_cast<int>(tp),
+  TRIDENT_ASSIGN_OR_RETURN(std::string reshard,
+                           k.Text("parallelism.fsdp_reshard_after_forward", "default"));
+  if (reshard != "default" && reshard != "always" && reshard != "never") {
+    return k.Error("parallelism.fsdp_reshard_after_forward",
+                   reshard + ": default, always or never");
+  }
+  plan->mesh = {static_cast<int>(replicate * shard), static_cast<int>(pp), static_cast<int>(tp),
                 static_cast<int>(cp)};
+  // FSDP over shard groups of `shard` replicas, replicated `replicate` times (HSDP).
+  plan->dp_sharding = shard > 1 ? DpSharding::kFull : DpSharding::kNone;
+  plan->dp_shard = shard > 1 && replicate > 1 ? static_cast<int>(shard) : 0;
   plan->sequence_parallel = tp > 1;  // torchtitan's tensor parallelism always is
   return Status::Ok();
 }
@@ -250,9 +252,10 @@ Status ReadTraining(const JobKeys& k, Plan* plan) {
                            k.Text("training.mixed_precision_param", "bfloat16"));
   if (precision != "bfloat16" && precision != "float32")
     return k.Error("training.mixed_precision_param", precision + ": bfloat16 or float32");
-  // Mixed precision reaches the model through FSDP (applied under context parallelism) or,
-  // without tp and pp, autocast.
-  const bool applied = (plan->mesh.tp == 1 && plan->mesh.pp == 1) || plan->mesh.cp > 1;
+  // Mixed precision reaches the model through FSDP (applied with a shard degree above 1 or
+  // under context parallelism) or, without tp and pp, autocast.
+  const bool applied = (plan->mesh.tp == 1 && plan->mesh.pp == 1) || plan->mesh.cp > 1 ||
+                       plan->dp_sharding == DpSharding::kFull;
   plan->dtype = precision == "bfloat16" && applied ? DType::kBf16 : DType::kFp32;
   plan->model.dtype = plan->dtype;
   plan->model.max_seq_len = plan->seq_len;  // torchtitan's update_from_config

@@ -7,7 +7,10 @@
 // data_parallel_shard_degree -1: the ranks left, activation_checkpoint.mode selective), split
 // points are generated as torchtitan generates them when none are given, and every other key
 // of the file is listed as ignored. Comments are never read. The world size is not in a job
-// file (torchrun's), so it comes with the options.
+// file (torchrun's), so it comes with the options. A shard degree above 1 (the default's ranks
+// left included) reads as full sharding over the data-parallel replicas, and a replicate degree
+// beside it as hybrid sharding (dp_shard the shard degree); fsdp_reshard_after_forward is
+// checked but does not change the plan.
 #pragma once
 
 #include <string>
@@ -32,7 +35,8 @@ struct TorchtitanImport {
 
 // InvalidArgument naming `file` and the key (TOML that does not parse, with its line and
 // column; a value of the wrong type; degrees that do not multiply to the world size; a flavor
-// Trident does not know; a choice Trident has no plan for, such as FSDP); the plan passes
+// Trident does not know; a choice Trident has no plan for, such as DDP beside a pipeline); the
+// plan passes
 // Plan::Check.
 StatusOr<TorchtitanImport> ImportTorchtitan(std::string_view text, const std::string& file,
                                             const TorchtitanImportOptions& options);

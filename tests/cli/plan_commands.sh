@@ -133,12 +133,81 @@ run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --dev
 run "$bin" export "$WORK/tt-dp.yaml" --to torchtitan -o "$WORK/tt-dp.toml"
 expect_rc 1 && expect_in err "mesh.dp: torchtitan's data parallelism beside tensor or pipeline" &&
   [[ ! -e $WORK/tt-dp.toml ]]
-verdict "export --to torchtitan refuses data parallelism beside a pipeline and writes nothing"
+verdict "export --to torchtitan refuses unsharded data parallelism beside a pipeline and writes nothing"
 
 printf '[model]\nflavor = "8B"\n[parallelism\n' >"$WORK/bad.toml"
 run "$bin" import torchtitan "$WORK/bad.toml" -o "$WORK/bad.yaml" --cluster "$h100" --devices 8
 expect_rc 1 && expect_in err "$WORK/bad.toml:3:" && [[ ! -e $WORK/bad.yaml ]]
 verdict "import torchtitan of a file that is not TOML names the line and writes nothing"
+
+# Sharding levels: a plan edited to a level exports and imports back to the same simulated step
+# (simulate both: the edit keeps the file's prediction of the unsharded plan).
+run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 32 \
+  --global-batch 32 --seq 2048 --fix tp=4,pp=2,cp=1 --schedule 1f1b --recompute none,full \
+  -o "$WORK/shard.yaml"
+run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 32 \
+  --global-batch 32 --seq 2048 --fix tp=4,pp=1,cp=1 --recompute none,full \
+  --sequence-parallel off -o "$WORK/shard-flat.yaml"
+# `sharded BASE LEVEL DP_SHARD OUT`: the plan BASE at that level and hybrid group size.
+sharded() {
+  sed -e "s/^dp_sharding: .*/dp_sharding: $2/" -e "s/^dp_shard: .*/dp_shard: $3/" "$1" >"$4"
+}
+# `same_step A B`: simulate predicts the same step time for both plans.
+same_step() {
+  run "$bin" simulate "$1" --cluster "$h100" --json && expect_rc 0 || return 1
+  local want
+  want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_time_ms"])' \
+    "$WORK/out")
+  run "$bin" simulate "$2" --cluster "$h100" --json && expect_rc 0 &&
+    expect_json "abs(d['step_time_ms'] - float(args[0])) <= 1e-6 * d['step_time_ms']" "$want"
+}
+
+sharded "$WORK/shard.yaml" full 2 "$WORK/m-full.yaml"
+run "$bin" export "$WORK/m-full.yaml" --to megatron -o "$WORK/m-full.sh"
+expect_rc 0 && grep -qx "  --use-megatron-fsdp" "$WORK/m-full.sh" &&
+  grep -qx "  --data-parallel-sharding-strategy optim_grads_params" "$WORK/m-full.sh" &&
+  grep -qx "  --num-distributed-optimizer-instances 2" "$WORK/m-full.sh" &&
+  run "$bin" import megatron "$WORK/m-full.sh" -o "$WORK/m-full-back.yaml" --cluster "$h100" \
+    --vocab-size 128256 --name llama3-8b && expect_rc 0 &&
+  grep -qx "dp_sharding: full" "$WORK/m-full-back.yaml" &&
+  grep -qx "dp_shard: 2" "$WORK/m-full-back.yaml" &&
+  same_step "$WORK/m-full.yaml" "$WORK/m-full-back.yaml"
+verdict "export --to megatron writes hybrid full sharding as Megatron FSDP and import reads it back"
+
+sharded "$WORK/shard.yaml" full 2 "$WORK/tt-full.yaml"
+run "$bin" export "$WORK/tt-full.yaml" --to torchtitan -o "$WORK/tt-full.toml"
+expect_rc 0 && python3 -c 'import tomllib,sys; p=tomllib.load(open(sys.argv[1],"rb"))["parallelism"]
+assert (p["data_parallel_shard_degree"], p["data_parallel_replicate_degree"]) == (2, 2), p' \
+  "$WORK/tt-full.toml" &&
+  run "$bin" import torchtitan "$WORK/tt-full.toml" -o "$WORK/tt-full-back.yaml" \
+    --cluster "$h100" --devices 32 && expect_rc 0 &&
+  grep -qx "dp_sharding: full" "$WORK/tt-full-back.yaml" &&
+  grep -qx "dp_shard: 2" "$WORK/tt-full-back.yaml" &&
+  same_step "$WORK/tt-full.yaml" "$WORK/tt-full-back.yaml"
+verdict "export --to torchtitan writes full sharding beside tp and pp as HSDP and import reads it back"
+
+sharded "$WORK/shard.yaml" gradients 4 "$WORK/tt-grads.yaml"
+run "$bin" export "$WORK/tt-grads.yaml" --to torchtitan -o "$WORK/tt-grads.toml"
+expect_rc 1 && expect_in err "dp_sharding: torchtitan shards with FSDP" &&
+  [[ ! -e $WORK/tt-grads.toml ]]
+verdict "export --to torchtitan refuses sharding the gradients alone and writes nothing"
+
+sharded "$WORK/shard-flat.yaml" full 0 "$WORK/ds-full.yaml"
+run "$bin" export "$WORK/ds-full.yaml" --to deepspeed -o "$WORK/ds-full"
+expect_rc 0 &&
+  python3 -c 'import json,sys; z=json.load(open(sys.argv[1]))["zero_optimization"]; assert z == {"stage": 3}, z' \
+    "$WORK/ds-full/ds_config.json" && grep -q "not a PipelineModule" "$WORK/ds-full/launch.sh" &&
+  run "$bin" import deepspeed "$WORK/ds-full/ds_config.json" -o "$WORK/ds-full-back.yaml" \
+    --cluster "$h100" --devices 32 --model "$configs/models/llama3-8b.yaml" --seq 2048 \
+    --num-stages 1 && expect_rc 0 && grep -qx "dp_sharding: full" "$WORK/ds-full-back.yaml" &&
+  same_step "$WORK/ds-full.yaml" "$WORK/ds-full-back.yaml"
+verdict "export --to deepspeed writes full sharding as ZeRO stage 3 and import reads it back"
+
+sharded "$WORK/shard.yaml" gradients 4 "$WORK/ds-grads.yaml"
+run "$bin" export "$WORK/ds-grads.yaml" --to deepspeed -o "$WORK/ds-grads"
+expect_rc 1 && expect_in err "dp_sharding: DeepSpeed's pipeline engine refuses ZeRO stage 2" &&
+  [[ ! -e $WORK/ds-grads ]]
+verdict "export --to deepspeed refuses ZeRO stage 2 with a pipeline, naming the field"
 
 run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --devices 8 \
   --global-batch 64 --seq 2048 -o "$WORK/none.yaml"

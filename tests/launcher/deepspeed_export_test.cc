@@ -25,6 +25,7 @@ using ::testing::HasSubstr;
 using testing::KeyPaths;
 using testing::Llama;
 using testing::MakePlan;
+using testing::Sharded;
 using testing::WithContextParallel;
 
 std::vector<std::string> Inexpressible(const Plan& plan) {
@@ -85,7 +86,34 @@ TEST(DeepSpeedExportTest, TensorParallelismIsAutoTpWithoutAPipeline) {
   EXPECT_EQ(out.ds_config["pipeline"]["activation_checkpoint_interval"], 0);
 }
 
+// zero_optimization.stage is the level; MiCS's mics_shard_size the hybrid groups of stage 3;
+// without a pipeline the training script gives DeepSpeed the model itself.
+TEST(DeepSpeedExportTest, ShardingLevelsAreZeroStagesAndHybridIsMics) {
+  const Plan base = MakePlan(Llama(32), 1, 8, {32});
+  const std::vector<DpSharding> levels = {DpSharding::kNone, DpSharding::kOptimizer,
+                                          DpSharding::kGradients, DpSharding::kFull};
+  for (size_t stage = 0; stage < levels.size(); ++stage) {
+    const DeepSpeedExport out = ExportDeepSpeed(Sharded(base, levels[stage]), "p.yaml");
+    EXPECT_TRUE(out.inexpressible.empty()) << stage;
+    EXPECT_EQ(out.ds_config["zero_optimization"], nlohmann::json({{"stage", stage}}));
+    EXPECT_EQ(out.launch.find("not a PipelineModule") != std::string::npos, stage >= 2) << stage;
+  }
+  const DeepSpeedExport mics = ExportDeepSpeed(Sharded(base, DpSharding::kFull, 4), "p.yaml");
+  EXPECT_TRUE(mics.inexpressible.empty());
+  EXPECT_EQ(mics.ds_config["zero_optimization"],
+            nlohmann::json::parse(R"({"stage": 3, "mics_shard_size": 4})"));
+  EXPECT_THAT(mics.launch, HasSubstr("deepspeed.zero.MiCS_Init"));
+}
+
 TEST(DeepSpeedExportTest, ChoicesDeepSpeedCannotExpressNameTheirField) {
+  EXPECT_THAT(Inexpressible(Sharded(MakePlan(Gpt(8), 1, 2, {4, 4}), DpSharding::kGradients)),
+              ElementsAre("dp_sharding"));
+  EXPECT_THAT(Inexpressible(Sharded(MakePlan(Gpt(8), 1, 2, {4, 4}), DpSharding::kFull)),
+              ElementsAre("dp_sharding"));
+  EXPECT_THAT(Inexpressible(Sharded(MakePlan(Gpt(8), 1, 8, {8}), DpSharding::kOptimizer, 4)),
+              ElementsAre("dp_shard"));
+  EXPECT_THAT(Inexpressible(Sharded(MakePlan(Gpt(8), 2, 4, {8}), DpSharding::kFull, 2)),
+              ElementsAre("dp_shard"));
   EXPECT_THAT(Inexpressible(MakePlan(Gpt(8), 2, 1, {4, 4})), ElementsAre("mesh.tp"));
   Plan sequence_parallel = MakePlan(Gpt(8), 2, 1, {8});
   sequence_parallel.sequence_parallel = true;

@@ -20,6 +20,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::Llama;
 using testing::MakePlan;
+using testing::Sharded;
 
 // deepspeed/runtime/utils.py's examples, and partition_balanced re-run on small weights.
 TEST(DeepSpeedImportTest, PartitionsAsDeepSpeed) {
@@ -47,7 +48,12 @@ TEST(DeepSpeedImportTest, RoundTrips) {
   zero1.dp_sharding = DpSharding::kOptimizer;
   Plan full = MakePlan(Llama(32), 1, 4, {16, 16});
   for (PlanStage& s : full.stages) s.recompute = RecomputeMode::kFull;
-  for (const Plan& plan : {zero1, full, MakePlan(Llama(32), 4, 2, {32})}) {
+  const Plan flat = MakePlan(Llama(32), 1, 8, {32});
+  for (const Plan& plan :
+       {zero1, full, MakePlan(Llama(32), 4, 2, {32}), Sharded(flat, DpSharding::kOptimizer),
+        Sharded(flat, DpSharding::kGradients), Sharded(flat, DpSharding::kFull),
+        Sharded(flat, DpSharding::kFull, 4), Sharded(flat, DpSharding::kFull, 2),
+        Sharded(MakePlan(Llama(32), 4, 2, {32}), DpSharding::kFull)}) {
     const DeepSpeedExport out = ExportDeepSpeed(plan, "p.yaml");
     ASSERT_TRUE(out.inexpressible.empty());
     StatusOr<DeepSpeedImport> back =
@@ -58,6 +64,19 @@ TEST(DeepSpeedImportTest, RoundTrips) {
   }
 }
 
+// Llama 3 8B on 64 H100s in 8 nodes, sequence 8192, `num_stages` uniform stages.
+DeepSpeedImportOptions OnH100s(int num_stages) {
+  DeepSpeedImportOptions o;
+  o.model = Llama(32);
+  o.cluster = "dgx-h100";
+  o.devices = 64;
+  o.devices_per_node = 8;
+  o.seq_len = 8192;
+  o.num_stages = num_stages;
+  o.partition_method = "uniform";
+  return o;
+}
+
 // DeepSpeed's documented style: two batch keys of three, an optimizer, a scheduler and logging
 // keys (listed as ignored), the pipeline section; stages cut by parameters as PipelineModule's
 // default does.
@@ -65,15 +84,7 @@ TEST(DeepSpeedImportTest, HandWrittenConfig) {
   StatusOr<std::string> text =
       ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-deepspeed-hand.json");
   ASSERT_TRUE(text.ok()) << text.status().ToString();
-  DeepSpeedImportOptions o;
-  o.model = Llama(32);
-  o.cluster = "dgx-h100";
-  o.devices = 64;
-  o.devices_per_node = 8;
-  o.seq_len = 8192;
-  o.num_stages = 4;
-  o.partition_method = "uniform";
-  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", o);
+  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", OnH100s(4));
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   const Plan& plan = imported->plan;
   EXPECT_EQ(plan.mesh, (Mesh{16, 4, 1}));
@@ -88,6 +99,28 @@ TEST(DeepSpeedImportTest, HandWrittenConfig) {
   EXPECT_THAT(imported->ignored, ElementsAre("gradient_clipping", "optimizer.params",
                                              "optimizer.type", "scheduler.params", "scheduler.type",
                                              "steps_per_print", "wall_clock_breakdown"));
+}
+
+// DeepSpeed's ZeRO-3 style with MiCS: stage 3 sharded over groups of 8 ranks (a node),
+// replicated across the 8 nodes; its tuning keys listed as ignored.
+TEST(DeepSpeedImportTest, HandWrittenZero3MicsConfig) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-deepspeed-zero3-hand.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", OnH100s(1));
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const Plan& plan = imported->plan;
+  EXPECT_EQ(plan.mesh, (Mesh{64, 1, 1}));
+  EXPECT_EQ(plan.dp_sharding, DpSharding::kFull);
+  EXPECT_EQ(plan.dp_shard, 8);
+  EXPECT_EQ(plan.num_micro_batches, 256);  // 512 / 2: gas 4 on each of 64 replicas
+  EXPECT_THAT(imported->ignored,
+              ElementsAre("gradient_clipping", "optimizer.params", "optimizer.type",
+                          "steps_per_print", "zero_optimization.contiguous_gradients",
+                          "zero_optimization.mics_hierarchical_params_gather",
+                          "zero_optimization.overlap_comm", "zero_optimization.reduce_bucket_size",
+                          "zero_optimization.stage3_param_persistence_threshold",
+                          "zero_optimization.stage3_prefetch_bucket_size"));
 }
 
 // A 4-block Llama in 2 stages on `devices` ranks of one node, sequence 128.
@@ -115,7 +148,21 @@ TEST(DeepSpeedImportTest, BadConfigsNameTheKey) {
                         "gradient_accumulation_steps": 2})"),
               HasSubstr("10 is not train_micro_batch_size_per_gpu 1"));
   EXPECT_THAT(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 2}})"),
-              HasSubstr("pipeline engine refuses it too"));
+              HasSubstr("zero_optimization.stage: 2 with a pipeline of 2 stages: DeepSpeed's "
+                        "pipeline engine refuses ZeRO stages 2 and 3"));
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 4}})"),
+              HasSubstr("zero_optimization.stage: 4: 0 to 3"));
+  o.num_stages = 1;
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 2,
+                        "mics_shard_size": 2}})"),
+              HasSubstr("zero_optimization.mics_shard_size: MiCS shards parameters: stage 3"));
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 3,
+                        "mics_shard_size": 3}})"),
+              HasSubstr("3 does not divide the data-parallel size 8"));
+  EXPECT_THAT(error(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2},
+                        "zero_optimization": {"stage": 3, "mics_shard_size": 2}})"),
+              HasSubstr("with tensor_parallel.autotp_size 2 are not data-parallel replicas"));
+  o.num_stages = 2;
   EXPECT_THAT(error(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 3}})"),
               HasSubstr("does not divide the world size 8"));
   EXPECT_THAT(

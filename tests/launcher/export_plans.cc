@@ -61,6 +61,13 @@ Plan WithContextParallel(Plan plan, int cp) {
   return plan;
 }
 
+Plan Sharded(Plan plan, DpSharding level, int dp_shard) {
+  plan.dp_sharding = level;
+  plan.dp_shard = dp_shard;
+  EXPECT_FALSE(plan.Check().has_value()) << FormatFieldError(*plan.Check());
+  return plan;
+}
+
 std::vector<std::string> KeyPaths(const std::vector<FieldError>& errors) {
   std::vector<std::string> paths;
   for (const FieldError& e : errors) paths.push_back(e.key_path);

@@ -26,6 +26,10 @@ Plan MakePlan(const ModelSpec& model, int tp, int dp, std::vector<int> blocks, i
 // `plan` with each replica a cp group of its tp groups: cp times the devices.
 Plan WithContextParallel(Plan plan, int cp);
 
+// `plan` sharded at `level` over shard groups of `dp_shard` replicas (0: all of them).
+// Expects (gtest) that it passes Plan::Check.
+Plan Sharded(Plan plan, DpSharding level, int dp_shard = 0);
+
 // The key paths of an export's inexpressible choices, in order.
 std::vector<std::string> KeyPaths(const std::vector<FieldError>& errors);
 

@@ -23,6 +23,7 @@ using testing::Gpt;
 using testing::KeyPaths;
 using testing::Llama;
 using testing::MakePlan;
+using testing::Sharded;
 using testing::WithContextParallel;
 
 using ::testing::ElementsAre;
@@ -97,6 +98,42 @@ TEST(MegatronExportTest, LlamaWithGqaRopeRecomputeAndZero1) {
   EXPECT_EQ(ValueOf(out.parallel_args, "--decoder-first-pipeline-num-layers"), "");
 }
 
+// The distributed optimizer for optimizer state alone, Megatron FSDP (with the checkpoint format
+// it requires) for gradients and full; hybrid groups as distributed-optimizer instances.
+TEST(MegatronExportTest, ShardingLevelsAreTheDistributedOptimizerOrMegatronFsdp) {
+  const Plan base = MakePlan(Llama(32), 2, 8, {16, 16});
+  auto sharding_args = [](const Plan& plan) {
+    const std::vector<std::string> args = ExportMegatron(plan).parallel_args;
+    std::vector<std::string> out;
+    for (const char* flag :
+         {"--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
+          "--use-distributed-optimizer", "--num-distributed-optimizer-instances"}) {
+      auto it = std::find(args.begin(), args.end(), flag);
+      if (it == args.end()) continue;
+      out.push_back(*it);
+      if (it + 1 != args.end() && it[1].rfind("--", 0) != 0) out.push_back(it[1]);
+    }
+    return out;
+  };
+  EXPECT_THAT(sharding_args(base), ElementsAre());
+  EXPECT_THAT(sharding_args(Sharded(base, DpSharding::kOptimizer)),
+              ElementsAre("--use-distributed-optimizer"));
+  EXPECT_THAT(
+      sharding_args(Sharded(base, DpSharding::kOptimizer, 2)),
+      ElementsAre("--use-distributed-optimizer", "--num-distributed-optimizer-instances", "4"));
+  EXPECT_THAT(sharding_args(Sharded(base, DpSharding::kGradients)),
+              ElementsAre("--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads",
+                          "--ckpt-format", "fsdp_dtensor", "--use-distributed-optimizer"));
+  EXPECT_THAT(
+      sharding_args(Sharded(base, DpSharding::kFull, 4)),
+      ElementsAre("--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
+                  "--ckpt-format", "fsdp_dtensor", "--use-distributed-optimizer",
+                  "--num-distributed-optimizer-instances", "2"));
+  const Plan full = Sharded(base, DpSharding::kFull);
+  EXPECT_THAT(MegatronScript(full, ExportMegatron(full), "p.yaml"),
+              ::testing::HasSubstr("leave CUDA_DEVICE_MAX_CONNECTIONS unset"));
+}
+
 TEST(MegatronExportTest, StageCutsInMegatronsThreeWays) {
   const MegatronExport ends = ExportMegatron(MakePlan(Gpt(12), 1, 1, {3, 4, 4, 1}));
   EXPECT_EQ(ValueOf(ends.parallel_args, "--decoder-first-pipeline-num-layers"), "3");
@@ -122,8 +159,9 @@ TEST(MegatronExportTest, EveryWrittenFlagIsOneOfThePinnedVersions) {
   Plan llama = MakePlan(Llama(32), 8, 2, {8, 8, 8, 8});
   llama.dp_sharding = DpSharding::kOptimizer;
   for (const Plan& plan :
-       {MakePlan(Gpt(24), 2, 4, {24}), llama, MakePlan(Gpt(12), 1, 1, {3, 4, 4, 1}),
-        MakePlan(Gpt(12), 1, 1, {2, 4, 3, 3}),
+       {MakePlan(Gpt(24), 2, 4, {24}), llama, Sharded(llama, DpSharding::kFull),
+        Sharded(MakePlan(Gpt(24), 1, 8, {24}), DpSharding::kGradients, 4),
+        MakePlan(Gpt(12), 1, 1, {3, 4, 4, 1}), MakePlan(Gpt(12), 1, 1, {2, 4, 3, 3}),
         MakePlan(Gpt(8), 1, 1, {2, 2, 2, 2}, 2, ScheduleKind::kInterleaved1F1B)}) {
     const MegatronExport out = ExportMegatron(plan);
     EXPECT_THAT(Flags(out.model_args), IsSubsetOf(known));

@@ -23,6 +23,7 @@ using testing::Gpt;
 using ::testing::HasSubstr;
 using testing::Llama;
 using testing::MakePlan;
+using testing::Sharded;
 using testing::WithContextParallel;
 
 TEST(ShellWordsTest, SplitsAsAShellWould) {
@@ -76,6 +77,33 @@ TEST(MegatronImportTest, ExportedPlansComeBackTheSame) {
   Plan context_sp = WithContextParallel(MakePlan(Llama(32), 2, 1, {32}), 2);
   context_sp.sequence_parallel = true;
   ExpectRoundTrip(context_sp);
+}
+
+// Each sharding level, whole and hybrid (--num-distributed-optimizer-instances), with tp,
+// pp and cp.
+TEST(MegatronImportTest, EveryShardingLevelComesBackTheSame) {
+  for (DpSharding level : {DpSharding::kOptimizer, DpSharding::kGradients, DpSharding::kFull}) {
+    ExpectRoundTrip(Sharded(MakePlan(Llama(32), 1, 8, {32}), level));
+    ExpectRoundTrip(Sharded(MakePlan(Llama(32), 2, 8, {16, 16}), level, 4));
+    ExpectRoundTrip(Sharded(WithContextParallel(MakePlan(Llama(32), 2, 4, {32}), 2), level, 2));
+  }
+}
+
+// PyTorch's FSDP2 under Megatron-LM (pp 1): full sharding, or gradients without resharding
+// after the forward.
+TEST(MegatronImportTest, ReadsTorchFsdp2AsFullOrGradientSharding) {
+  const std::string args =
+      "torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py --num-layers 8 --hidden-size 2048 "
+      "--num-attention-heads 16 --seq-length 2048 --tensor-model-parallel-size 2 "
+      "--micro-batch-size 1 --vocab-size 50257 --use-torch-fsdp2";
+  StatusOr<MegatronImport> full = ImportMegatron(args, "args.txt", {});
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->plan.mesh, (Mesh{8, 1, 2}));
+  EXPECT_EQ(full->plan.dp_sharding, DpSharding::kFull);
+  StatusOr<MegatronImport> zero2 =
+      ImportMegatron(args + " --torch-fsdp2-no-reshard-after-forward", "args.txt", {});
+  ASSERT_TRUE(zero2.ok()) << zero2.status().ToString();
+  EXPECT_EQ(zero2->plan.dp_sharding, DpSharding::kGradients);
 }
 
 MegatronImportOptions WithVocab() {
@@ -157,6 +185,28 @@ TEST(MegatronImportTest, ReadsAHandWrittenScript) {
   EXPECT_THAT(in->ignored, ElementsAre("--train-iters", "--lr", "--data-path", "--tokenizer-type"));
 }
 
+// Megatron-LM's Megatron-FSDP user guide style: FSDP's flags, the hybrid instances, and the
+// performance flags that are not part of a plan listed.
+TEST(MegatronImportTest, ReadsAHandWrittenMegatronFsdpScript) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-70b-megatron-fsdp-hand.sh");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  MegatronImportOptions options = WithVocab();
+  options.vocab_size = 128256;
+  StatusOr<MegatronImport> in = ImportMegatron(*text, "fsdp.sh", options);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  const Plan& p = in->plan;
+  EXPECT_EQ(p.mesh, (Mesh{16, 1, 4}));
+  EXPECT_EQ(p.dp_sharding, DpSharding::kFull);
+  EXPECT_EQ(p.dp_shard, 8);
+  EXPECT_TRUE(p.sequence_parallel);
+  EXPECT_EQ(p.stages[0].recompute, RecomputeMode::kFull);
+  EXPECT_THAT(in->ignored, ElementsAre("--train-iters", "--lr", "--calculate-per-token-loss",
+                                       "--grad-reduce-in-bf16", "--no-gradient-accumulation-fusion",
+                                       "--init-model-with-meta-device", "--fsdp-double-buffer",
+                                       "--data-path", "--tokenizer-type"));
+}
+
 TEST(MegatronImportTest, TheOptionsGiveTheWorldWhenTorchrunsFlagsDoNot) {
   std::string args = kArgs;
   args.replace(args.find("--nproc-per-node 8"), 18, "--nproc-per-node gpu");
@@ -188,6 +238,24 @@ TEST(MegatronImportTest, BadConfigurationsNameTheFlag) {
       {" --num-layers 9", "9 transformer layers do not split evenly over 2 stages"},
       {" --recompute-granularity full --recompute-num-layers 2", "Trident recomputes none"},
       {" --micro-batch-size", "--micro-batch-size: needs a value"},
+      {" --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads",
+       "--ckpt-format: Megatron-LM requires fsdp_dtensor with --use-megatron-fsdp"},
+      {" --use-megatron-fsdp --ckpt-format fsdp_dtensor --data-parallel-sharding-strategy zero3",
+       "zero3 is not one of no_shard, optim, optim_grads, optim_grads_params"},
+      {" --data-parallel-sharding-strategy optim_grads_params",
+       "takes effect only with --use-megatron-fsdp"},
+      {" --use-torch-fsdp2", "--use-torch-fsdp2: Megatron-LM refuses it with pipeline"},
+      {" --use-torch-fsdp2 --use-distributed-optimizer",
+       "--use-torch-fsdp2: contradicts --use-distributed-optimizer"},
+      {" --use-distributed-optimizer --num-distributed-optimizer-instances 3",
+       "--num-distributed-optimizer-instances: 3 does not divide the data-parallel size 4"},
+      {" --num-distributed-optimizer-instances 2", "copies of a state nothing shards"},
+      {" --use-distributed-optimizer --num-distributed-optimizer-instances 4",
+       "leaves each shard group one data-parallel replica"},
+      {" --use-megatron-fsdp --ckpt-format fsdp_dtensor --data-parallel-sharding-strategy "
+       "optim_grads_params --num-distributed-optimizer-instances 2 --outer-dp-sharding-strategy "
+       "optim",
+       "--outer-dp-sharding-strategy: optim shards the optimizer state across the shard groups"},
   };
   for (const Case& c : cases) {
     StatusOr<MegatronImport> in =

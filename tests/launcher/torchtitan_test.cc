@@ -30,6 +30,7 @@ using ::testing::HasSubstr;
 using testing::KeyPaths;
 using testing::Llama;
 using testing::MakePlan;
+using testing::Sharded;
 using testing::WithContextParallel;
 
 std::vector<std::string> Inexpressible(const Plan& plan) {
@@ -129,6 +130,18 @@ TEST(TorchtitanExportTest, RoundTripsEveryRunnableChoice) {
   Plan full = Runnable(1, 2, {32});
   for (PlanStage& s : full.stages) s.recompute = RecomputeMode::kFull;
   plans.push_back(full);
+  // FSDP and HSDP, alone and beside tp and pp, in bf16 (applied through FSDP).
+  auto fsdp = [](int tp, int dp, std::vector<int> blocks, int dp_shard) {
+    Plan plan = MakePlan(Llama(32), tp, dp, std::move(blocks));
+    plan.sequence_parallel = tp > 1;
+    return Sharded(plan, DpSharding::kFull, dp_shard);
+  };
+  plans.push_back(fsdp(1, 8, {32}, 0));
+  plans.push_back(fsdp(1, 8, {32}, 4));
+  plans.push_back(fsdp(2, 4, {32}, 0));
+  plans.push_back(fsdp(1, 2, {16, 16}, 0));
+  plans.push_back(fsdp(2, 4, {9, 8, 8, 7}, 2));
+  plans.push_back(Sharded(WithContextParallel(fsdp(2, 4, {32}, 0), 2), DpSharding::kFull, 2));
   for (const Plan& plan : plans) {
     const TorchtitanExport out = ExportTorchtitan(plan, "p.yaml");
     ASSERT_TRUE(out.inexpressible.empty()) << FormatFieldError(out.inexpressible.front());
@@ -144,6 +157,8 @@ TEST(TorchtitanExportTest, ChoicesTorchtitanCannotExpressNameTheirField) {
   Plan zero1 = Runnable(1, 2, {32});
   zero1.dp_sharding = DpSharding::kOptimizer;
   EXPECT_THAT(Inexpressible(zero1), ElementsAre("dp_sharding"));
+  EXPECT_THAT(Inexpressible(Sharded(Runnable(1, 2, {32}), DpSharding::kGradients)),
+              ElementsAre("dp_sharding"));
   EXPECT_THAT(Inexpressible(Runnable(2, 2, {32})), ElementsAre("mesh.dp"));
   Plan whole_norms = Runnable(2, 1, {32});
   whole_norms.sequence_parallel = false;
@@ -182,6 +197,33 @@ TEST(TorchtitanImportTest, GeneratesTorchtitansSplitPoints) {
   EXPECT_EQ(generated->plan.num_micro_batches, 8);  // local_batch_size 8 of micro-batches of 1
 }
 
+// torchtitan's default shard degree (-1, the ranks left) is FSDP over them; a replicate degree
+// beside a shard degree is HSDP, Trident's hybrid sharding, and FSDP applies bf16 beside tp.
+TEST(TorchtitanImportTest, ShardDegreesAreFullSharding) {
+  StatusOr<TorchtitanImport> fsdp =
+      Import("[model]\nflavor = \"8B\"\n[activation_checkpoint]\nmode = \"none\"", 8);
+  ASSERT_TRUE(fsdp.ok()) << fsdp.status().ToString();
+  EXPECT_EQ(fsdp->plan.mesh, (Mesh{8, 1, 1}));
+  EXPECT_EQ(fsdp->plan.dp_sharding, DpSharding::kFull);
+  EXPECT_EQ(fsdp->plan.dp_shard, 0);
+  StatusOr<TorchtitanImport> hsdp = Import(R"(
+      [model]
+      flavor = "8B"
+      [parallelism]
+      data_parallel_replicate_degree = 2
+      data_parallel_shard_degree = 4
+      tensor_parallel_degree = 2
+      [activation_checkpoint]
+      mode = "full")",
+                                           16);
+  ASSERT_TRUE(hsdp.ok()) << hsdp.status().ToString();
+  EXPECT_EQ(hsdp->plan.mesh, (Mesh{8, 1, 2}));
+  EXPECT_EQ(hsdp->plan.dp_sharding, DpSharding::kFull);
+  EXPECT_EQ(hsdp->plan.dp_shard, 4);
+  EXPECT_EQ(hsdp->plan.dtype, DType::kBf16);
+  EXPECT_TRUE(hsdp->plan.sequence_parallel);
+}
+
 TEST(TorchtitanImportTest, HandWrittenJobFile) {
   StatusOr<std::string> text =
       ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-70b-torchtitan-hand.toml");
@@ -204,6 +246,24 @@ TEST(TorchtitanImportTest, HandWrittenJobFile) {
                   "training.dataset", "training.max_norm", "training.steps"));
 }
 
+TEST(TorchtitanImportTest, HandWrittenHsdpJobFile) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-torchtitan-hsdp-hand.toml");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  StatusOr<TorchtitanImport> imported = Import(*text, 64);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const Plan& plan = imported->plan;
+  EXPECT_EQ(plan.mesh, (Mesh{64, 1, 1}));
+  EXPECT_EQ(plan.dp_sharding, DpSharding::kFull);
+  EXPECT_EQ(plan.dp_shard, 8);
+  EXPECT_EQ(plan.dtype, DType::kBf16);
+  EXPECT_EQ(plan.num_micro_batches, 512);
+  EXPECT_THAT(
+      imported->ignored,
+      ElementsAre("job.dump_folder", "model.tokenizer_path", "optimizer.lr", "optimizer.name",
+                  "training.compile", "training.dataset", "training.max_norm", "training.steps"));
+}
+
 TEST(TorchtitanImportTest, BadFilesNameTheKey) {
   auto error = [](const std::string& toml, int devices = 8) {
     StatusOr<TorchtitanImport> r = Import(toml, devices);
@@ -219,7 +279,10 @@ TEST(TorchtitanImportTest, BadFilesNameTheKey) {
               HasSubstr("is not the world size 8"));
   EXPECT_THAT(error("[model]\nflavor = \"13B\""), HasSubstr("model.flavor: llama3 13B"));
   EXPECT_THAT(error("[model]\nflavor = \"8B\""),
-              HasSubstr("data_parallel_shard_degree: 8 shards parameters"));
+              HasSubstr("activation_checkpoint.mode: selective"));
+  EXPECT_THAT(error("[model]\nflavor = \"8B\"\n[parallelism]\nfsdp_reshard_after_forward = "
+                    "\"sometimes\""),
+              HasSubstr("fsdp_reshard_after_forward: sometimes: default, always or never"));
   EXPECT_THAT(error("[model]\nflavor = \"8B\"\n[parallelism]\ndata_parallel_shard_degree = 1\n"
                     "data_parallel_replicate_degree = 4\ntensor_parallel_degree = 2"),
               HasSubstr("refuses DDP beside"));
