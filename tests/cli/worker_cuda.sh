@@ -6,8 +6,9 @@
 # cuBLAS and Eigen sum in different orders, and the GPU kernels fuse multiply-adds, so the two
 # runs drift apart by rounding, far less than any wrong formula would). One GPU: the
 # single-rank plan. Two or more: pp 2 (activations and gradients through NCCL), dp 2 (the
-# gradient all-reduce through NCCL, and with optimizer sharding its reduce-scatter and all-gather), tp 2 with sequence parallelism (NCCL all-gathers and
-# reduce-scatters inside the layers) and cp 2 against the one-process CPU run; four or more
+# gradient all-reduce through NCCL; with optimizer sharding its reduce-scatter and the
+# parameter all-gather), tp 2 with sequence parallelism (NCCL all-gathers and reduce-scatters
+# inside the layers) and cp 2 against the one-process CPU run; four or more
 # add cp 2 x tp 2 with sequence parallelism. Without a GPU, or in a
 # build without CUDA, it prints why and exits 77 (ctest: skipped).
 # shellcheck source=testlib.sh
