@@ -5,7 +5,7 @@
 # --dry-run of 2-node plans shows each host's ranks in rank-map order with every tp group on
 # one host; too few slots, a bad hostfile, a plan for another world size, hosts smaller than
 # the plan's nodes, a missing trident-worker and a plan the runtime would not carry out as
-# written (trident-worker --check: bf16, zero1, interleaved on cuda) or a --load checkpoint of
+# written (trident-worker --check: bf16, full sharding, interleaved on cuda) or a --load checkpoint of
 # another model each exit 1 with the message before anything starts; a pp 2 gpt-tiny plan launched on this machine trains to the single-process losses;
 # a worker failure comes back as the exit status; a --time-limit that is hit exits 124 and a
 # forwarded SIGTERM ends the job, neither leaving a rank behind; --slurm writes an sbatch
@@ -112,14 +112,15 @@ verdict "hosts smaller than the plan's nodes are refused with both fixes"
 
 # The plan contract: launch runs trident-worker --check PLAN (with the worker options) first,
 # and a plan whose fields the runtime would not carry out as written starts nothing.
-sed 's/^dtype: fp32$/dtype: bf16/; s/^schedule: 1f1b$/schedule: 1f1b\nzero1: true/' \
-  "$WORK/pp2.yaml" >"$WORK/bf16-zero1.yaml"
-run "$trident" launch "$WORK/bf16-zero1.yaml" -- --out "$WORK/never"
-refused "$WORK/bf16-zero1.yaml: the cpu runtime cannot run this plan as written:" &&
+sed 's/^dtype: fp32$/dtype: bf16/; s/^schedule: 1f1b$/schedule: 1f1b\ndp_sharding: full/' \
+  "$WORK/mesh8.yaml" >"$WORK/bf16-fsdp.yaml"
+run "$trident" launch "$WORK/bf16-fsdp.yaml" -- --out "$WORK/never"
+refused "$WORK/bf16-fsdp.yaml: the cpu runtime cannot run this plan as written:" &&
   expect_in err "  dtype: bf16 training is not implemented by the runtime" &&
-  expect_in err "  zero1: optimizer-state sharding (ZeRO-1) is not implemented" &&
-  expect_in err "hint: plan again with --zero1 off" && expect_in err "nothing was started"
-verdict "a bf16 zero1 plan is refused, naming both fields and their fixes, before mpirun"
+  expect_in err "  dp_sharding: full sharding is not implemented by the runtime" &&
+  expect_in err "hint: plan again with --dp-sharding none,optimizer" &&
+  expect_in err "nothing was started"
+verdict "a bf16 fully sharded plan is refused, naming both fields and their fixes, before mpirun"
 
 tiny_plan interleaved 2 2 1 2 1 2 2 4 interleaved_1f1b "$(launch_stage 0 2 1)
 $(launch_stage 2 1 1)
