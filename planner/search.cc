@@ -65,14 +65,16 @@ class DpCosts : public PartitionCosts {
   double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
                  int num_stages) const override {
     const int pp = num_stages / config_.v;
-    if (Memory(first, last, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
+    const PositionFootprint f = costs_.Footprint(first, last);
+    if (Memory(f, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
     // Per micro-batch of the step: the busiest lane's ceil(M / r) micro-batches of compute
     // (round robin) and the data-parallel communication the evaluation charges
     // (planner/sharding_comm.h), the sharding's per-micro-batch part left exposed included.
     const double m = config_.micro_batches;
     const int lane = LaneMicroBatches(config_.micro_batches, replicas, 0);
     const double compute = costs_.Times(first, last).Total();
-    const ShardingComm comm = Comm(first, last, replicas, first_unit);
+    const ShardingComm comm =
+        ShardingCommOf(model_, config_.sharding, f, Links(replicas, first_unit));
     const double exposed = ExposedMicroBatchCommMs(config_.sharding, comm, lane, compute);
     return (compute * lane + comm.sync_ms + comm.gather_ms + exposed) / m;
   }
@@ -93,7 +95,11 @@ class DpCosts : public PartitionCosts {
   }
 
   MemoryBreakdown Memory(int first, int last, int replicas, int position, int pp) const {
-    PositionFootprint f = costs_.Footprint(first, last);
+    return Memory(costs_.Footprint(first, last), replicas, position, pp);
+  }
+
+ private:
+  MemoryBreakdown Memory(PositionFootprint f, int replicas, int position, int pp) const {
     // Interleaved: a position holds v chunks; judge each chunk as if all were like it.
     f.param_bytes *= config_.v;
     f.grad_bytes *= config_.v;
@@ -112,10 +118,17 @@ class DpCosts : public PartitionCosts {
     return PositionMemory(f, position, context);
   }
 
- private:
-  // The collectives over the replicas' cp ranks (RankMap::GradGroup: dp · cp ranks) and the
-  // first shard group's (shard · cp ranks).
-  ShardingComm Comm(int first, int last, int replicas, int first_unit) const {
+  // The links of the replicas' cp ranks (RankMap::GradGroup: dp · cp ranks) and of the first
+  // shard group (shard · cp ranks), cached per first unit for the uniform DP's dp replicas.
+  ShardGroupLinks Links(int replicas, int first_unit) const {
+    if (replicas != config_.dp) return NewLinks(replicas, first_unit);
+    if (links_.size() <= static_cast<size_t>(first_unit)) links_.resize(first_unit + 1);
+    std::optional<ShardGroupLinks>& cached = links_[first_unit];
+    if (!cached) cached = NewLinks(replicas, first_unit);
+    return *cached;
+  }
+
+  ShardGroupLinks NewLinks(int replicas, int first_unit) const {
     const int unit_ranks = config_.UnitRanks();
     const int first_rank = first_unit * unit_ranks;
     const int shard = config_.shard > 0 ? config_.shard : replicas;
@@ -124,13 +137,14 @@ class DpCosts : public PartitionCosts {
     links.level = model_.LevelSpanning(first_rank, first_rank + replicas * unit_ranks - 1);
     links.shard_ranks = config_.sharding == DpSharding::kNone ? links.ranks : shard * config_.cp;
     links.shard_level = model_.LevelSpanning(first_rank, first_rank + shard * unit_ranks - 1);
-    return ShardingCommOf(model_, config_.sharding, costs_.Footprint(first, last), links);
+    return links;
   }
 
   const CostModel& model_;
   const StageCosts& costs_;
   Config config_;
   int64_t memory_limit_;
+  mutable std::vector<std::optional<ShardGroupLinks>> links_;
 };
 
 // A partition the DP chose (or the user's cuts), with its closed-form step estimate.
