@@ -414,12 +414,15 @@ void Searcher::ForMesh(const Config& unit, int pp, int dp) {
   }
 }
 
-// Every allowed sharding level of the configuration, sharded levels only where dp > 1, each over
-// whole dp and, where hybrid sharding is allowed, over the shard groups ShardGroups chooses.
+// Every allowed sharding level of the configuration, sharded levels only where dp > 1 and not
+// under PipeDream (its weight stashing keeps whole weight versions, and each update waits on a
+// blocking all-reduce, runtime/train/pipedream.cc), each over whole dp and, where hybrid
+// sharding is allowed, over the shard groups ShardGroups chooses.
 void Searcher::ForSharding(Config c, const StageCosts& sc) {
   for (DpSharding level : Levels()) {
     const bool sharded = level != DpSharding::kNone;
-    if (sharded ? c.dp == 1 : constraints_.dp_shard.has_value()) continue;
+    if (sharded && (c.dp == 1 || c.schedule == ScheduleKind::kPipeDream)) continue;
+    if (!sharded && constraints_.dp_shard) continue;
     c.sharding = level;
     for (int shard : sharded ? ShardGroups(c) : std::vector<int>{0}) {
       c.shard = shard;
