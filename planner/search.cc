@@ -73,8 +73,7 @@ class DpCosts : public PartitionCosts {
     const double m = config_.micro_batches;
     const int lane = LaneMicroBatches(config_.micro_batches, replicas, 0);
     const double compute = costs_.Times(first, last).Total();
-    const ShardingComm comm =
-        ShardingCommOf(model_, config_.sharding, f, Links(replicas, first_unit));
+    const ShardingComm comm = Comm(f, replicas, first_unit);
     const double exposed = ExposedMicroBatchCommMs(config_.sharding, comm, lane, compute);
     return (compute * lane + comm.sync_ms + comm.gather_ms + exposed) / m;
   }
@@ -96,6 +95,11 @@ class DpCosts : public PartitionCosts {
 
   MemoryBreakdown Memory(int first, int last, int replicas, int position, int pp) const {
     return Memory(costs_.Footprint(first, last), replicas, position, pp);
+  }
+
+  // The collectives of `f` on `replicas` units from `first_unit` (planner/sharding_comm.h).
+  ShardingComm Comm(const PositionFootprint& f, int replicas, int first_unit) const {
+    return ShardingCommOf(model_, config_.sharding, f, Links(replicas, first_unit));
   }
 
  private:
@@ -154,11 +158,8 @@ struct Scored {
   double estimate_ms = kInf;
 };
 
-// Closed-form step time from per-position times (see DESIGN.md §5), used to pick which
-// candidates to simulate. A position's busiest lane runs ceil(M / r) micro-batches of its
-// chunks' T = F + B + W (round robin, core/replica_lanes.h); the busiest position sets the
-// pace, and the pipeline's fill and drain add one pass through the other stages.
-double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
+// The pipeline's part of the estimate: the busiest lane's compute and the fill and drain.
+double PipelineMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
                   const std::vector<PlanStage>& stages) {
   std::vector<double> position_ms(c.pp, 0);
   std::vector<int> lane(c.pp, 0);
@@ -194,6 +195,45 @@ double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& co
       return pace - slowest + sum_ms / c.v + boundary_ms;
   }
   return kInf;
+}
+
+// The data-parallel communication the evaluation adds to the makespan (evaluate.h): the slowest
+// position's terms that nothing hides (the gather after the step, the per-micro-batch
+// collectives left exposed) and, but under PipeDream, position 0's sync, which the flushing
+// schedules end on. REQUIRES: uniform replication.
+double DataParallelMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
+                      const std::vector<PlanStage>& stages) {
+  double unhidden = 0, first_sync = 0;
+  const int lane = LaneMicroBatches(c.micro_batches, c.dp, 0);
+  for (int p = 0; p < c.pp; ++p) {
+    PositionFootprint f;
+    double compute = 0;
+    for (size_t s = p; s < stages.size(); s += c.pp) {
+      const int last = stages[s].first_layer + stages[s].num_layers - 1;
+      const PositionFootprint chunk = costs.Footprint(stages[s].first_layer, last);
+      f.param_bytes += chunk.param_bytes;
+      f.grad_bytes += chunk.grad_bytes;
+      f.layer_param_bytes = std::max(f.layer_param_bytes, chunk.layer_param_bytes);
+      compute += costs.Times(stages[s].first_layer, last).Total();
+    }
+    const ShardingComm comm = dp_costs.Comm(f, c.dp, p * c.dp);
+    unhidden = std::max(unhidden,
+                        comm.gather_ms + ExposedMicroBatchCommMs(c.sharding, comm, lane, compute));
+    if (p == 0) first_sync = comm.sync_ms;
+  }
+  return unhidden + (c.schedule == ScheduleKind::kPipeDream ? 0 : first_sync);
+}
+
+// Closed-form step time from per-position times (see DESIGN.md §5), used to pick which
+// candidates to simulate. A position's busiest lane runs ceil(M / r) micro-batches of its
+// chunks' T = F + B + W (round robin, core/replica_lanes.h); the busiest position sets the
+// pace, and the pipeline's fill and drain add one pass through the other stages; with uniform
+// replication the data-parallel communication follows (DataParallelMs).
+double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
+                  const std::vector<PlanStage>& stages) {
+  const double data_parallel =
+      UniformReplication(stages) ? DataParallelMs(c, dp_costs, costs, stages) : 0;
+  return PipelineMs(c, dp_costs, costs, stages) + data_parallel;
 }
 
 std::vector<PlanStage> StagesOf(const Partition& partition, RecomputeMode recompute) {

@@ -144,9 +144,13 @@ verdict "import torchtitan of a file that is not TOML names the line and writes 
 # Sharded data parallelism: every level is searched with --dp-sharding all, one level and a
 # fixed shard group are honoured, and simulate and explain show the sharding's step terms.
 run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 16 \
+  --global-batch 32 --seq 2048 -o "$WORK/default.yaml"
+run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 16 \
   --global-batch 32 --seq 2048 --dp-sharding all --runners-up 20 -o "$WORK/all.yaml" --json
-expect_rc 0 && expect_json "len({r['dp_sharding'] for r in [d['best']] + d['runners_up']}) >= 2 and all(r['dp_sharding'] == 'none' or r['mesh']['dp'] > 1 for r in [d['best']] + d['runners_up'])"
-verdict "plan --dp-sharding all ranks plans of several levels, sharded ones only with dp > 1"
+expect_rc 0 &&
+  expect_json "d['best']['step_time_ms'] <= float(args[0]) and all(r['dp_sharding'] == 'none' or r['mesh']['dp'] > 1 for r in [d['best']] + d['runners_up'])" \
+    "$(sed -n 's/^  step_time_ms: //p' "$WORK/default.yaml")"
+verdict "plan --dp-sharding all finds a step no slower than the default levels', sharding only with dp > 1"
 
 run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 16 \
   --global-batch 32 --seq 2048 --dp-sharding full --fix dp=4,dp_shard=2 -o "$WORK/hsdp.yaml" --json
