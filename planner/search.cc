@@ -102,6 +102,18 @@ class DpCosts : public PartitionCosts {
     return ShardingCommOf(model_, config_.sharding, f, Links(replicas, first_unit));
   }
 
+  const CostModel& model() const { return model_; }
+
+  // The links of the replicas' cp ranks (RankMap::GradGroup: dp · cp ranks) and of the first
+  // shard group (shard · cp ranks), cached per first unit for the uniform DP's dp replicas.
+  ShardGroupLinks Links(int replicas, int first_unit) const {
+    if (replicas != config_.dp) return NewLinks(replicas, first_unit);
+    if (links_.size() <= static_cast<size_t>(first_unit)) links_.resize(first_unit + 1);
+    std::optional<ShardGroupLinks>& cached = links_[first_unit];
+    if (!cached) cached = NewLinks(replicas, first_unit);
+    return *cached;
+  }
+
  private:
   MemoryBreakdown Memory(PositionFootprint f, int replicas, int position, int pp) const {
     // Interleaved: a position holds v chunks; judge each chunk as if all were like it.
@@ -120,16 +132,6 @@ class DpCosts : public PartitionCosts {
                           model_.ActivationFragmentation(),
                           config_.shard};
     return PositionMemory(f, position, context);
-  }
-
-  // The links of the replicas' cp ranks (RankMap::GradGroup: dp · cp ranks) and of the first
-  // shard group (shard · cp ranks), cached per first unit for the uniform DP's dp replicas.
-  ShardGroupLinks Links(int replicas, int first_unit) const {
-    if (replicas != config_.dp) return NewLinks(replicas, first_unit);
-    if (links_.size() <= static_cast<size_t>(first_unit)) links_.resize(first_unit + 1);
-    std::optional<ShardGroupLinks>& cached = links_[first_unit];
-    if (!cached) cached = NewLinks(replicas, first_unit);
-    return *cached;
   }
 
   ShardGroupLinks NewLinks(int replicas, int first_unit) const {
@@ -197,42 +199,37 @@ double PipelineMs(const Config& c, const DpCosts& dp_costs, const StageCosts& co
   return kInf;
 }
 
-// The data-parallel communication the evaluation adds to the makespan (evaluate.h): the slowest
-// position's terms that nothing hides (the gather after the step, the per-micro-batch
-// collectives left exposed) and, but under PipeDream, position 0's sync, which the flushing
-// schedules end on. REQUIRES: uniform replication.
-double DataParallelMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
-                      const std::vector<PlanStage>& stages) {
-  double unhidden = 0, first_sync = 0;
-  const int lane = LaneMicroBatches(c.micro_batches, c.dp, 0);
+// The data-parallel part of the estimate (planner/sharding_comm.h). REQUIRES: uniform
+// replication.
+double DataParallelEstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
+                              const std::vector<PlanStage>& stages) {
+  std::vector<PositionComm> positions(c.pp);
   for (int p = 0; p < c.pp; ++p) {
-    PositionFootprint f;
-    double compute = 0;
+    PositionComm& position = positions[p];
     for (size_t s = p; s < stages.size(); s += c.pp) {
       const int last = stages[s].first_layer + stages[s].num_layers - 1;
       const PositionFootprint chunk = costs.Footprint(stages[s].first_layer, last);
-      f.param_bytes += chunk.param_bytes;
-      f.grad_bytes += chunk.grad_bytes;
-      f.layer_param_bytes = std::max(f.layer_param_bytes, chunk.layer_param_bytes);
-      compute += costs.Times(stages[s].first_layer, last).Total();
+      position.footprint.param_bytes += chunk.param_bytes;
+      position.footprint.grad_bytes += chunk.grad_bytes;
+      position.footprint.layer_param_bytes =
+          std::max(position.footprint.layer_param_bytes, chunk.layer_param_bytes);
+      position.compute_ms += costs.Times(stages[s].first_layer, last).Total();
     }
-    const ShardingComm comm = dp_costs.Comm(f, c.dp, p * c.dp);
-    unhidden = std::max(unhidden,
-                        comm.gather_ms + ExposedMicroBatchCommMs(c.sharding, comm, lane, compute));
-    if (p == 0) first_sync = comm.sync_ms;
+    position.links = dp_costs.Links(c.dp, p * c.dp);
   }
-  return unhidden + (c.schedule == ScheduleKind::kPipeDream ? 0 : first_sync);
+  return DataParallelMs(dp_costs.model(), c.sharding, c.schedule == ScheduleKind::kPipeDream,
+                        LaneMicroBatches(c.micro_batches, c.dp, 0), positions);
 }
 
 // Closed-form step time from per-position times (see DESIGN.md §5), used to pick which
 // candidates to simulate. A position's busiest lane runs ceil(M / r) micro-batches of its
 // chunks' T = F + B + W (round robin, core/replica_lanes.h); the busiest position sets the
 // pace, and the pipeline's fill and drain add one pass through the other stages; with uniform
-// replication the data-parallel communication follows (DataParallelMs).
+// replication the data-parallel communication follows (DataParallelMs, sharding_comm.h).
 double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
                   const std::vector<PlanStage>& stages) {
   const double data_parallel =
-      UniformReplication(stages) ? DataParallelMs(c, dp_costs, costs, stages) : 0;
+      UniformReplication(stages) ? DataParallelEstimateMs(c, dp_costs, costs, stages) : 0;
   return PipelineMs(c, dp_costs, costs, stages) + data_parallel;
 }
 
@@ -298,7 +295,7 @@ class Searcher {
   void TrackLeastMemory(const Config& c);
   bool MemoryBoundExceeds(const Config& c, const StageCosts& sc) const;
   bool ReplicatedMemoryBoundExceeds(const Config& c, const StageCosts& sc, int units) const;
-  bool CannotRank(const Config& c, const StageCosts& sc) const;
+  bool CannotRank(const Config& c, const DpCosts& dp_costs, const StageCosts& sc) const;
   Status NothingFits(const SearchResult& result) const;
   void RememberEstimate(double estimate);
   void Score(const Config& c, const DpCosts& dp_costs, const StageCosts& sc,
@@ -530,7 +527,7 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
     infeasible_.push_back(c);
     return;
   }
-  if (CannotRank(c, sc)) return;
+  if (CannotRank(c, dp_costs, sc)) return;
   Partition partition = PartitionUniform(dp_costs, c.pp * c.v, c.dp);
   if (!partition.feasible()) {
     ++result_.infeasible;
@@ -542,7 +539,9 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
 
 // Cheap bounds that spare the DP: the fullest position holds at least the average memory
 // (FullestPositionLowerBound: static state, buckets and the fewest live activations), and the
-// busiest position computes at least the average share of the m micro-batches.
+// busiest position computes at least the average share of the m micro-batches, to which the
+// data-parallel communication adds at least what the first layer alone costs
+// (DataParallelLowerBoundMs).
 bool Searcher::MemoryBoundExceeds(const Config& c, const StageCosts& sc) const {
   MemoryContext context{c.schedule,
                         c.pp,
@@ -575,9 +574,12 @@ bool Searcher::ReplicatedMemoryBoundExceeds(const Config& c, const StageCosts& s
   return FullestPositionLowerBound(sc.Footprint(0, sc.NumLayers() - 1), context) > memory_limit_;
 }
 
-bool Searcher::CannotRank(const Config& c, const StageCosts& sc) const {
+bool Searcher::CannotRank(const Config& c, const DpCosts& dp_costs, const StageCosts& sc) const {
   if (best_estimates_.size() < static_cast<size_t>(request_.rerank)) return false;
-  double lower_bound = c.PerReplica() * sc.Times(0, sc.NumLayers() - 1).Total() / c.pp;
+  double lower_bound =
+      c.PerReplica() * sc.Times(0, sc.NumLayers() - 1).Total() / c.pp +
+      DataParallelLowerBoundMs(costs_, c.sharding, c.schedule == ScheduleKind::kPipeDream,
+                               sc.Footprint(0, 0), dp_costs.Links(c.dp, 0));
   return lower_bound >= best_estimates_.front();
 }
 

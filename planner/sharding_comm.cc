@@ -41,4 +41,25 @@ double ExposedMicroBatchCommMs(DpSharding level, const ShardingComm& comm, int m
   return 0;
 }
 
+double DataParallelMs(const CostModel& costs, DpSharding level, bool pipedream, int lane,
+                      const std::vector<PositionComm>& positions) {
+  double unhidden = 0, first_sync = 0;
+  for (size_t p = 0; p < positions.size(); ++p) {
+    const PositionComm& position = positions[p];
+    const ShardingComm comm = ShardingCommOf(costs, level, position.footprint, position.links);
+    unhidden = std::max(
+        unhidden, comm.gather_ms + ExposedMicroBatchCommMs(level, comm, lane, position.compute_ms));
+    if (p == 0) first_sync = comm.sync_ms;
+  }
+  return unhidden + (pipedream ? 0 : first_sync);
+}
+
+double DataParallelLowerBoundMs(const CostModel& costs, DpSharding level, bool pipedream,
+                                const PositionFootprint& first_layer,
+                                const ShardGroupLinks& position0) {
+  const ShardingComm comm = ShardingCommOf(costs, level, first_layer, position0);
+  return (pipedream ? 0 : comm.sync_ms) + comm.gather_ms +
+         (level == DpSharding::kFull ? comm.prefetch_ms : 0);
+}
+
 }  // namespace trident

@@ -3,6 +3,8 @@
 // formulas) and what the partition DP's stage costs read, computed in this one place.
 #pragma once
 
+#include <vector>
+
 #include "core/plan.h"
 #include "planner/cost_model.h"
 #include "planner/memory_model.h"
@@ -49,5 +51,29 @@ ShardingComm ShardingCommOf(const CostModel& costs, DpSharding level, const Posi
 //   otherwise  0
 double ExposedMicroBatchCommMs(DpSharding level, const ShardingComm& comm, int m,
                                double compute_ms);
+
+// One pipeline position of a uniformly replicated plan: the sum of its chunks' footprints (the
+// largest layer's as the largest of theirs), the compute of one micro-batch on it, its links.
+struct PositionComm {
+  PositionFootprint footprint;
+  double compute_ms = 0;
+  ShardGroupLinks links;
+};
+
+// The data-parallel communication the evaluation adds to the makespan, as the search's
+// closed-form estimate counts it: the slowest position's terms that nothing hides (gather_ms
+// and the per-micro-batch collectives left exposed, lanes of `lane` micro-batches) plus, but
+// under PipeDream, position 0's sync_ms (the flushing schedules end on position 0's last
+// backward). REQUIRES: positions is not empty.
+double DataParallelMs(const CostModel& costs, DpSharding level, bool pipedream, int lane,
+                      const std::vector<PositionComm>& positions);
+
+// A lower bound on DataParallelMs for any cut, from the first layer alone (position 0 holds
+// it): its sync_ms (but under PipeDream), gather_ms and, fully sharded, prefetch_ms on position
+// 0's links. Sound because every collective's time grows with its bytes
+// (tests/planner/sharding_test.cc checks it against every cut of random layers).
+double DataParallelLowerBoundMs(const CostModel& costs, DpSharding level, bool pipedream,
+                                const PositionFootprint& first_layer,
+                                const ShardGroupLinks& position0);
 
 }  // namespace trident

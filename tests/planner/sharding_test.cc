@@ -4,7 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
+#include <random>
 
 #include "planner/evaluate.h"
 #include "planner/memory_model.h"
@@ -106,6 +108,68 @@ TEST(ShardingComm, EachLevelsCollectives) {
   EXPECT_DOUBLE_EQ(hsdp.micro_batch_ms, 2 * at(Collective::kAllGather, p, 4, 0) +
                                             at(Collective::kReduceScatter, g, 4, 0));
   EXPECT_LT(hsdp.micro_batch_ms, full.micro_batch_ms);
+}
+
+// DataParallelLowerBoundMs, which lets the search skip a configuration's DP, against every cut
+// of random layers into 1 to 3 positions, at every level, with and without PipeDream: no cut's
+// DataParallelMs is below it.
+TEST(ShardingComm, NoCutCommunicatesLessThanTheFirstLayersBound) {
+  auto f = LoadPlannerFixture("llama3-8b", "dgx-h100", 8192, DType::kBf16);
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int64_t> bytes(1, int64_t{1} << 30);
+  std::uniform_real_distribution<double> ms(0, 200);
+  const DpSharding levels[] = {DpSharding::kNone, DpSharding::kOptimizer, DpSharding::kGradients,
+                               DpSharding::kFull};
+  int checked = 0;
+  for (int instance = 0; instance < 40; ++instance) {
+    const int n = 2 + instance % 5;
+    std::vector<PositionFootprint> layers(n);
+    std::vector<double> compute(n);
+    for (int i = 0; i < n; ++i) {
+      layers[i].param_bytes = layers[i].layer_param_bytes = bytes(rng);
+      layers[i].grad_bytes = layers[i].layer_grad_bytes = bytes(rng);
+      compute[i] = ms(rng);
+    }
+    // Position p's grad group of 8 ranks, across nodes for odd p; shard groups of 2 or 8.
+    auto links = [&](int p) {
+      return ShardGroupLinks{8, p % 2, instance % 2 == 0 ? 2 : 8, instance % 2 == 0 ? 0 : p % 2};
+    };
+    for (int pp = 1; pp <= std::min(3, n); ++pp) {
+      // Every cut: cut[k] is the first layer of position k + 1.
+      std::vector<int> cut(pp - 1);
+      for (int k = 0; k + 1 < pp; ++k) cut[k] = k + 1;
+      while (true) {
+        std::vector<PositionComm> positions(pp);
+        for (int p = 0, layer = 0; p < pp; ++p) {
+          const int end = p + 1 < pp ? cut[p] : n;
+          for (; layer < end; ++layer) {
+            PositionFootprint& sum = positions[p].footprint;
+            sum.param_bytes += layers[layer].param_bytes;
+            sum.grad_bytes += layers[layer].grad_bytes;
+            sum.layer_param_bytes = std::max(sum.layer_param_bytes, layers[layer].param_bytes);
+            positions[p].compute_ms += compute[layer];
+          }
+          positions[p].links = links(p);
+        }
+        for (DpSharding level : levels) {
+          for (bool pipedream : {false, true}) {
+            const int lane = 1 + instance % 4;
+            EXPECT_GE(DataParallelMs(*f->costs, level, pipedream, lane, positions),
+                      DataParallelLowerBoundMs(*f->costs, level, pipedream, layers[0], links(0)))
+                << "instance " << instance;
+            ++checked;
+          }
+        }
+        // The next cut, the last position's start moving first.
+        int k = pp - 2;
+        while (k >= 0 && cut[k] == n - (pp - 1 - k)) --k;
+        if (k < 0) break;
+        ++cut[k];
+        for (int j = k + 1; j + 1 < pp; ++j) cut[j] = cut[j - 1] + 1;
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
 }
 
 // The fixture's whole model in one stage on tp 8, `replicas` replicas of `lane` micro-batches.
