@@ -22,12 +22,13 @@ struct ExplainOptions {
 int RunExplain(const ExplainOptions& o) {
   StatusOr<EvaluatedPlan> ev = LoadAndEvaluate(o.plan, o.cost, 0);
   if (!ev.ok()) return PrintError(ev.status());
-  std::cout << ev->plan.model.name << ": " << ConfigLine(ev->plan) << "\n"
-            << StepBreakdown(ev->plan, ev->evaluation) << "\n"
-            << AssumptionsText(ev->plan, ev->evaluation, ev->inputs->cluster,
-                               ev->inputs->profile.method.source)
-            << "\nneighbouring choices (each re-planned with the plan's other choices fixed; "
-               "dp follows from tp, cp and pp, ZeRO-1 is free):\n";
+  std::cout
+      << ev->plan.model.name << ": " << ConfigLine(ev->plan) << "\n"
+      << StepBreakdown(ev->plan, ev->evaluation) << "\n"
+      << AssumptionsText(ev->plan, ev->evaluation, ev->inputs->cluster,
+                         ev->inputs->profile.method.source)
+      << "\nneighbouring choices (each re-planned with the plan's other choices fixed; "
+         "dp follows from tp, cp and pp; each sharding level over the search's shard groups):\n";
   TextTable table({"change", "step", "vs this plan", "peak memory"});
   for (const NeighbourOutcome& n :
        ExploreNeighbours(*ev->inputs->costs, ev->plan, ev->evaluation.step_ms)) {

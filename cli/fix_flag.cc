@@ -25,9 +25,14 @@ Status ParseFix(const std::vector<std::string>& fix, SearchConstraints* c) {
       c->cp = value;
     else if (key == "mb" || key == "micro_batch")
       c->micro_batch = value;
+    else if (key == "dp_shard" && value < 2)
+      return InvalidArgument("--fix " + item +
+                             ": a shard group holds at least 2 replicas (none shards nothing)");
+    else if (key == "dp_shard")
+      c->dp_shard = value;
     else
       return InvalidArgument("--fix " + item + ": unknown key '" + key +
-                             "'; use tp, pp, dp, cp or mb");
+                             "'; use tp, pp, dp, cp, mb or dp_shard");
   }
   return Status::Ok();
 }

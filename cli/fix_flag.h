@@ -9,8 +9,8 @@
 
 namespace trident {
 
-// Sets c's tp, pp, dp, cp or micro_batch from items "tp=8"; InvalidArgument naming the item
-// for an unknown key or a value that is not a positive integer.
+// Sets c's tp, pp, dp, cp, micro_batch or dp_shard from items "tp=8"; InvalidArgument naming the
+// item for an unknown key or a value that is not a positive integer.
 Status ParseFix(const std::vector<std::string>& fix, SearchConstraints* c);
 
 }  // namespace trident

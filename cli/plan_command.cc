@@ -27,9 +27,9 @@ struct PlanOptions {
   std::vector<std::string> fix;
   std::vector<std::string> schedules;
   std::vector<std::string> recompute;
-  // off: the runtime does not shard optimizer state yet, and refuses a zero1 plan
-  // (runtime/train/plan_contract.h); auto and on plan it for comparison or another runtime.
-  std::string zero1 = "off";
+  // none and optimizer: what the runtime executes (runtime/train/plan_contract.h refuses
+  // gradients and full); the others plan for comparison or another runtime.
+  std::vector<std::string> dp_sharding = {"none", "optimizer"};
   std::string sequence_parallel = "auto";
   double max_memory_gib = 0;
   std::vector<int> cuts;
@@ -48,6 +48,19 @@ Status ParseSequenceParallel(const std::string& mode, SearchConstraints* c) {
     return InvalidArgument(
         "--sequence-parallel on contradicts --fix tp=1: sequence parallelism splits what a tp "
         "group leaves whole, so it needs tp > 1; drop one of them");
+  }
+  return Status::Ok();
+}
+
+// --dp-sharding LIST: levels by name, or all.
+Status ParseDpSharding(const std::vector<std::string>& names, SearchConstraints* c) {
+  for (const std::string& name : names) {
+    if (name == "all") {
+      c->dp_sharding.clear();
+      for (const auto& [_, level] : DpShardingNames()) c->dp_sharding.push_back(level);
+      return Status::Ok();
+    }
+    c->dp_sharding.push_back(*ValueOf(DpShardingNames(), name));
   }
   return Status::Ok();
 }
@@ -87,7 +100,7 @@ Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterS
   TRIDENT_RETURN_IF_ERROR(ParseFix(o.fix, &c));
   for (const std::string& s : o.schedules) c.schedules.push_back(*ValueOf(ScheduleKindNames(), s));
   for (const std::string& m : o.recompute) c.recompute.push_back(*ValueOf(RecomputeModeNames(), m));
-  if (o.zero1 != "auto") c.zero1 = o.zero1 == "on";
+  TRIDENT_RETURN_IF_ERROR(ParseDpSharding(o.dp_sharding, &c));
   TRIDENT_RETURN_IF_ERROR(ParseSequenceParallel(o.sequence_parallel, &c));
   TRIDENT_RETURN_IF_ERROR(CheckSequenceSplit(c, r->seq_len));
   TRIDENT_RETURN_IF_ERROR(CheckMaxMemory(o.max_memory_gib));
@@ -224,7 +237,9 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--dtype", o->dtype, "Training dtype [default: the model's]")
       ->check(CLI::IsMember(NamesOf(DTypeNames())));
-  cmd->add_option("--fix", o->fix, "Fixed degrees, e.g. tp=8,pp=4 (keys tp, pp, dp, cp, mb)")
+  cmd->add_option("--fix", o->fix,
+                  "Fixed degrees, e.g. tp=8,pp=4 (keys tp, pp, dp, cp, mb, and dp_shard: the "
+                  "replicas of a shard group, a sharded level only; dp_shard=dp is no hybrid)")
       ->delimiter(',');
   cmd->add_option("--schedule", o->schedules, "Schedules to consider [default: all synchronous]")
       ->delimiter(',')
@@ -232,11 +247,15 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--recompute", o->recompute, "Recompute modes to consider [default: all]")
       ->delimiter(',')
       ->check(CLI::IsMember(NamesOf(RecomputeModeNames())));
-  cmd->add_option("--zero1", o->zero1,
-                  "Shard optimizer state over replicas: off, on, or auto (both); trident launch "
-                  "refuses zero1 plans until the runtime shards")
+  std::vector<std::string> levels = NamesOf(DpShardingNames());
+  levels.push_back("all");
+  cmd->add_option("--dp-sharding", o->dp_sharding,
+                  "Data-parallel sharding levels to consider: none, optimizer (ZeRO-1), "
+                  "gradients (ZeRO-2), full (ZeRO-3/FSDP), or all. gradients and full are "
+                  "planned and exported, but the runtime refuses them for now")
+      ->delimiter(',')
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+      ->check(CLI::IsMember(levels));
   cmd->add_option("--sequence-parallel", o->sequence_parallel,
                   "Megatron's sequence parallelism in tp groups (norms, dropout and residuals "
                   "split along the sequence): on (wherever tp > 1), off, or auto (both)")

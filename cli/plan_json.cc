@@ -35,6 +35,8 @@ nlohmann::json EvaluationJson(const Plan& plan, const Evaluation& ev,
       {"exposed_sync_ms", ev.exposed_sync_ms},
       {"optimizer_ms", ev.optimizer_ms},
       {"param_gather_ms", ev.param_gather_ms},
+      {"grad_scatter_ms", ev.grad_scatter_ms},
+      {"layer_comm_ms", ev.layer_comm_ms},
       {"bottleneck_stage", ev.bottleneck_stage},
       {"peak_memory_bytes", ev.peak_memory_bytes},
       {"memory_limit_bytes", ev.memory_limit_bytes}};

@@ -110,10 +110,10 @@ std::vector<std::string> LinkProfileArgv(const RunFlowOptions& o, const std::str
 }
 
 std::vector<std::string> PlanArgv(const RunFlowOptions& o, const RunFlowFiles& files) {
-  // --zero1 off: the runtime keeps every replica's whole optimizer state.
-  std::vector<std::string> argv = {o.trident,   "plan",        "--model",   o.model,
-                                   "--cluster", files.cluster, "--profile", files.profile,
-                                   "--zero1",   "off",         "-o",        files.plan};
+  // --dp-sharding none,optimizer: the levels the runtime executes.
+  std::vector<std::string> argv = {o.trident,       "plan",           "--model",   o.model,
+                                   "--cluster",     files.cluster,    "--profile", files.profile,
+                                   "--dp-sharding", "none,optimizer", "-o",        files.plan};
   argv.insert(argv.end(), {"--devices", std::to_string(o.devices), "--global-batch",
                            std::to_string(o.global_batch)});
   if (o.seq_len > 0) argv.insert(argv.end(), {"--seq", std::to_string(o.seq_len)});

@@ -20,11 +20,13 @@ std::string ScheduleText(const Plan& plan) {
   return plan.virtual_stages > 1 ? name + " (v " + Str(plan.virtual_stages) + ")" : name;
 }
 
-// Whether the stages of `a` and `b` agree on `field` (REQUIRES: as many stages).
-std::string Zero1Name(const Plan& plan) {
-  return plan.dp_sharding == DpSharding::kOptimizer ? "zero1" : "no zero1";
+// "full", "optimizer in groups of 4".
+std::string ShardingText(const Plan& plan) {
+  std::string text = NameOf(DpShardingNames(), plan.dp_sharding);
+  return plan.dp_shard > 0 ? text + " in groups of " + Str(plan.dp_shard) : text;
 }
 
+// Whether the stages of `a` and `b` agree on `field` (REQUIRES: as many stages).
 bool SameStages(const Plan& a, const Plan& b, int PlanStage::*field) {
   for (size_t i = 0; i < a.stages.size(); ++i) {
     if (a.stages[i].*field != b.stages[i].*field) return false;
@@ -49,7 +51,8 @@ std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework)
   r.seq_len = plan.seq_len;
   r.dtype = plan.dtype;
   r.constraints.replicate_stages = false;
-  r.constraints.zero1 = plan.dp_sharding == DpSharding::kOptimizer;
+  r.constraints.hybrid = false;
+  r.constraints.dp_sharding = {DpSharding::kNone, DpSharding::kOptimizer};
   if (framework == Framework::kMegatron) {
     r.constraints.schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B};
     return {r};
@@ -58,14 +61,18 @@ std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework)
     r.constraints.schedules = {ScheduleKind::kGpipe, ScheduleKind::k1F1B,
                                ScheduleKind::kInterleaved1F1B};
     r.constraints.recompute = {RecomputeMode::kNone, RecomputeMode::kFull};
-    r.constraints.zero1 = false;
     r.constraints.sequence_parallel = true;
     SearchRequest data_parallel = r;
     data_parallel.constraints.tp = 1;
     data_parallel.constraints.pp = 1;
-    if (plan.dtype != DType::kFp32) return {data_parallel};
+    data_parallel.constraints.dp_sharding = {DpSharding::kNone};
+    SearchRequest fsdp = r;
+    fsdp.constraints.dp_sharding = {DpSharding::kFull};
+    fsdp.constraints.hybrid = true;
+    if (plan.dtype != DType::kFp32) return {data_parallel, fsdp};
     r.constraints.dp = 1;
-    return {data_parallel, r};
+    r.constraints.dp_sharding = {DpSharding::kNone};
+    return {data_parallel, fsdp, r};
   }
   r.constraints.schedules = {ScheduleKind::k1F1B};
   r.constraints.max_virtual_stages = 1;
@@ -75,6 +82,8 @@ std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework)
   SearchRequest no_pipeline = r;
   r.constraints.tp = 1;
   no_pipeline.constraints.pp = 1;
+  no_pipeline.constraints.dp_sharding = {DpSharding::kNone, DpSharding::kOptimizer,
+                                         DpSharding::kGradients, DpSharding::kFull};
   return {r, no_pipeline};
 }
 
@@ -109,7 +118,7 @@ std::string ChangedChoices(const Plan& baseline, const Plan& best) {
   compare("micro-batch ", Str(baseline.micro_batch_size), Str(best.micro_batch_size));
   compare("", ScheduleText(baseline), ScheduleText(best));
   compare("", Recompute(baseline), Recompute(best));
-  compare("", Zero1Name(baseline), Zero1Name(best));
+  compare("dp_sharding ", ShardingText(baseline), ShardingText(best));
   compare("", baseline.sequence_parallel ? "sequence parallelism" : "no sequence parallelism",
           best.sequence_parallel ? "sequence parallelism" : "no sequence parallelism");
   if (baseline.stages.size() == best.stages.size()) {

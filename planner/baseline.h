@@ -1,8 +1,9 @@
 // `trident plan --baseline PLAN`: a configuration the user already runs (often one read with
 // `trident import megatron`), evaluated with the same costs as the search, set beside the plan
 // the search chose: both step times and peak memories, the difference, and the choices that
-// differ ("tp 4 instead of 8, zb_h1 instead of 1f1b"). And the other direction, a plan re-planned
-// within a framework's choices for `trident export --allow-approximate`.
+// differ ("tp 4 instead of 8, zb_h1 instead of 1f1b, dp_sharding full instead of none"). And the
+// other direction, a plan re-planned within a framework's choices for `trident export
+// --allow-approximate`.
 #pragma once
 
 #include <string>
@@ -15,14 +16,18 @@ namespace trident {
 
 enum class Framework { kMegatron, kDeepSpeed, kTorchtitan };
 
-// The searches that re-plan `plan`'s job (its model, devices, global batch, sequence, dtype and
-// ZeRO-1 choice) within a framework's choices, for `trident export --allow-approximate`; the
-// fastest of their plans is the re-plan. Every stage is replicated and recomputed alike.
-// Megatron-LM: 1F1B or interleaved 1F1B. DeepSpeed: 1F1B, recompute none or full, no sequence
-// or context parallelism, and either no tensor parallelism or no pipeline (two searches).
-// torchtitan: GPipe, 1F1B or interleaved 1F1B, recompute none or full, no ZeRO-1, sequence
-// parallelism wherever tp > 1, and either data parallelism alone or none (in fp32 only: torchtitan
-// trains bf16 with tensor or pipeline parallelism only under FSDP).
+// The searches that re-plan `plan`'s job (its model, devices, global batch, sequence and dtype)
+// within a framework's choices, for `trident export --allow-approximate`; the fastest of their
+// plans is the re-plan. Every stage is replicated and recomputed alike, and only torchtitan
+// shards in hybrid groups.
+// Megatron-LM: 1F1B or interleaved 1F1B; dp_sharding none or optimizer (the distributed
+// optimizer). DeepSpeed: 1F1B, recompute none or full, no sequence or context parallelism, and
+// either no tensor parallelism (a pipeline: ZeRO stage 0 or 1) or no pipeline (ZeRO stage 0 to
+// 3: every level); two searches. torchtitan: GPipe, 1F1B or interleaved 1F1B, recompute none or
+// full, sequence parallelism wherever tp > 1; data parallelism alone unsharded, or FSDP
+// (dp_sharding full, HSDP in any shard groups) with any tp and pp, or, in fp32 only, tensor and
+// pipeline parallelism without data parallelism (torchtitan trains bf16 with tensor or pipeline
+// parallelism only under FSDP).
 std::vector<SearchRequest> ReplanRequests(const Plan& plan, Framework framework);
 
 // `model` as `framework` computes it: torchtitan's attention is flash (PyTorch's

@@ -5,6 +5,7 @@
 
 #include "core/replica_lanes.h"
 #include "core/schedule.h"
+#include "planner/sharding_comm.h"
 #include "planner/stage_costs.h"
 
 namespace trident {
@@ -87,6 +88,8 @@ PositionFootprint PositionFootprintOf(const Plan& plan, const CostsByMode& by_mo
     total.optimizer_bytes += f.optimizer_bytes;
     total.stash_bytes += f.stash_bytes;
     total.workspace_bytes = std::max(total.workspace_bytes, f.workspace_bytes);
+    total.layer_param_bytes = std::max(total.layer_param_bytes, f.layer_param_bytes);
+    total.layer_grad_bytes = std::max(total.layer_grad_bytes, f.layer_grad_bytes);
   }
   return total;
 }
@@ -95,6 +98,21 @@ PositionFootprint PositionFootprintOf(const Plan& plan, const CostsByMode& by_mo
 // (and its gradient and optimizer state), and the two gradients are all-reduced each step.
 bool TiedAcrossPositions(const Plan& plan) {
   return plan.model.tied_embeddings && plan.mesh.pp > 1;
+}
+
+MemoryContext MemoryContextOf(const CostModel& costs, const Plan& plan, int p) {
+  const int replicas = plan.stages[p].replicas;
+  MemoryContext context{plan.schedule,
+                        plan.mesh.pp,
+                        plan.virtual_stages,
+                        LaneMicroBatches(plan.num_micro_batches, replicas, 0),
+                        replicas,
+                        plan.dp_sharding,
+                        costs.ReservedBytes(),
+                        plan.mesh.cp,
+                        costs.ActivationFragmentation()};
+  context.shard_replicas = plan.ShardReplicas(p);
+  return context;
 }
 
 void AddMemory(const CostModel& costs, const Plan& plan, const CostsByMode& by_mode,
@@ -112,17 +130,7 @@ void AddMemory(const CostModel& costs, const Plan& plan, const CostsByMode& by_m
     if (TiedAcrossPositions(plan) && (holds_head || p == 0)) {
       f.tied_grad_bytes = embedding.grad_bytes;
     }
-    const int replicas = plan.stages[p].replicas;
-    MemoryContext context{plan.schedule,
-                          plan.mesh.pp,
-                          plan.virtual_stages,
-                          LaneMicroBatches(plan.num_micro_batches, replicas, 0),
-                          replicas,
-                          plan.dp_sharding == DpSharding::kOptimizer,
-                          costs.ReservedBytes(),
-                          plan.mesh.cp,
-                          costs.ActivationFragmentation()};
-    ev->memory.push_back(PositionMemory(f, p, context));
+    ev->memory.push_back(PositionMemory(f, p, MemoryContextOf(costs, plan, p)));
     ev->peak_memory_bytes = std::max(ev->peak_memory_bytes, ev->memory.back().Total());
   }
 }
@@ -143,7 +151,29 @@ std::vector<PositionLanes> ByPosition(const SimulationResult& sim, int pp, int s
   return out;
 }
 
-// Exposed gradient synchronization and the optimizer step (see the header).
+// Position p's grad group and its first shard group (Plan::ShardReplicas replicas, each with
+// its cp ranks; RankMap::GradGroup lists them replica by replica).
+ShardGroupLinks LinksOf(const CostModel& costs, const Plan& plan, const RankMap& ranks, int p) {
+  std::vector<int> group = ranks.GradGroup(ranks.Rank({.pp = p}));
+  ShardGroupLinks links;
+  links.ranks = static_cast<int>(group.size());
+  links.level = GroupLevel(costs, group);
+  links.shard_ranks =
+      plan.dp_sharding == DpSharding::kNone ? links.ranks : plan.ShardReplicas(p) * plan.mesh.cp;
+  group.resize(links.shard_ranks);
+  links.shard_level = GroupLevel(costs, group);
+  return links;
+}
+
+// The compute of one micro-batch on position p: its chunks' forward and backward.
+double PositionMicroBatchMs(const Plan& plan, const std::vector<double>& stage_ms, int p) {
+  double ms = 0;
+  for (size_t s = p; s < stage_ms.size(); s += plan.mesh.pp) ms += stage_ms[s];
+  return ms;
+}
+
+// Exposed gradient synchronization, sharding communication and the optimizer step (see the
+// header).
 void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
              const CostsByMode& by_mode, const SimulationInput& input, Evaluation* ev) {
   const SimulationResult& sim = ev->simulation;
@@ -151,31 +181,25 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
   std::vector<PositionLanes> lanes = ByPosition(sim, plan.mesh.pp, input.steps);
   for (int p = 0; p < plan.mesh.pp; ++p) {
     PositionFootprint f = PositionFootprintOf(plan, by_mode, p);
-    // Every cp rank saw part of each sequence: the shard's gradients sum over dp · cp ranks.
-    std::vector<int> group = ranks.GradGroup(ranks.Rank({.pp = p}));
-    const int group_size = static_cast<int>(group.size());
-    const int level = GroupLevel(costs, group);
-    const bool sharded = plan.dp_sharding == DpSharding::kOptimizer && group_size > 1;
-    double sync =
-        costs.CollectiveMsAtLevel(sharded ? Collective::kReduceScatter : Collective::kAllReduce,
-                                  static_cast<double>(f.grad_bytes), group_size, level);
-    if (sharded) {
-      ev->param_gather_ms = std::max(
-          ev->param_gather_ms,
-          costs.CollectiveMsAtLevel(Collective::kAllGather, static_cast<double>(f.param_bytes),
-                                    group_size, level));
-    }
-    const int replicas = plan.stages[p].replicas;
-    const int updates = async ? LaneMicroBatches(plan.num_micro_batches, replicas, 0) : 1;
+    const ShardingComm comm =
+        ShardingCommOf(costs, plan.dp_sharding, f, LinksOf(costs, plan, ranks, p));
+    ev->param_gather_ms = std::max(ev->param_gather_ms, comm.gather_ms);
+    const int lane = LaneMicroBatches(plan.num_micro_batches, plan.stages[p].replicas, 0);
+    const double per_micro_batch = ExposedMicroBatchCommMs(
+        plan.dp_sharding, comm, lane, PositionMicroBatchMs(plan, ev->stage_ms, p));
+    double& term = plan.dp_sharding == DpSharding::kFull ? ev->layer_comm_ms : ev->grad_scatter_ms;
+    term = std::max(term, per_micro_batch);
+    const int updates = async ? lane : 1;
+    const double sync = comm.sync_ms;
     double exposed =
         async ? updates * sync : std::max(0.0, sync - (sim.makespan_ms - lanes[p].end_ms));
     ev->exposed_sync_ms = std::max(ev->exposed_sync_ms, exposed);
     ev->sync_ms = std::max(ev->sync_ms, updates * sync);
-    int64_t optimizer = (plan.dp_sharding == DpSharding::kOptimizer) ? f.optimizer_bytes / replicas
-                                                                     : f.optimizer_bytes;
-    ev->optimizer_ms = std::max(
-        ev->optimizer_ms,
-        updates * costs.OptimizerMs(static_cast<double>(f.param_bytes + f.grad_bytes + optimizer)));
+    // Each rank steps its share of the state (memory_model.h).
+    MemoryBreakdown share = PositionMemory(f, p, MemoryContextOf(costs, plan, p));
+    ev->optimizer_ms =
+        std::max(ev->optimizer_ms, updates * costs.OptimizerMs(static_cast<double>(
+                                                 share.params + share.grads + share.optimizer)));
     ev->busy_ms = std::max(ev->busy_ms, lanes[p].busy_ms);
   }
   if (TiedAcrossPositions(plan)) {
@@ -187,7 +211,8 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
   ev->makespan_ms = async ? std::max(sim.steady_step_ms, ev->busy_ms) : sim.makespan_ms;
   ev->bubble_ms = std::max(0.0, ev->makespan_ms - ev->busy_ms);
   ev->bubble_fraction = sim.bubble_fraction;
-  ev->step_ms = ev->makespan_ms + ev->exposed_sync_ms + ev->optimizer_ms + ev->param_gather_ms;
+  ev->step_ms = ev->makespan_ms + ev->exposed_sync_ms + ev->optimizer_ms + ev->param_gather_ms +
+                ev->grad_scatter_ms + ev->layer_comm_ms;
 }
 
 // The step's schedule over all M micro-batches: its lists without replication, else only its

@@ -12,7 +12,8 @@
 // runs over its r_p replicas times cp (RankMap::GradGroup: every cp rank saw part of each
 // sequence) on the link of the group of ranks it spans. Memory: each rank of
 // p keeps its lane's live activations, memory_model.h's formulas with m = the busiest lane's
-// count ⌈M / r_p⌉; ZeRO-1 shards the optimizer state over r_p.
+// count ⌈M / r_p⌉, and the state its sharding level divides over the n_p = shard replicas · cp
+// ranks of its shard group (Plan::ShardReplicas; memory_model.h has the formulas).
 //
 // Step time, flushing schedules (every kind but PipeDream):
 //   step = makespan + max_p exposed_p + tied + max_p optimizer_p
@@ -24,10 +25,26 @@
 //               the runtime starts before the position's last backward, is not credited.
 //   tied        the tied-embedding gradient all-reduce between the first and last position
 //   optimizer_p position p's optimizer step
-// With ZeRO-1 over a grad group of more than one rank, sync_p is a reduce-scatter of the
-// gradients (each rank steps its shard only) and the step ends with gather_p, the all-gather
-// of the updated parameters (the dtype's bytes), which nothing hides:
+// Sharded data parallelism (core/plan.h DpSharding; planner/sharding_comm.h computes every
+// collective, over the n_p ranks of p's shard group at the level that group spans): sync_p is
+// the collective that starts after p's last backward, exposed as above, and
 //   step = makespan + max_p exposed_p + tied + max_p optimizer_p + max_p gather_p
+//          + max_p scatter_p + max_p layers_p
+//   none       sync_p = all-reduce of G over the grad group; no other term
+//   optimizer  sync_p = reduce-scatter of G; gather_p = all-gather of P after the optimizer
+//              step, which nothing hides (each rank steps its shard)
+//   gradients  a reduce-scatter of G after every micro-batch's backward: the lane's last is
+//              sync_p, each of its m − 1 others overlaps the next micro-batch's compute c_p
+//              (p's forward and backward of one micro-batch), scatter_p = (m − 1) ·
+//              max(0, RS(G) − c_p); gather_p as optimizer
+//   full       per micro-batch an all-gather of P before forward, another before backward and a
+//              reduce-scatter of G after it, prefetched a layer ahead so they overlap that
+//              micro-batch's compute: layers_p = m · max(0, 2·AG(P) + RS(G) − c_p) + AG(P_l),
+//              the first layer's gather that nothing hides; no gather after the step
+// (P, G: p's parameter and gradient bytes; P_l: its largest layer's parameters; m: p's busiest
+// lane's micro-batches.) Hybrid sharding (dp_shard < dp) adds to sync_p an all-reduce of the
+// G / n_p shard over the dp / dp_shard groups holding it, at the grad group's level. A pipeline
+// of many micro-batches pays full sharding's gathers once per micro-batch.
 // PipeDream updates after every backward instead (runtime/train/pipedream.cc): position p takes
 // u_p = ⌈M / r_p⌉ updates a step (its busiest lane's count, M / r_p when r_p divides M), each
 // after a blocking all-reduce of its replicas' gradients, so
@@ -66,7 +83,9 @@ struct Evaluation {
   double exposed_sync_ms = 0;  // data-parallel and tied-embedding gradient sync not hidden
   double sync_ms = 0;          // the longest position's gradient sync, hidden or not
   double optimizer_ms = 0;
-  double param_gather_ms = 0;  // ZeRO-1: the updated parameter shards' all-gather, after the step
+  double param_gather_ms = 0;  // optimizer, gradients: the parameters' all-gather after the step
+  double grad_scatter_ms = 0;  // gradients: the per-micro-batch reduce-scatters not hidden
+  double layer_comm_ms = 0;    // full: the per-micro-batch gathers and scatters not hidden
   double bubble_fraction = 0;
   std::vector<double> stage_ms;         // forward + backward of one micro-batch per stage
   std::vector<MemoryBreakdown> memory;  // per pipeline position

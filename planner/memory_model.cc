@@ -29,13 +29,31 @@ double LiveActivationFactor(ScheduleKind kind, int position, int pp, int micro_b
   return micro_batches;
 }
 
+namespace {
+
+int64_t CeilDiv(int64_t bytes, int n) { return (bytes + n - 1) / n; }
+
+bool Shards(DpSharding level, DpSharding what) {
+  return static_cast<int>(level) >= static_cast<int>(what);
+}
+
+}  // namespace
+
 MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const MemoryContext& c) {
   double live = LiveActivationFactor(c.schedule, position, c.pp, c.micro_batches, c.virtual_stages);
+  const int n = c.ShardRanks();
   MemoryBreakdown m;
-  m.params = f.param_bytes;
-  m.grads = f.grad_bytes;
-  m.optimizer = c.zero1 ? (f.optimizer_bytes + c.replicas - 1) / c.replicas : f.optimizer_bytes;
-  if (c.GradBuckets()) m.grad_buckets = f.grad_bytes - f.tied_grad_bytes;
+  m.params = Shards(c.sharding, DpSharding::kFull) ? CeilDiv(f.param_bytes, n) : f.param_bytes;
+  m.grads = Shards(c.sharding, DpSharding::kGradients) ? CeilDiv(f.grad_bytes, n) : f.grad_bytes;
+  m.optimizer = Shards(c.sharding, DpSharding::kOptimizer) ? CeilDiv(f.optimizer_bytes, n)
+                                                           : f.optimizer_bytes;
+  if (c.sharding == DpSharding::kFull) {
+    m.gathered_layers = 2 * (f.layer_param_bytes + f.layer_grad_bytes);
+  } else if (c.sharding == DpSharding::kGradients) {
+    m.grad_buckets = f.layer_grad_bytes;
+  } else if (c.GradBuckets()) {
+    m.grad_buckets = f.grad_bytes - f.tied_grad_bytes;
+  }
   m.activations = static_cast<int64_t>(std::ceil(live * static_cast<double>(f.stash_bytes)));
   if (c.schedule == ScheduleKind::kPipeDream) {
     m.weight_versions = static_cast<int64_t>(live - 1) * f.param_bytes;
@@ -50,11 +68,17 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
 int64_t FullestPositionLowerBound(const PositionFootprint& whole, const MemoryContext& c) {
   const double live =
       LiveActivationFactor(c.schedule, c.pp - 1, c.pp, c.micro_batches, c.virtual_stages);
-  const int64_t optimizer = c.zero1 ? whole.optimizer_bytes / c.replicas : whole.optimizer_bytes;
-  const int64_t buckets = c.GradBuckets() ? whole.grad_bytes - whole.tied_grad_bytes : 0;
-  const double sum =
-      static_cast<double>(whole.param_bytes + whole.grad_bytes + optimizer + buckets) +
-      (1 + c.fragmentation) * live * static_cast<double>(whole.stash_bytes);
+  const int n = c.ShardRanks();
+  auto share = [&](int64_t bytes, DpSharding what) {
+    return Shards(c.sharding, what) ? bytes / n : bytes;
+  };
+  const bool whole_buckets = c.GradBuckets() && !Shards(c.sharding, DpSharding::kGradients);
+  const int64_t buckets = whole_buckets ? whole.grad_bytes - whole.tied_grad_bytes : 0;
+  const int64_t state = share(whole.param_bytes, DpSharding::kFull) +
+                        share(whole.grad_bytes, DpSharding::kGradients) +
+                        share(whole.optimizer_bytes, DpSharding::kOptimizer) + buckets;
+  const double sum = static_cast<double>(state) +
+                     (1 + c.fragmentation) * live * static_cast<double>(whole.stash_bytes);
   return static_cast<int64_t>(std::floor(sum / c.pp)) + c.reserved_bytes;
 }
 
@@ -68,6 +92,7 @@ std::string MemoryBreakdown::ToString() const {
   std::string text =
       "params " + GiB(params) + ", grads " + GiB(grads) + ", optimizer " + GiB(optimizer);
   if (grad_buckets > 0) text += ", gradient buckets " + GiB(grad_buckets);
+  if (gathered_layers > 0) text += ", gathered layers " + GiB(gathered_layers);
   text += ", activations " + GiB(activations);
   if (weight_versions > 0) text += ", weight versions " + GiB(weight_versions);
   text += ", workspace " + GiB(workspace);

@@ -1,9 +1,21 @@
-// Memory per rank of one pipeline position: parameters, gradients, optimizer state
-// (sharded over the replicas with ZeRO-1), the flat buffers the replicas' gradient
-// all-reduce packs the gradients into (replicas · cp > 1; a tied table split over two positions
-// is summed on its own and not packed), the activations the schedule keeps alive at its peak,
-// PipeDream's stashed weight versions, the largest layer workspace and the device's reserved
-// memory.
+// Memory per rank of one pipeline position: parameters, gradients, optimizer state, the flat
+// buffers the replicas' gradient all-reduce packs the gradients into (replicas · cp > 1; a tied
+// table split over two positions is summed on its own and not packed), the activations the
+// schedule keeps alive at its peak, PipeDream's stashed weight versions, the largest layer
+// workspace and the device's reserved memory.
+//
+// Sharded data parallelism (core/plan.h DpSharding) divides state over the n = shard replicas
+// · cp ranks of the position's shard group (P, G, O: the position's parameters, gradients and
+// optimizer state; P_l, G_l: its largest layer's; each share rounded up):
+//   none        P + G + O + buckets G
+//   optimizer   P + G + O/n + buckets G                      (ZeRO-1)
+//   gradients   P + G/n + O/n + one bucket G_l in flight     (ZeRO-2: each layer's gradients
+//                                                             are reduce-scattered as its
+//                                                             backward completes)
+//   full        P/n + G/n + O/n + 2 · (P_l + G_l)            (ZeRO-3 / FSDP: the layer being
+//                                                             computed and the one prefetched
+//                                                             are gathered whole, with their
+//                                                             gradients during backward)
 //
 // Live activations, in micro-batches of the position's whole stash (p = position, P = pp,
 // m = micro-batches of the rank's lane, v = virtual stages; DESIGN.md §5). A lane is one
@@ -41,8 +53,10 @@ struct PositionFootprint {
   int64_t grad_bytes = 0;
   int64_t tied_grad_bytes = 0;  // of grad_bytes, a tied table's summed outside the buckets
   int64_t optimizer_bytes = 0;
-  int64_t stash_bytes = 0;      // per micro-batch, for the position's recompute mode
-  int64_t workspace_bytes = 0;  // the largest single layer's
+  int64_t stash_bytes = 0;        // per micro-batch, for the position's recompute mode
+  int64_t workspace_bytes = 0;    // the largest single layer's
+  int64_t layer_param_bytes = 0;  // the largest single layer's parameters
+  int64_t layer_grad_bytes = 0;   // and gradients
 };
 
 struct MemoryBreakdown {
@@ -50,14 +64,15 @@ struct MemoryBreakdown {
   int64_t grads = 0;
   int64_t optimizer = 0;
   int64_t grad_buckets = 0;
+  int64_t gathered_layers = 0;  // full sharding: two layers' whole parameters and gradients
   int64_t activations = 0;
   int64_t weight_versions = 0;
   int64_t workspace = 0;
   int64_t fragmentation = 0;  // of the activations' allocations, held but not reusable
   int64_t reserved = 0;
   int64_t Total() const {
-    return params + grads + optimizer + grad_buckets + activations + weight_versions + workspace +
-           fragmentation + reserved;
+    return params + grads + optimizer + grad_buckets + gathered_layers + activations +
+           weight_versions + workspace + fragmentation + reserved;
   }
   // "params 1.2 GiB, grads ..., total 30.1 GiB".
   std::string ToString() const;
@@ -68,13 +83,16 @@ struct MemoryContext {
   int pp = 1;
   int virtual_stages = 1;
   int micro_batches = 1;  // of the lane: ⌈M / replicas⌉ for the position's fullest rank
-  int replicas = 1;       // of this position, for ZeRO-1 sharding
-  bool zero1 = false;
+  int replicas = 1;       // of this position
+  DpSharding sharding = DpSharding::kNone;
   int64_t reserved_bytes = 0;
   int cp = 1;                // the grad group is replicas · cp ranks
   double fragmentation = 0;  // MemoryOverhead::fragmentation: of the activations
+  int shard_replicas = 0;    // of a shard group (Plan::ShardReplicas); 0: every replica
   // Whether the gradients travel in buckets: a grad group of more than one rank.
   bool GradBuckets() const { return replicas * cp > 1; }
+  // n, the ranks of the shard group.
+  int ShardRanks() const { return (shard_replicas > 0 ? shard_replicas : replicas) * cp; }
 };
 
 MemoryBreakdown PositionMemory(const PositionFootprint& footprint, int position,
@@ -84,7 +102,8 @@ MemoryBreakdown PositionMemory(const PositionFootprint& footprint, int position,
 // sum to `whole` into context.pp · context.virtual_stages chunks (chunk s on position s mod pp),
 // whether each chunk is judged alone standing for v like it (the partition DP's rule) or each
 // position sums its chunks (the evaluation's). Summed over the chunks, the ranks hold all the
-// parameters, gradients, optimizer state (/ replicas with ZeRO-1) and gradient buckets, and at
+// parameters, gradients, optimizer state and the whole-gradient buckets of none and optimizer
+// (each divided by n where the sharding level shards it; the per-layer terms only add), and at
 // least the last position's live activations (the fewest) of the whole stash; the fullest
 // holds at least the average, a pp-th of that, plus the reserved memory. Example 1F1B, pp 4,
 // 40 GiB of static state, 16 GiB of stash: 40/4 + 1 · 16/4 = 14 GiB + reserved.

@@ -16,6 +16,15 @@ void Add(const Plan& plan, std::vector<Neighbour>* out, std::string change, Edit
   out->push_back({std::move(change), std::move(request)});
 }
 
+// A mesh change may leave dp 1, where nothing is sharded: level none stays allowed.
+void AllowNone(SearchConstraints& c) {
+  if (std::find(c.dp_sharding.begin(), c.dp_sharding.end(), DpSharding::kNone) ==
+      c.dp_sharding.end()) {
+    c.dp_sharding.push_back(DpSharding::kNone);
+  }
+  c.dp_shard.reset();
+}
+
 // tp, cp, pp and micro-batch size doubled (`up`) or halved, those that stay >= 1.
 void AddScaled(const Plan& plan, bool up, std::vector<Neighbour>* out) {
   auto scale = [up](int value) { return up ? value * 2 : value / 2; };
@@ -23,12 +32,24 @@ void AddScaled(const Plan& plan, bool up, std::vector<Neighbour>* out) {
   const int cp = scale(plan.mesh.cp);
   const int pp = scale(plan.mesh.pp);
   const int mb = scale(plan.micro_batch_size);
-  if (tp >= 1)
-    Add(plan, out, "tp " + std::to_string(tp), [tp](SearchConstraints& c) { c.tp = tp; });
-  if (cp >= 1)
-    Add(plan, out, "cp " + std::to_string(cp), [cp](SearchConstraints& c) { c.cp = cp; });
-  if (pp >= 1)
-    Add(plan, out, "pp " + std::to_string(pp), [pp](SearchConstraints& c) { c.pp = pp; });
+  if (tp >= 1) {
+    Add(plan, out, "tp " + std::to_string(tp), [tp](SearchConstraints& c) {
+      c.tp = tp;
+      AllowNone(c);
+    });
+  }
+  if (cp >= 1) {
+    Add(plan, out, "cp " + std::to_string(cp), [cp](SearchConstraints& c) {
+      c.cp = cp;
+      AllowNone(c);
+    });
+  }
+  if (pp >= 1) {
+    Add(plan, out, "pp " + std::to_string(pp), [pp](SearchConstraints& c) {
+      c.pp = pp;
+      AllowNone(c);
+    });
+  }
   if (mb >= 1) {
     Add(plan, out, "micro-batch " + std::to_string(mb),
         [mb](SearchConstraints& c) { c.micro_batch = mb; });
@@ -45,8 +66,13 @@ void AddOtherModes(const Plan& plan, std::vector<Neighbour>* out) {
     Add(plan, out, "recompute " + name, [m = mode](SearchConstraints& c) { c.recompute = {m}; });
   }
   if (plan.mesh.dp > 1) {
-    Add(plan, out, plan.dp_sharding == DpSharding::kOptimizer ? "without zero1" : "with zero1",
-        [z = plan.dp_sharding != DpSharding::kOptimizer](SearchConstraints& c) { c.zero1 = z; });
+    for (const auto& [name, level] : DpShardingNames()) {
+      if (level == plan.dp_sharding) continue;
+      Add(plan, out, "dp_sharding " + name, [l = level](SearchConstraints& c) {
+        c.dp_sharding = {l};
+        c.dp_shard.reset();
+      });
+    }
   }
   if (plan.mesh.tp > 1) {
     Add(plan, out,
@@ -83,6 +109,8 @@ SearchRequest FixedChoicesRequest(const Plan& plan) {
   c.recompute = {plan.stages.front().recompute};
   if (plan.mesh.tp > 1) c.sequence_parallel = plan.sequence_parallel;
   c.max_virtual_stages = std::max(plan.virtual_stages, 2);
+  c.dp_sharding = {plan.dp_sharding};
+  if (plan.dp_shard > 0) c.dp_shard = plan.dp_shard;
   return request;
 }
 

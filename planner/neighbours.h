@@ -14,7 +14,7 @@
 
 namespace trident {
 
-// One neighbour: what changed ("tp 16", "schedule gpipe", "without zero1") and the request
+// One neighbour: what changed ("tp 16", "schedule gpipe", "dp_sharding full") and the request
 // that re-plans it.
 struct Neighbour {
   std::string change;
@@ -22,15 +22,16 @@ struct Neighbour {
 };
 
 // `plan`'s job with its choices fixed: tp, cp, pp, micro-batch size, schedule, the first stage's
-// recompute mode, sequence parallelism, and up to max(v, 2) virtual stages. dp follows from tp,
-// cp and pp; ZeRO-1 is
-// left to the search. No runners-up. REQUIRES (here and below): plan.Validate() is ok.
+// recompute mode, sequence parallelism, the sharding level and shard group, and up to max(v, 2)
+// virtual stages. dp follows from tp, cp and pp. No runners-up. REQUIRES (here and below):
+// plan.Validate() is ok.
 SearchRequest FixedChoicesRequest(const Plan& plan);
 
 // "(same choices)" first (the plan's choices re-planned, the row the others compare with),
-// then tp, cp, pp and micro-batch size doubled, then halved (those that stay >= 1), every other
-// schedule, every other recompute mode, ZeRO-1 switched when dp > 1 and sequence parallelism
-// switched when tp > 1.
+// then tp, cp, pp and micro-batch size doubled, then halved (those that stay >= 1; each also
+// allows level none, as dp may become 1), every other schedule, every other recompute mode,
+// every other sharding level when dp > 1 (its shard groups left to the search) and sequence
+// parallelism switched when tp > 1.
 std::vector<Neighbour> NeighbourRequests(const Plan& plan);
 
 // A neighbour re-planned: the best plan's step time and peak memory, or why there is none

@@ -67,7 +67,9 @@ std::string ConfigLine(const Plan& plan) {
               ? "per stage"
               : NameOf(RecomputeModeNames(), plan.stages.front().recompute);
   if (!UniformReplication(plan.stages)) text += ", per-stage replication";
-  return plan.dp_sharding == DpSharding::kOptimizer ? text + ", zero1" : text;
+  if (plan.dp_sharding == DpSharding::kNone) return text;
+  text += ", dp_sharding " + NameOf(DpShardingNames(), plan.dp_sharding);
+  return plan.dp_shard > 0 ? text + " in groups of " + std::to_string(plan.dp_shard) : text;
 }
 
 std::string StepBreakdown(const Plan& plan, const Evaluation& ev) {
@@ -78,10 +80,12 @@ std::string StepBreakdown(const Plan& plan, const Evaluation& ev) {
                      FormatMs(ev.exposed_sync_ms) + " (" + pct(ev.exposed_sync_ms) +
                      ") + optimizer " + FormatMs(ev.optimizer_ms) + " (" + pct(ev.optimizer_ms) +
                      ")";
-  if (ev.param_gather_ms > 0) {
-    text += " + ZeRO-1 parameter all-gather " + FormatMs(ev.param_gather_ms) + " (" +
-            pct(ev.param_gather_ms) + ")";
-  }
+  auto term = [&](const char* name, double ms) {
+    if (ms > 0) text += std::string(" + ") + name + " " + FormatMs(ms) + " (" + pct(ms) + ")";
+  };
+  term("parameter all-gather after the step", ev.param_gather_ms);
+  term("per-micro-batch gradient reduce-scatter", ev.grad_scatter_ms);
+  term("per-micro-batch layer gathers and scatters", ev.layer_comm_ms);
   text += "\n";
   const PlanStage& b = plan.stages[ev.bottleneck_stage];
   text += "bottleneck: stage " + std::to_string(ev.bottleneck_stage) + " (layers " +
@@ -121,7 +125,9 @@ std::string WhyLost(const Evaluation& best, const Evaluation& other) {
                         {"bubble", best.bubble_ms, other.bubble_ms},
                         {"exposed sync", best.exposed_sync_ms, other.exposed_sync_ms},
                         {"optimizer", best.optimizer_ms, other.optimizer_ms},
-                        {"parameter all-gather", best.param_gather_ms, other.param_gather_ms}};
+                        {"parameter all-gather", best.param_gather_ms, other.param_gather_ms},
+                        {"gradient reduce-scatter", best.grad_scatter_ms, other.grad_scatter_ms},
+                        {"layer gathers", best.layer_comm_ms, other.layer_comm_ms}};
   const Part* worst = &parts[0];
   for (const Part& p : parts) {
     if (p.other_ms - p.best_ms > worst->other_ms - worst->best_ms) worst = &p;

@@ -12,6 +12,7 @@
 #include "core/version.h"
 #include "planner/partition.h"
 #include "planner/plan_request.h"
+#include "planner/sharding_comm.h"
 #include "planner/stage_costs.h"
 
 namespace trident {
@@ -27,7 +28,8 @@ struct Config {
   int tp = 1, pp = 1, dp = 1, micro_batch = 1, v = 1;
   ScheduleKind schedule = ScheduleKind::k1F1B;
   RecomputeMode recompute = RecomputeMode::kNone;
-  bool zero1 = false;
+  DpSharding sharding = DpSharding::kNone;
+  int shard = 0;          // replicas of a shard group (Plan::dp_shard); 0: every replica
   int micro_batches = 1;  // over all replicas
   bool sp = false;        // sequence parallelism in the tp group
   int cp = 1;             // context parallelism: each replica is a cp group of tp groups
@@ -35,7 +37,7 @@ struct Config {
   // Ranks of one unit of the partition DP: a replica of a position holds tp · cp ranks.
   int UnitRanks() const { return tp * cp; }
   auto Key() const {
-    return std::tuple(cp, tp, sp, pp, micro_batch, schedule, v, recompute, zero1);
+    return std::tuple(cp, tp, sp, pp, micro_batch, schedule, v, recompute, sharding, shard);
   }
 };
 
@@ -46,7 +48,9 @@ std::string Describe(const Config& c) {
                      std::to_string(c.micro_batch) + ", " + NameOf(ScheduleKindNames(), c.schedule);
   if (c.v > 1) text += " v " + std::to_string(c.v);
   text += ", recompute " + NameOf(RecomputeModeNames(), c.recompute);
-  return c.zero1 ? text + ", zero1" : text;
+  if (c.sharding == DpSharding::kNone) return text;
+  text += ", dp_sharding " + NameOf(DpShardingNames(), c.sharding);
+  return c.shard > 0 ? text + " in groups of " + std::to_string(c.shard) : text;
 }
 
 // The partition DP's view of one configuration (see planner/partition.h).
@@ -61,13 +65,17 @@ class DpCosts : public PartitionCosts {
   double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
                  int num_stages) const override {
     const int pp = num_stages / config_.v;
-    if (Memory(first, last, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
+    const PositionFootprint f = costs_.Footprint(first, last);
+    if (Memory(f, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
     // Per micro-batch of the step: the busiest lane's ceil(M / r) micro-batches of compute
-    // (round robin), and the gradient all-reduce.
+    // (round robin) and the data-parallel communication the evaluation charges
+    // (planner/sharding_comm.h), the sharding's per-micro-batch part left exposed included.
     const double m = config_.micro_batches;
-    const double compute = costs_.Times(first, last).Total() *
-                           LaneMicroBatches(config_.micro_batches, replicas, 0) / m;
-    return compute + SyncMs(first, last, replicas, first_unit) / m;
+    const int lane = LaneMicroBatches(config_.micro_batches, replicas, 0);
+    const double compute = costs_.Times(first, last).Total();
+    const ShardingComm comm = Comm(f, replicas, first_unit);
+    const double exposed = ExposedMicroBatchCommMs(config_.sharding, comm, lane, compute);
+    return (compute * lane + comm.sync_ms + comm.gather_ms + exposed) / m;
   }
 
   double BoundaryMs(int last_of_left, int boundary_unit) const override {
@@ -86,7 +94,28 @@ class DpCosts : public PartitionCosts {
   }
 
   MemoryBreakdown Memory(int first, int last, int replicas, int position, int pp) const {
-    PositionFootprint f = costs_.Footprint(first, last);
+    return Memory(costs_.Footprint(first, last), replicas, position, pp);
+  }
+
+  // The collectives of `f` on `replicas` units from `first_unit` (planner/sharding_comm.h).
+  ShardingComm Comm(const PositionFootprint& f, int replicas, int first_unit) const {
+    return ShardingCommOf(model_, config_.sharding, f, Links(replicas, first_unit));
+  }
+
+  const CostModel& model() const { return model_; }
+
+  // The links of the replicas' cp ranks (RankMap::GradGroup: dp · cp ranks) and of the first
+  // shard group (shard · cp ranks), cached per first unit for the uniform DP's dp replicas.
+  ShardGroupLinks Links(int replicas, int first_unit) const {
+    if (replicas != config_.dp) return NewLinks(replicas, first_unit);
+    if (links_.size() <= static_cast<size_t>(first_unit)) links_.resize(first_unit + 1);
+    std::optional<ShardGroupLinks>& cached = links_[first_unit];
+    if (!cached) cached = NewLinks(replicas, first_unit);
+    return *cached;
+  }
+
+ private:
+  MemoryBreakdown Memory(PositionFootprint f, int replicas, int position, int pp) const {
     // Interleaved: a position holds v chunks; judge each chunk as if all were like it.
     f.param_bytes *= config_.v;
     f.grad_bytes *= config_.v;
@@ -97,29 +126,31 @@ class DpCosts : public PartitionCosts {
                           config_.v,
                           LaneMicroBatches(config_.micro_batches, replicas, 0),
                           replicas,
-                          config_.zero1,
+                          config_.sharding,
                           model_.ReservedBytes(),
                           config_.cp,
-                          model_.ActivationFragmentation()};
+                          model_.ActivationFragmentation(),
+                          config_.shard};
     return PositionMemory(f, position, context);
   }
 
- private:
-  // The gradient all-reduce over the replicas' cp ranks (RankMap::GradGroup: dp · cp ranks).
-  double SyncMs(int first, int last, int replicas, int first_unit) const {
-    const int group = replicas * config_.cp;
-    if (group == 1) return 0;
-    int first_rank = first_unit * config_.UnitRanks();
-    int last_rank = (first_unit + replicas) * config_.UnitRanks() - 1;
-    return model_.CollectiveMsAtLevel(Collective::kAllReduce,
-                                      static_cast<double>(costs_.GradBytes(first, last)), group,
-                                      model_.LevelSpanning(first_rank, last_rank));
+  ShardGroupLinks NewLinks(int replicas, int first_unit) const {
+    const int unit_ranks = config_.UnitRanks();
+    const int first_rank = first_unit * unit_ranks;
+    const int shard = config_.shard > 0 ? config_.shard : replicas;
+    ShardGroupLinks links;
+    links.ranks = replicas * config_.cp;
+    links.level = model_.LevelSpanning(first_rank, first_rank + replicas * unit_ranks - 1);
+    links.shard_ranks = config_.sharding == DpSharding::kNone ? links.ranks : shard * config_.cp;
+    links.shard_level = model_.LevelSpanning(first_rank, first_rank + shard * unit_ranks - 1);
+    return links;
   }
 
   const CostModel& model_;
   const StageCosts& costs_;
   Config config_;
   int64_t memory_limit_;
+  mutable std::vector<std::optional<ShardGroupLinks>> links_;
 };
 
 // A partition the DP chose (or the user's cuts), with its closed-form step estimate.
@@ -129,11 +160,8 @@ struct Scored {
   double estimate_ms = kInf;
 };
 
-// Closed-form step time from per-position times (see DESIGN.md §5), used to pick which
-// candidates to simulate. A position's busiest lane runs ceil(M / r) micro-batches of its
-// chunks' T = F + B + W (round robin, core/replica_lanes.h); the busiest position sets the
-// pace, and the pipeline's fill and drain add one pass through the other stages.
-double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
+// The pipeline's part of the estimate: the busiest lane's compute and the fill and drain.
+double PipelineMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
                   const std::vector<PlanStage>& stages) {
   std::vector<double> position_ms(c.pp, 0);
   std::vector<int> lane(c.pp, 0);
@@ -169,6 +197,40 @@ double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& co
       return pace - slowest + sum_ms / c.v + boundary_ms;
   }
   return kInf;
+}
+
+// The data-parallel part of the estimate (planner/sharding_comm.h). REQUIRES: uniform
+// replication.
+double DataParallelEstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
+                              const std::vector<PlanStage>& stages) {
+  std::vector<PositionComm> positions(c.pp);
+  for (int p = 0; p < c.pp; ++p) {
+    PositionComm& position = positions[p];
+    for (size_t s = p; s < stages.size(); s += c.pp) {
+      const int last = stages[s].first_layer + stages[s].num_layers - 1;
+      const PositionFootprint chunk = costs.Footprint(stages[s].first_layer, last);
+      position.footprint.param_bytes += chunk.param_bytes;
+      position.footprint.grad_bytes += chunk.grad_bytes;
+      position.footprint.layer_param_bytes =
+          std::max(position.footprint.layer_param_bytes, chunk.layer_param_bytes);
+      position.compute_ms += costs.Times(stages[s].first_layer, last).Total();
+    }
+    position.links = dp_costs.Links(c.dp, p * c.dp);
+  }
+  return DataParallelMs(dp_costs.model(), c.sharding, c.schedule == ScheduleKind::kPipeDream,
+                        LaneMicroBatches(c.micro_batches, c.dp, 0), positions);
+}
+
+// Closed-form step time from per-position times (see DESIGN.md §5), used to pick which
+// candidates to simulate. A position's busiest lane runs ceil(M / r) micro-batches of its
+// chunks' T = F + B + W (round robin, core/replica_lanes.h); the busiest position sets the
+// pace, and the pipeline's fill and drain add one pass through the other stages; with uniform
+// replication the data-parallel communication follows (DataParallelMs, sharding_comm.h).
+double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
+                  const std::vector<PlanStage>& stages) {
+  const double data_parallel =
+      UniformReplication(stages) ? DataParallelEstimateMs(c, dp_costs, costs, stages) : 0;
+  return PipelineMs(c, dp_costs, costs, stages) + data_parallel;
 }
 
 std::vector<PlanStage> StagesOf(const Partition& partition, RecomputeMode recompute) {
@@ -223,6 +285,9 @@ class Searcher {
   void ForUnit(int tp, bool sp, int cp);
   void ForMesh(const Config& unit, int pp, int dp);
   void ForReplicated(const Config& unit, int units);
+  void ForSharding(Config c, const StageCosts& sc);
+  std::vector<DpSharding> Levels() const;
+  std::vector<int> ShardGroups(const Config& c) const;
   void TryConfig(const Config& c, const StageCosts& sc);
   void TryReplicated(const Config& base, const StageCosts& sc);
   void ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
@@ -230,7 +295,7 @@ class Searcher {
   void TrackLeastMemory(const Config& c);
   bool MemoryBoundExceeds(const Config& c, const StageCosts& sc) const;
   bool ReplicatedMemoryBoundExceeds(const Config& c, const StageCosts& sc, int units) const;
-  bool CannotRank(const Config& c, const StageCosts& sc) const;
+  bool CannotRank(const Config& c, const DpCosts& dp_costs, const StageCosts& sc) const;
   Status NothingFits(const SearchResult& result) const;
   void RememberEstimate(double estimate);
   void Score(const Config& c, const DpCosts& dp_costs, const StageCosts& sc,
@@ -328,8 +393,11 @@ void Searcher::ForUnit(int tp, bool sp, int cp) {
     int dp = units / pp;
     if (Allowed(constraints_.dp, dp)) ForMesh(unit, pp, dp);
   }
+  // Per-stage replication is not sharded: only where level none is allowed.
+  const std::vector<DpSharding> levels = Levels();
+  const bool unsharded = std::find(levels.begin(), levels.end(), DpSharding::kNone) != levels.end();
   if (constraints_.replicate_stages && !constraints_.dp && constraints_.cuts.empty() &&
-      units <= kMaxReplicatedUnits) {
+      units <= kMaxReplicatedUnits && unsharded && !constraints_.dp_shard) {
     ForReplicated(unit, units);
   }
 }
@@ -373,18 +441,57 @@ void Searcher::ForMesh(const Config& unit, int pp, int dp) {
         int max_v =
             schedule == ScheduleKind::kInterleaved1F1B ? constraints_.max_virtual_stages : 1;
         for (int v = schedule == ScheduleKind::kInterleaved1F1B ? 2 : 1; v <= max_v; ++v) {
-          for (bool zero1 : {false, true}) {
-            if (!Allowed(constraints_.zero1, zero1) || (zero1 && dp == 1)) continue;
-            Config c = base;
-            c.schedule = schedule;
-            c.v = v;
-            c.zero1 = zero1;
-            TryConfig(c, *sc);
-          }
+          Config c = base;
+          c.schedule = schedule;
+          c.v = v;
+          ForSharding(c, *sc);
         }
       }
     }
   }
+}
+
+// Every allowed sharding level of the configuration, sharded levels only where dp > 1 and not
+// under PipeDream (its weight stashing keeps whole weight versions, and each update waits on a
+// blocking all-reduce, runtime/train/pipedream.cc), each over whole dp and, where hybrid
+// sharding is allowed, over the shard groups ShardGroups chooses.
+void Searcher::ForSharding(Config c, const StageCosts& sc) {
+  for (DpSharding level : Levels()) {
+    const bool sharded = level != DpSharding::kNone;
+    if (sharded && (c.dp == 1 || c.schedule == ScheduleKind::kPipeDream)) continue;
+    if (!sharded && constraints_.dp_shard) continue;
+    c.sharding = level;
+    for (int shard : sharded ? ShardGroups(c) : std::vector<int>{0}) {
+      c.shard = shard;
+      TryConfig(c, sc);
+    }
+  }
+}
+
+std::vector<DpSharding> Searcher::Levels() const {
+  if (!constraints_.dp_sharding.empty()) return constraints_.dp_sharding;
+  return {DpSharding::kNone, DpSharding::kOptimizer};
+}
+
+// Shard groups (replicas each; 0: all dp) where hybrid sharding can pay: the whole dp, and the
+// largest divisor d >= 2 of dp whose d · cp · tp ranks fit in one node when d < dp, so the
+// per-micro-batch and step-end collectives stay on the node's links and only the shard's
+// all-reduce crosses nodes. Other divisors trade memory for no faster link; --fix dp_shard=N
+// asks for N alone.
+std::vector<int> Searcher::ShardGroups(const Config& c) const {
+  if (constraints_.dp_shard) {
+    const int n = *constraints_.dp_shard;
+    if (n < 2 || c.dp % n != 0) return {};
+    return {n == c.dp ? 0 : n};
+  }
+  std::vector<int> groups = {0};
+  if (!constraints_.hybrid) return groups;
+  for (int d = c.dp; d >= 2; --d) {
+    if (c.dp % d != 0 || d * c.UnitRanks() > costs_.DevicesPerNode()) continue;
+    if (d < c.dp) groups.push_back(d);
+    break;
+  }
+  return groups;
 }
 
 bool LegalSchedule(const Config& c, int num_layers) {
@@ -420,7 +527,7 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
     infeasible_.push_back(c);
     return;
   }
-  if (CannotRank(c, sc)) return;
+  if (CannotRank(c, dp_costs, sc)) return;
   Partition partition = PartitionUniform(dp_costs, c.pp * c.v, c.dp);
   if (!partition.feasible()) {
     ++result_.infeasible;
@@ -432,22 +539,26 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
 
 // Cheap bounds that spare the DP: the fullest position holds at least the average memory
 // (FullestPositionLowerBound: static state, buckets and the fewest live activations), and the
-// busiest position computes at least the average share of the m micro-batches.
+// busiest position computes at least the average share of the m micro-batches, to which the
+// data-parallel communication adds at least what the first layer alone costs
+// (DataParallelLowerBoundMs).
 bool Searcher::MemoryBoundExceeds(const Config& c, const StageCosts& sc) const {
   MemoryContext context{c.schedule,
                         c.pp,
                         c.v,
                         LaneMicroBatches(c.micro_batches, c.dp, 0),
                         c.dp,
-                        c.zero1,
+                        c.sharding,
                         costs_.ReservedBytes(),
                         c.cp,
-                        costs_.ActivationFragmentation()};
+                        costs_.ActivationFragmentation(),
+                        c.shard};
   return FullestPositionLowerBound(sc.Footprint(0, sc.NumLayers() - 1), context) > memory_limit_;
 }
 
 // The same bound for per-stage replication: no stage has more than units − (pp − 1) replicas,
-// so no lane runs fewer than ⌈M / that⌉ micro-batches; buckets and ZeRO-1 only add.
+// so no lane runs fewer than ⌈M / that⌉ micro-batches; buckets only add (per-stage replication
+// is not sharded).
 bool Searcher::ReplicatedMemoryBoundExceeds(const Config& c, const StageCosts& sc,
                                             int units) const {
   const int most_replicas = std::min(units - c.pp + 1, c.micro_batches);
@@ -456,16 +567,19 @@ bool Searcher::ReplicatedMemoryBoundExceeds(const Config& c, const StageCosts& s
                         1,
                         LaneMicroBatches(c.micro_batches, most_replicas, 0),
                         1,
-                        false,
+                        DpSharding::kNone,
                         costs_.ReservedBytes(),
                         1,
                         costs_.ActivationFragmentation()};
   return FullestPositionLowerBound(sc.Footprint(0, sc.NumLayers() - 1), context) > memory_limit_;
 }
 
-bool Searcher::CannotRank(const Config& c, const StageCosts& sc) const {
+bool Searcher::CannotRank(const Config& c, const DpCosts& dp_costs, const StageCosts& sc) const {
   if (best_estimates_.size() < static_cast<size_t>(request_.rerank)) return false;
-  double lower_bound = c.PerReplica() * sc.Times(0, sc.NumLayers() - 1).Total() / c.pp;
+  double lower_bound =
+      c.PerReplica() * sc.Times(0, sc.NumLayers() - 1).Total() / c.pp +
+      DataParallelLowerBoundMs(costs_, c.sharding, c.schedule == ScheduleKind::kPipeDream,
+                               sc.Footprint(0, 0), dp_costs.Links(c.dp, 0));
   return lower_bound >= best_estimates_.front();
 }
 
@@ -566,7 +680,8 @@ Plan Searcher::MakePlan(const Scored& scored) const {
   plan.micro_batch_size = c.micro_batch;
   plan.num_micro_batches = c.micro_batches;
   plan.schedule = c.schedule;
-  plan.dp_sharding = c.zero1 ? DpSharding::kOptimizer : DpSharding::kNone;
+  plan.dp_sharding = c.sharding;
+  plan.dp_shard = c.shard;
   plan.sequence_parallel = c.sp;
   plan.stages = scored.stages;
   plan.provenance.planner_version = TridentBuild();
@@ -579,8 +694,7 @@ auto CandidateKey(const Candidate& c) {
   for (const PlanStage& st : p.stages) cuts.push_back(st.first_layer);
   return std::tuple(c.evaluation.step_ms, c.evaluation.peak_memory_bytes, p.mesh.cp, p.mesh.tp,
                     p.sequence_parallel, p.mesh.pp, p.micro_batch_size, p.schedule,
-                    p.virtual_stages, p.stages.front().recompute,
-                    p.dp_sharding == DpSharding::kOptimizer, cuts);
+                    p.virtual_stages, p.stages.front().recompute, p.dp_sharding, p.dp_shard, cuts);
 }
 
 std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes)); }

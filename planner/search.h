@@ -1,11 +1,12 @@
 // The planner's search: the outer loop over tp (with or without sequence parallelism), cp, pp, dp,
-// micro-batch size, schedule (with its virtual stages), recompute and ZeRO-1; for each, the
+// micro-batch size, schedule (with its virtual stages), recompute and the data-parallel sharding
+// level with its shard groups (search.cc's ShardGroups); for each, the
 // partition DP (planner/partition.h) chooses the stage cuts (and, for small meshes, per-stage
 // replication) that minimize the slowest stage subject to every position's memory; a closed-form
 // estimate ranks them and the best candidates are re-ranked by simulating their exact schedules
 // (planner/evaluate.h). Ties break deterministically: the smaller (step time, peak memory, cp,
 // tp, sequence parallelism (off first), pp, micro-batch, schedule, virtual stages, recompute,
-// zero1, cuts) wins.
+// sharding level, shard group, cuts) wins.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,13 @@ struct SearchConstraints {
   std::vector<ScheduleKind> schedules;   // empty: every synchronous schedule (not PipeDream,
                                          // whose asynchronous updates change the training)
   std::vector<RecomputeMode> recompute;  // empty: none, selective (not under flash), full
-  std::optional<bool> zero1;             // unset: both
+  // Data-parallel sharding levels; empty: none and optimizer, what the runtime executes. A
+  // level other than none is tried only where dp > 1.
+  std::vector<DpSharding> dp_sharding;
+  // Replicas of a shard group (Plan::dp_shard; dp itself: no hybrid): only sharded levels,
+  // only meshes whose dp it divides. Unset: the search's shard groups.
+  std::optional<int> dp_shard;
+  bool hybrid = true;  // also shard groups of fewer than dp replicas (uniform replication only)
   // Sequence parallelism where tp > 1 (tp 1 never has it); unset: both.
   std::optional<bool> sequence_parallel;
   // Context-parallel degree; unset: every cp of the cost model whose 2·cp divides seq_len.

@@ -17,6 +17,8 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
   c.optimizer_.assign(n + 1, 0);
   c.stash_.assign(n + 1, 0);
   c.workspace_.assign(1, {});
+  c.layer_param_.assign(1, {});
+  c.layer_grad_.assign(1, {});
   for (int i = 0; i < n; ++i) {
     const ProfileEntry* e = model.Layer(i, micro_batch, tp, sequence_parallel, cp);
     if (e == nullptr) {
@@ -35,17 +37,27 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
     c.optimizer_[i + 1] = c.optimizer_[i] + e->optimizer_bytes;
     c.stash_[i + 1] = c.stash_[i] + e->StashedBytes(recompute);
     c.workspace_[0].push_back(e->WorkspaceBytes(recompute));
+    c.layer_param_[0].push_back(e->param_bytes);
+    c.layer_grad_[0].push_back(e->grad_bytes);
     c.output_bytes_.push_back(e->output_bytes);
   }
-  for (size_t width = 2; width <= static_cast<size_t>(n); width *= 2) {
-    const std::vector<int64_t>& half = c.workspace_.back();
-    std::vector<int64_t> level;
-    for (size_t i = 0; i + width <= static_cast<size_t>(n); ++i) {
-      level.push_back(std::max(half[i], half[i + width / 2]));
-    }
-    c.workspace_.push_back(std::move(level));
-  }
+  for (RangeMax* table : {&c.workspace_, &c.layer_param_, &c.layer_grad_}) BuildRangeMax(table);
   return c;
+}
+
+void StageCosts::BuildRangeMax(RangeMax* table) {
+  const size_t n = table->front().size();
+  for (size_t width = 2; width <= n; width *= 2) {
+    const std::vector<int64_t>& half = table->back();
+    std::vector<int64_t> level;
+    for (size_t i = 0; i + width <= n; ++i) level.push_back(std::max(half[i], half[i + width / 2]));
+    table->push_back(std::move(level));
+  }
+}
+
+int64_t StageCosts::MaxOf(const RangeMax& table, int first, int last) {
+  const int k = std::bit_width(static_cast<unsigned>(last - first + 1)) - 1;
+  return std::max(table[k][first], table[k][last + 1 - (1 << k)]);
 }
 
 RangeTimes StageCosts::Times(int first, int last) const {
@@ -59,8 +71,9 @@ PositionFootprint StageCosts::Footprint(int first, int last) const {
   f.grad_bytes = grad_[last + 1] - grad_[first];
   f.optimizer_bytes = optimizer_[last + 1] - optimizer_[first];
   f.stash_bytes = stash_[last + 1] - stash_[first];
-  const int k = std::bit_width(static_cast<unsigned>(last - first + 1)) - 1;
-  f.workspace_bytes = std::max(workspace_[k][first], workspace_[k][last + 1 - (1 << k)]);
+  f.workspace_bytes = MaxOf(workspace_, first, last);
+  f.layer_param_bytes = MaxOf(layer_param_, first, last);
+  f.layer_grad_bytes = MaxOf(layer_grad_, first, last);
   return f;
 }
 

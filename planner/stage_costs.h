@@ -38,8 +38,11 @@ class StageCosts {
   std::vector<double> fwd_, bwd_input_, bwd_weight_;
   std::vector<int64_t> param_, grad_, optimizer_, stash_;
   std::vector<int64_t> output_bytes_;  // per layer
-  // workspace_[k][i]: the largest workspace of layers [i, i + 2^k), for O(1) range maxima.
-  std::vector<std::vector<int64_t>> workspace_;
+  // x_[k][i]: the largest of layers [i, i + 2^k), for O(1) range maxima.
+  using RangeMax = std::vector<std::vector<int64_t>>;
+  static void BuildRangeMax(RangeMax* table);
+  static int64_t MaxOf(const RangeMax& table, int first, int last);
+  RangeMax workspace_, layer_param_, layer_grad_;
 };
 
 }  // namespace trident

@@ -39,7 +39,8 @@ verdict "explain names the bottleneck and the neighbouring choices"
 
 # export --to megatron: the plan's mesh and batch as Megatron-LM flags in a script bash parses.
 run "$bin" plan --model "$configs/models/gpt3-1.3b.yaml" --cluster "$a100" --devices 32 \
-  --global-batch 256 --seq 2048 --schedule 1f1b,interleaved_1f1b -o "$WORK/mega.yaml"
+  --global-batch 256 --seq 2048 --schedule 1f1b,interleaved_1f1b --dp-sharding none \
+  -o "$WORK/mega.yaml"
 tp=$(sed -n 's/^mesh: {dp: [0-9]*, pp: [0-9]*, cp: [0-9]*, tp: \([0-9]*\)}$/\1/p' "$WORK/mega.yaml")
 run "$bin" export "$WORK/mega.yaml" --to megatron -o "$WORK/megatron.sh"
 expect_rc 0 && expect_in out "wrote $WORK/megatron.sh" && [[ -x $WORK/megatron.sh ]] &&
@@ -208,6 +209,43 @@ run "$bin" export "$WORK/ds-grads.yaml" --to deepspeed -o "$WORK/ds-grads"
 expect_rc 1 && expect_in err "dp_sharding: DeepSpeed's pipeline engine refuses ZeRO stage 2" &&
   [[ ! -e $WORK/ds-grads ]]
 verdict "export --to deepspeed refuses ZeRO stage 2 with a pipeline, naming the field"
+
+# Sharded data parallelism: every level is searched with --dp-sharding all, one level and a
+# fixed shard group are honoured, and simulate and explain show the sharding's step terms.
+run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 16 \
+  --global-batch 32 --seq 2048 -o "$WORK/default.yaml"
+run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 16 \
+  --global-batch 32 --seq 2048 --dp-sharding all --runners-up 20 -o "$WORK/all.yaml" --json
+expect_rc 0 &&
+  expect_json "d['best']['step_time_ms'] <= float(args[0]) and all(r['dp_sharding'] == 'none' or r['mesh']['dp'] > 1 for r in [d['best']] + d['runners_up'])" \
+    "$(sed -n 's/^  step_time_ms: //p' "$WORK/default.yaml")"
+verdict "plan --dp-sharding all finds a step no slower than the default levels', sharding only with dp > 1"
+
+run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 16 \
+  --global-batch 32 --seq 2048 --dp-sharding full --fix dp=4,dp_shard=2 -o "$WORK/hsdp.yaml" --json
+expect_rc 0 && expect_json "d['best']['dp_sharding'] == 'full' and d['best']['dp_shard'] == 2 and d['best']['layer_comm_ms'] > 0 and d['best']['param_gather_ms'] == 0" &&
+  grep -qx "dp_sharding: full" "$WORK/hsdp.yaml" && grep -qx "dp_shard: 2" "$WORK/hsdp.yaml"
+verdict "plan --dp-sharding full --fix dp_shard=2 writes a hybrid fully sharded plan"
+
+run "$bin" simulate "$WORK/hsdp.yaml" --cluster "$h100"
+expect_rc 0 && expect_in out "dp_sharding full in groups of 2" &&
+  expect_in out "per-micro-batch layer gathers and scatters"
+verdict "simulate names the sharding and its per-micro-batch term in the step breakdown"
+
+run "$bin" explain "$WORK/hsdp.yaml" --cluster "$h100"
+expect_rc 0 && expect_in out "dp_sharding none" && expect_in out "dp_sharding optimizer" &&
+  expect_in out "dp_sharding gradients"
+verdict "explain sets every other sharding level beside the plan's"
+
+run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 16 \
+  --global-batch 32 --seq 2048 --fix dp_shard=1 -o "$WORK/bad-shard.yaml"
+expect_rc 1 && expect_in err "a shard group holds at least 2 replicas" && [[ ! -e $WORK/bad-shard.yaml ]]
+verdict "plan --fix dp_shard=1 is refused, saying why"
+
+run "$bin" plan --model "$configs/models/gpt-tiny.yaml" --cluster "$configs/clusters/local-cpu.yaml" \
+  --global-batch 8 --dp-sharding zero3 -o "$WORK/bad-level.yaml"
+expect_rc 2 && [[ ! -e $WORK/bad-level.yaml ]]
+verdict "plan --dp-sharding with an unknown level: usage error"
 
 run "$bin" plan --model "$configs/models/gpt3-175b.yaml" --cluster "$a100" --devices 8 \
   --global-batch 64 --seq 2048 -o "$WORK/none.yaml"

@@ -40,8 +40,13 @@ TEST(Baseline, NamesTheChoicesThatDiffer) {
   other_cuts.stages[1] = {3, 2, 2, RecomputeMode::kSelective, 0, 0};
   other_cuts.dp_sharding = DpSharding::kOptimizer;
   EXPECT_EQ(ChangedChoices(Shaped(1, 2, 2), other_cuts),
-            "per-stage recompute instead of recompute none, zero1 instead of no zero1, other "
-            "stage cuts");
+            "per-stage recompute instead of recompute none, dp_sharding optimizer instead of "
+            "none, other stage cuts");
+  Plan hybrid = Shaped(1, 1, 4);
+  hybrid.dp_sharding = DpSharding::kFull;
+  hybrid.dp_shard = 2;
+  EXPECT_EQ(ChangedChoices(Shaped(1, 1, 4), hybrid),
+            "dp_sharding full in groups of 2 instead of none");
   Plan replicated = Shaped(1, 2, 2);
   replicated.stages[1].replicas = 1;
   EXPECT_EQ(ChangedChoices(Shaped(1, 2, 2), replicated), "other per-stage replication");
@@ -82,19 +87,48 @@ TEST(Baseline, ReplansKeepTheJobAndNarrowTheChoices) {
   EXPECT_EQ(r.constraints.schedules,
             (std::vector<ScheduleKind>{ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B}));
   EXPECT_FALSE(r.constraints.replicate_stages);
-  EXPECT_EQ(r.constraints.zero1, true);
-  // DeepSpeed: 1F1B, no selective recompute, and tensor parallelism only without a pipeline.
+  // The distributed optimizer or none, whatever the plan's level; no hybrid groups.
+  const std::vector<DpSharding> zero01 = {DpSharding::kNone, DpSharding::kOptimizer};
+  EXPECT_EQ(r.constraints.dp_sharding, zero01);
+  EXPECT_FALSE(r.constraints.hybrid);
+  // DeepSpeed: 1F1B, no selective recompute, and tensor parallelism only without a pipeline;
+  // ZeRO stages 2 and 3 only without a pipeline.
   const std::vector<SearchRequest> deepspeed = ReplanRequests(plan, Framework::kDeepSpeed);
   ASSERT_EQ(deepspeed.size(), 2u);
   EXPECT_EQ(deepspeed[0].constraints.tp, 1);
+  EXPECT_EQ(deepspeed[0].constraints.dp_sharding, zero01);
   EXPECT_EQ(deepspeed[1].constraints.pp, 1);
+  EXPECT_EQ(deepspeed[1].constraints.dp_sharding,
+            (std::vector<DpSharding>{DpSharding::kNone, DpSharding::kOptimizer,
+                                     DpSharding::kGradients, DpSharding::kFull}));
   for (const SearchRequest& d : deepspeed) {
+    EXPECT_FALSE(d.constraints.hybrid);
     EXPECT_EQ(d.constraints.schedules, std::vector<ScheduleKind>{ScheduleKind::k1F1B});
     EXPECT_EQ(d.constraints.recompute,
               (std::vector<RecomputeMode>{RecomputeMode::kNone, RecomputeMode::kFull}));
     EXPECT_EQ(d.constraints.max_virtual_stages, 1);
     EXPECT_FALSE(d.constraints.replicate_stages);
   }
+}
+
+// torchtitan: data parallelism alone unsharded, or FSDP (any shard groups) with tp and pp; in
+// fp32 also tp and pp without data parallelism.
+TEST(Baseline, TorchtitanReplansDataParallelOrFsdp) {
+  Plan plan = Shaped(1, 2, 2, ScheduleKind::kGpipe);
+  plan.dtype = DType::kBf16;
+  const std::vector<SearchRequest> bf16 = ReplanRequests(plan, Framework::kTorchtitan);
+  ASSERT_EQ(bf16.size(), 2u);
+  EXPECT_EQ(bf16[0].constraints.tp, 1);
+  EXPECT_EQ(bf16[0].constraints.pp, 1);
+  EXPECT_EQ(bf16[0].constraints.dp_sharding, std::vector<DpSharding>{DpSharding::kNone});
+  EXPECT_FALSE(bf16[1].constraints.tp.has_value());
+  EXPECT_EQ(bf16[1].constraints.dp_sharding, std::vector<DpSharding>{DpSharding::kFull});
+  EXPECT_TRUE(bf16[1].constraints.hybrid);
+  plan.dtype = DType::kFp32;
+  const std::vector<SearchRequest> fp32 = ReplanRequests(plan, Framework::kTorchtitan);
+  ASSERT_EQ(fp32.size(), 3u);
+  EXPECT_EQ(fp32[2].constraints.dp, 1);
+  EXPECT_EQ(fp32[2].constraints.dp_sharding, std::vector<DpSharding>{DpSharding::kNone});
 }
 
 TEST(Baseline, AnotherJobIsRefusedNamingWhatDiffers) {

@@ -21,7 +21,7 @@ Plan TwoStagePlan(const PlannerFixture& f, int num_micro_batches) {
   r.constraints.micro_batch = 1;
   r.constraints.schedules = {ScheduleKind::kGpipe};
   r.constraints.recompute = {RecomputeMode::kFull};
-  r.constraints.zero1 = false;
+  r.constraints.dp_sharding = {DpSharding::kNone};
   StatusOr<SearchResult> result = SearchPlans(*f.costs, r);
   EXPECT_TRUE(result.ok()) << result.status().ToString();
   return result.ok() ? result->ranked.front().plan : Plan{};

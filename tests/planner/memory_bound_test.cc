@@ -19,6 +19,8 @@ PositionFootprint Sum(const std::vector<PositionFootprint>& layers, int first, i
     f.optimizer_bytes += layers[i].optimizer_bytes;
     f.stash_bytes += layers[i].stash_bytes;
     f.workspace_bytes = std::max(f.workspace_bytes, layers[i].workspace_bytes);
+    f.layer_param_bytes = std::max(f.layer_param_bytes, layers[i].layer_param_bytes);
+    f.layer_grad_bytes = std::max(f.layer_grad_bytes, layers[i].layer_grad_bytes);
   }
   return f;
 }
@@ -75,13 +77,19 @@ TEST(MemoryBound, NoCutNeedsLessThanTheBound) {
     std::vector<PositionFootprint> layers(2 + instance % 6);
     for (PositionFootprint& f : layers) {
       f = {bytes(rng), bytes(rng), 0, bytes(rng), 4 * bytes(rng), bytes(rng) / 10};
+      f.layer_param_bytes = f.param_bytes;
+      f.layer_grad_bytes = f.grad_bytes;
     }
     const ScheduleKind kind = kinds[instance % 4];
     const int v = kind == ScheduleKind::kInterleaved1F1B ? 2 : 1;
     const int pp = 1 + instance % 3;
     if (pp * v > static_cast<int>(layers.size())) continue;
     const int replicas = 1 + (instance / 4) % 3;
-    MemoryContext c{kind, pp, v, 1 + instance % 7, replicas, instance % 2 == 1, 100};
+    // Every sharding level, over whole dp or (four replicas) hybrid groups of two, cp 1 or 2.
+    const DpSharding level = static_cast<DpSharding>((instance / 2) % 4);
+    MemoryContext c{kind, pp, v, 1 + instance % 7, replicas + (instance % 5 == 0), level, 100};
+    c.cp = 1 + (instance / 3) % 2;
+    if (c.replicas == 4 && instance % 2 == 0) c.shard_replicas = 2;
     c.fragmentation = 0.05 * (instance % 3);  // none, or some of the activations held
     int64_t dp_least = INT64_MAX, eval_least = INT64_MAX;
     std::vector<int> starts;

@@ -13,7 +13,7 @@ namespace {
 using ::testing::ElementsAre;
 
 // gpt-tiny on 8 of a DGX's GPUs as tp 2 × pp 2 × dp 2, micro-batch 2, 1F1B, no recompute,
-// ZeRO-1 as the search likes (on: it saves memory and time).
+// sharding none or optimizer as the search likes (optimizer: it saves memory and time).
 struct SmallPlan {
   std::unique_ptr<PlannerFixture> fixture;
   Candidate best;
@@ -59,7 +59,8 @@ TEST(Neighbours, FixedChoicesRequestFixesThePlansChoices) {
   EXPECT_EQ(r.constraints.micro_batch, 2);
   EXPECT_THAT(r.constraints.schedules, ElementsAre(ScheduleKind::k1F1B));
   EXPECT_THAT(r.constraints.recompute, ElementsAre(RecomputeMode::kNone));
-  EXPECT_FALSE(r.constraints.zero1.has_value());  // free
+  EXPECT_THAT(r.constraints.dp_sharding, ElementsAre(plan.dp_sharding));
+  EXPECT_FALSE(r.constraints.dp_shard.has_value());  // no hybrid groups
   EXPECT_EQ(r.constraints.max_virtual_stages, 2);
 }
 
@@ -67,13 +68,14 @@ TEST(Neighbours, ChangeOneChoiceEach) {
   SmallPlan small = PlanSmall();
   ASSERT_EQ(small.best.plan.dp_sharding, DpSharding::kOptimizer);
   std::vector<Neighbour> neighbours = NeighbourRequests(small.best.plan);
-  EXPECT_THAT(Changes(neighbours),
-              ElementsAre("(same choices)", "tp 4", "cp 2", "pp 4", "micro-batch 4", "tp 1", "pp 1",
-                          "micro-batch 1", "schedule naive", "schedule gpipe",
-                          "schedule interleaved_1f1b", "schedule zb_h1", "schedule pipedream",
-                          "recompute selective", "recompute full", "without zero1",
-                          small.best.plan.sequence_parallel ? "without sequence parallelism"
-                                                            : "with sequence parallelism"));
+  EXPECT_THAT(
+      Changes(neighbours),
+      ElementsAre("(same choices)", "tp 4", "cp 2", "pp 4", "micro-batch 4", "tp 1", "pp 1",
+                  "micro-batch 1", "schedule naive", "schedule gpipe", "schedule interleaved_1f1b",
+                  "schedule zb_h1", "schedule pipedream", "recompute selective", "recompute full",
+                  "dp_sharding none", "dp_sharding gradients", "dp_sharding full",
+                  small.best.plan.sequence_parallel ? "without sequence parallelism"
+                                                    : "with sequence parallelism"));
   const SearchRequest fixed = FixedChoicesRequest(small.best.plan);
   EXPECT_EQ(neighbours[0].request.constraints.tp, fixed.constraints.tp);
   EXPECT_EQ(neighbours[1].request.constraints.tp, 4);
@@ -85,13 +87,17 @@ TEST(Neighbours, ChangeOneChoiceEach) {
   EXPECT_EQ(neighbours[7].request.constraints.micro_batch, 1);
   EXPECT_THAT(neighbours[11].request.constraints.schedules, ElementsAre(ScheduleKind::kZbH1));
   EXPECT_THAT(neighbours[14].request.constraints.recompute, ElementsAre(RecomputeMode::kFull));
-  EXPECT_EQ(neighbours[15].request.constraints.zero1, false);
+  EXPECT_THAT(neighbours[15].request.constraints.dp_sharding, ElementsAre(DpSharding::kNone));
+  EXPECT_THAT(neighbours[17].request.constraints.dp_sharding, ElementsAre(DpSharding::kFull));
+  // A mesh change may leave dp 1: none stays allowed beside the plan's level.
+  EXPECT_THAT(neighbours[1].request.constraints.dp_sharding,
+              ElementsAre(DpSharding::kOptimizer, DpSharding::kNone));
   EXPECT_EQ(fixed.constraints.sequence_parallel, small.best.plan.sequence_parallel);
-  EXPECT_EQ(neighbours[16].request.constraints.sequence_parallel,
+  EXPECT_EQ(neighbours[18].request.constraints.sequence_parallel,
             !small.best.plan.sequence_parallel);
 }
 
-TEST(Neighbours, HalvingStopsAtOneAndZeroOneNeedsReplicas) {
+TEST(Neighbours, HalvingStopsAtOneAndShardingNeedsReplicas) {
   SmallPlan small = PlanSmall();
   Plan plan = small.best.plan;
   plan.mesh = {1, 2, 1};
@@ -100,9 +106,9 @@ TEST(Neighbours, HalvingStopsAtOneAndZeroOneNeedsReplicas) {
   std::vector<std::string> changes = Changes(NeighbourRequests(plan));
   EXPECT_THAT(std::vector<std::string>(changes.begin(), changes.begin() + 5),
               ElementsAre("(same choices)", "tp 2", "cp 2", "pp 4", "micro-batch 2"));
-  EXPECT_EQ(changes.back(), "recompute full");  // dp 1: no ZeRO-1 row
+  EXPECT_EQ(changes.back(), "recompute full");  // dp 1: no sharding rows
   plan.mesh.dp = 2;
-  EXPECT_EQ(Changes(NeighbourRequests(plan)).back(), "without zero1");
+  EXPECT_EQ(Changes(NeighbourRequests(plan)).back(), "dp_sharding full");
   plan.mesh.tp = 2;  // tp 2: the sequence parallelism row follows
   EXPECT_EQ(Changes(NeighbourRequests(plan)).back(), "with sequence parallelism");
 }
@@ -112,7 +118,7 @@ TEST(Neighbours, ReplanningComparesWithThePlansStepTime) {
   const double plan_ms = small.best.evaluation.step_ms;
   std::vector<NeighbourOutcome> outcomes =
       ExploreNeighbours(*small.fixture->costs, small.best.plan, plan_ms);
-  ASSERT_EQ(outcomes.size(), 17u);
+  ASSERT_EQ(outcomes.size(), 19u);
   // The same choices re-planned find the plan itself.
   ASSERT_TRUE(outcomes[0].status.ok()) << outcomes[0].status.ToString();
   EXPECT_DOUBLE_EQ(outcomes[0].step_ms, plan_ms);

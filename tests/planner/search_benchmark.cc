@@ -1,6 +1,7 @@
 // Time of the full search (analytic costs) for the large published configurations:
 // gpt3-175b on 64, 1,024 and 16,384 DGX-A100 GPUs (global batch 1,536, sequence 2,048) and
-// llama3-405b on 16,384 DGX-H100 GPUs (global batch 2,048, sequence 8,192).
+// llama3-405b on 16,384 DGX-H100 GPUs (global batch 2,048, sequence 8,192); the default sharding
+// levels (none, optimizer) and, under AllLevels, every level.
 #include <benchmark/benchmark.h>
 
 #include "planner/search.h"
@@ -23,7 +24,8 @@ Case Load(const std::string& model, const std::string& cluster, int64_t seq_len)
   return c;
 }
 
-void RunSearch(benchmark::State& state, const Case& c, int64_t global_batch, int64_t seq_len) {
+void RunSearch(benchmark::State& state, const Case& c, int64_t global_batch, int64_t seq_len,
+               bool all_levels = false) {
   ProfileCostModel costs(c.profile, c.cluster);
   SearchRequest request;
   request.model = c.model;
@@ -31,6 +33,10 @@ void RunSearch(benchmark::State& state, const Case& c, int64_t global_batch, int
   request.devices = static_cast<int>(state.range(0));
   request.global_batch = global_batch;
   request.seq_len = seq_len;
+  if (all_levels) {
+    request.constraints.dp_sharding = {DpSharding::kNone, DpSharding::kOptimizer,
+                                       DpSharding::kGradients, DpSharding::kFull};
+  }
   for (auto _ : state) {
     StatusOr<SearchResult> result = SearchPlans(costs, request);
     if (!result.ok()) state.SkipWithError(result.status().message().c_str());
@@ -49,6 +55,22 @@ void BM_Llama3_405b_DgxH100(benchmark::State& state) {
   RunSearch(state, c, 2048, 8192);
 }
 BENCHMARK(BM_Llama3_405b_DgxH100)->Arg(16384)->Unit(benchmark::kMillisecond);
+
+void BM_Gpt3_175b_DgxA100_AllLevels(benchmark::State& state) {
+  static const Case c = Load("gpt3-175b", "dgx-a100-80gb", 2048);
+  RunSearch(state, c, 1536, 2048, /*all_levels=*/true);
+}
+BENCHMARK(BM_Gpt3_175b_DgxA100_AllLevels)
+    ->Arg(64)
+    ->Arg(1024)
+    ->Arg(16384)
+    ->Unit(benchmark::kMillisecond);
+
+void BM_Llama3_405b_DgxH100_AllLevels(benchmark::State& state) {
+  static const Case c = Load("llama3-405b", "dgx-h100", 8192);
+  RunSearch(state, c, 2048, 8192, /*all_levels=*/true);
+}
+BENCHMARK(BM_Llama3_405b_DgxH100_AllLevels)->Arg(16384)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace trident

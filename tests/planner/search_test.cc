@@ -266,7 +266,7 @@ TEST(MemoryModel, ZeroOneShardsOptimizerStateOverReplicas) {
                       .optimizer_bytes = 800,
                       .stash_bytes = 10,
                       .workspace_bytes = 5};
-  MemoryContext c{ScheduleKind::k1F1B, 4, 1, 8, 4, true, 1000};
+  MemoryContext c{ScheduleKind::k1F1B, 4, 1, 8, 4, DpSharding::kOptimizer, 1000};
   MemoryBreakdown m = PositionMemory(f, 1, c);
   EXPECT_EQ(m.optimizer, 200);
   EXPECT_EQ(m.activations, 30);  // 1F1B position 1 of 4 holds 3 micro-batches
@@ -278,7 +278,7 @@ TEST(MemoryModel, ZeroOneShardsOptimizerStateOverReplicas) {
 // and the breakdown names it.
 TEST(MemoryModel, FragmentationHoldsAShareOfTheActivations) {
   PositionFootprint f{.param_bytes = 100, .stash_bytes = 10};
-  MemoryContext c{ScheduleKind::k1F1B, 4, 1, 8, 1, false, 1000};
+  MemoryContext c{ScheduleKind::k1F1B, 4, 1, 8, 1, DpSharding::kNone, 1000};
   c.fragmentation = 0.25;
   MemoryBreakdown m = PositionMemory(f, 0, c);
   EXPECT_EQ(m.activations, 40);  // 1F1B position 0 of 4 holds 4 micro-batches
@@ -291,7 +291,7 @@ TEST(MemoryModel, FragmentationHoldsAShareOfTheActivations) {
 // split over two positions; a position without replicas packs nothing.
 TEST(MemoryModel, ReplicasHoldGradientBuckets) {
   PositionFootprint f{.param_bytes = 100, .grad_bytes = 200, .tied_grad_bytes = 50};
-  MemoryContext c{ScheduleKind::k1F1B, 2, 1, 8, 2, false, 0};
+  MemoryContext c{ScheduleKind::k1F1B, 2, 1, 8, 2, DpSharding::kNone, 0};
   EXPECT_EQ(PositionMemory(f, 0, c).grad_buckets, 150);
   EXPECT_THAT(PositionMemory(f, 0, c).ToString(), HasSubstr("gradient buckets"));
   c.replicas = 1;
