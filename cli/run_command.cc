@@ -35,6 +35,7 @@ struct RunFlags {
   std::vector<std::string> fix;
   std::vector<std::string> schedules;
   std::string sequence_parallel = "auto";
+  std::string dp_sharding = "none,optimizer";
   std::string out = "run";
   std::string cache;
   double time_limit_s = 0;
@@ -87,6 +88,7 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   o.fix = f.fix;
   o.schedules = f.schedules;
   o.sequence_parallel = f.sequence_parallel;
+  o.dp_sharding = f.dp_sharding;
   o.out = f.out;
   o.cache = f.cache;
   o.time_limit_s = f.time_limit_s;
@@ -198,6 +200,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "Sequence parallelism where tp > 1: on, off or auto (see trident plan)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--dp-sharding", f->dp_sharding,
+                  "Sharding levels the planner considers: none, optimizer (the runtime runs "
+                  "these two; see trident plan)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "optimizer", "none,optimizer", "optimizer,none"}));
   cmd->add_option("--out", f->out, "Folder for the plan, metrics, summary and trace")
       ->capture_default_str();
   cmd->add_option("--cache", f->cache,

@@ -110,10 +110,9 @@ std::vector<std::string> LinkProfileArgv(const RunFlowOptions& o, const std::str
 }
 
 std::vector<std::string> PlanArgv(const RunFlowOptions& o, const RunFlowFiles& files) {
-  // --dp-sharding none,optimizer: the levels the runtime executes.
-  std::vector<std::string> argv = {o.trident,       "plan",           "--model",   o.model,
-                                   "--cluster",     files.cluster,    "--profile", files.profile,
-                                   "--dp-sharding", "none,optimizer", "-o",        files.plan};
+  std::vector<std::string> argv = {o.trident,       "plan",        "--model",   o.model,
+                                   "--cluster",     files.cluster, "--profile", files.profile,
+                                   "--dp-sharding", o.dp_sharding, "-o",        files.plan};
   argv.insert(argv.end(), {"--devices", std::to_string(o.devices), "--global-batch",
                            std::to_string(o.global_batch)});
   if (o.seq_len > 0) argv.insert(argv.end(), {"--seq", std::to_string(o.seq_len)});

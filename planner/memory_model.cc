@@ -51,6 +51,8 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
     m.gathered_layers = 2 * (f.layer_param_bytes + f.layer_grad_bytes);
   } else if (c.sharding == DpSharding::kGradients) {
     m.grad_buckets = f.layer_grad_bytes;
+  } else if (c.sharding == DpSharding::kOptimizer && n > 1) {
+    m.grad_buckets = f.grad_bytes + CeilDiv(f.grad_bytes, n);
   } else if (c.GradBuckets()) {
     m.grad_buckets = f.grad_bytes - f.tied_grad_bytes;
   }

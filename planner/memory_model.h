@@ -8,7 +8,11 @@
 // · cp ranks of the position's shard group (P, G, O: the position's parameters, gradients and
 // optimizer state; P_l, G_l: its largest layer's; each share rounded up):
 //   none        P + G + O + buckets G
-//   optimizer   P + G + O/n + buckets G                      (ZeRO-1)
+//   optimizer   P + G + O/n + buckets G + G/n                (ZeRO-1, as the runtime runs it:
+//                                                             the buckets hold a split tie's
+//                                                             table too, for the parameter
+//                                                             gather, and each rank receives
+//                                                             its chunks' sums in G/n)
 //   gradients   P + G/n + O/n + one bucket G_l in flight     (ZeRO-2: each layer's gradients
 //                                                             are reduce-scattered as its
 //                                                             backward completes)

@@ -39,8 +39,9 @@ TEST(ShardingMemory, EachLevelDividesItsStateOverTheShardGroup) {
   const MemoryBreakdown none = At(DpSharding::kNone);
   EXPECT_EQ(none.Total(), 100 + 200 + 800 + 200);  // P + G + O + buckets G
   const MemoryBreakdown optimizer = At(DpSharding::kOptimizer);
-  EXPECT_EQ(optimizer.optimizer, 200);  // O / 4
-  EXPECT_EQ(optimizer.Total(), 100 + 200 + 200 + 200);
+  EXPECT_EQ(optimizer.optimizer, 200);     // O / 4
+  EXPECT_EQ(optimizer.grad_buckets, 250);  // buckets G + the received chunks G / 4
+  EXPECT_EQ(optimizer.Total(), 100 + 200 + 200 + 250);
   const MemoryBreakdown gradients = At(DpSharding::kGradients);
   EXPECT_EQ(gradients.grads, 50);         // G / 4
   EXPECT_EQ(gradients.grad_buckets, 20);  // one layer's gradients in flight
