@@ -4,7 +4,8 @@
 # trident run end to end on this machine: gpt-tiny profiled, planned, launched on 2 ranks and
 # trained for a few steps, ending with the measured-against-predicted summary and its files;
 # a second run reuses both cached profiles; tp 2 with sequence parallelism and cp 2 run with
-# their peak memory within 10% of the plan's; bad requests fail before anything starts.
+# their peak memory within 10% of the plan's, and so do dp 2 unsharded and with optimizer
+# sharding; bad requests fail before anything starts.
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 
@@ -58,6 +59,24 @@ expect_rc 0 && grep -q '^mesh: {dp: 1, pp: 1, cp: 2, tp: 1}$' "$WORK/cp/plan.yam
   peak_as_planned cp
 verdict "cp 2: profiled, planned, trained, peak memory within 10% of the plan"
 
+# dp 2 unsharded and with optimizer sharding: each trains with its peak memory the plan's within
+# 10%, and sharding lowers both the plan's peak and the measured one.
+for level in none optimizer; do
+  run timeout 300 "$trident" "${flow[@]}" --fix dp=2 --dp-sharding "$level" \
+    --out "$WORK/dp2-$level" -- --quiet
+  expect_rc 0 && grep -q "^dp_sharding: $level$" "$WORK/dp2-$level/plan.yaml" &&
+    peak_as_planned "dp2-$level"
+  verdict "dp 2, dp_sharding $level: planned, trained, peak memory within 10% of the plan"
+done
+python3 -c '
+import json, sys
+peak = lambda level: json.load(open(sys.argv[1] + "/dp2-" + level + "/summary.json"))["peak_memory_bytes"]
+whole, shard = peak("none"), peak("optimizer")
+assert shard["measured"] < whole["measured"] and shard["predicted"] < whole["predicted"], (whole, shard)
+' "$WORK" 2>"$WORK/err"
+REASON=$(cat "$WORK/err")
+verdict "optimizer sharding lowers the planned and the measured peak"
+
 run "$trident" run configs/models/gpt-tiny.yaml --cluster "$WORK/nowhere.yaml" --out "$WORK/bad"
 expect_rc 1 && expect_in err "--cluster $WORK/nowhere.yaml: no such file" && [[ ! -e $WORK/bad ]]
 verdict "a missing cluster file is named before anything starts"
@@ -67,4 +86,4 @@ expect_rc 1 && expect_in err "--devices 3: cluster local-cpu" && expect_in err "
   [[ ! -e $WORK/bad ]]
 verdict "more ranks than the cluster has devices are refused"
 
-summary 6
+summary 9
