@@ -23,6 +23,7 @@ struct ShardCase {
   PlanShape shape;
   int cp = 1;
   int dp_shard = 0;  // 0: every replica
+  bool sequence_parallel = false;
 };
 void PrintTo(const ShardCase& c, std::ostream* os) { *os << c.name; }
 
@@ -33,6 +34,7 @@ Plan CasePlan(const ShardCase& c, DpSharding level) {
     plan.devices *= c.cp;
     plan.devices_per_node = plan.devices;
   }
+  plan.sequence_parallel = c.sequence_parallel;
   plan.dp_sharding = level;
   if (level != DpSharding::kNone) plan.dp_shard = c.dp_shard;
   return plan;
@@ -89,6 +91,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ShardCase{"dp2", PlanShape{.replicas = {2}}}, ShardCase{"dp4", PlanShape{.replicas = {4}}},
         ShardCase{"tp2_dp2", PlanShape{.tp = 2, .replicas = {2}}},
+        // The norms' partial gradients are all-reduced whole, then their chunks stepped.
+        ShardCase{"tp2_sp_dp2", PlanShape{.tp = 2, .replicas = {2}}, 1, 0, true},
         ShardCase{"pp2_dp2_tied_split", PlanShape{.replicas = {2, 2}}},
         ShardCase{"hybrid_dp4_shard2", PlanShape{.replicas = {4}}, 1, 2},
         ShardCase{"cp2_dp2", PlanShape{.replicas = {2}}, 2},
