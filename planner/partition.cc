@@ -44,6 +44,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstddef>
 #include <span>
 #include <sstream>
@@ -64,6 +65,8 @@ struct Problem {
   int units;                 // U
   std::vector<int> allowed;  // ascending, unique, each in [1, U]
   bool stage_grows_with_layers;
+  // Every A starts here, above a known bound: terms above the bound are skipped (+inf: none).
+  double start_ms = kInf;
 };
 
 // reach[m]: the sums of exactly m allowed counts that are at most U, ascending. Built from the
@@ -202,7 +205,7 @@ double BestFirstLayer(const Problem& p, const Memo& memo, int j, int u, int r, i
 
 // A(j, u, k) from the filled entries with k - 1 stages.
 double BestLastStage(const Problem& p, const Memo& memo, int j, int u, int k) {
-  double best_ms = kInf;
+  double best_ms = p.start_ms;
   for (int r : p.allowed) {
     if (r > u) break;
     if (memo.Useful(k - 1, u - r)) best_ms = BestFirstLayer(p, memo, j, u, r, k, best_ms);
@@ -255,7 +258,7 @@ Partition Solve(const Problem& p) {
   Memo memo(p, std::move(counts));
   FillMemo(p, memo);
   double bottleneck_ms = memo.A(p.layers, p.units, p.stages);
-  if (bottleneck_ms == kInf) return Partition{};
+  if (!(bottleneck_ms < p.start_ms)) return Partition{};  // +inf, or nothing within the bound
   return Partition{ReadBack(p, memo, bottleneck_ms), bottleneck_ms};
 }
 
@@ -282,6 +285,40 @@ Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int repl
                        num_stages * replicas,
                        {replicas},
                        costs.StageMsGrowsWithLayers()});
+}
+
+// With start_ms = the next double above the bound, each A becomes min(A, start_ms): exact
+// wherever A <= bound, above the bound elsewhere. When the optimum is within the bound, every
+// A the read-back compares with it is therefore exact or above it too, and the stages are
+// those of the unbounded DP.
+Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int replicas,
+                           double bound_ms) {
+  if (!(bound_ms < kInf)) return PartitionUniform(costs, num_stages, replicas);
+  TRIDENT_CHECK(num_stages >= 1 && replicas >= 1)
+      << "num_stages " << num_stages << ", replicas " << replicas;
+  TRIDENT_CHECK(replicas <= INT_MAX / num_stages) << num_stages << " x " << replicas;
+  Problem problem{&costs,
+                  costs.NumLayers(),
+                  num_stages,
+                  num_stages * replicas,
+                  {replicas},
+                  costs.StageMsGrowsWithLayers(),
+                  std::nextafter(bound_ms, kInf)};
+  Partition bounded = Solve(problem);
+  return bounded.feasible() ? bounded : PartitionUniform(costs, num_stages, replicas);
+}
+
+double BottleneckOf(const PartitionCosts& costs, const std::vector<Stage>& stages) {
+  if (stages.empty()) return kInf;
+  const int num_stages = static_cast<int>(stages.size());
+  double ms = 0;
+  for (int s = 0; s < num_stages; ++s) {
+    const Stage& st = stages[static_cast<std::size_t>(s)];
+    ms = std::max(ms, costs.StageMs(st.first_layer, st.last_layer, st.replicas, st.first_unit, s,
+                                    num_stages));
+    if (s > 0) ms = std::max(ms, costs.BoundaryMs(st.first_layer - 1, st.first_unit));
+  }
+  return ms;
 }
 
 Partition PartitionReplicated(const PartitionCosts& costs, int num_stages, int units,

@@ -84,6 +84,17 @@ struct Partition {
 // REQUIRES: num_stages >= 1, replicas >= 1.
 Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int replicas);
 
+// PartitionUniform given `bound_ms`, the bottleneck of some partition already known (e.g.
+// BottleneckOf a neighbouring configuration's stages under these costs): the same result, bit
+// for bit, for any bound; when the optimum is at most the bound, candidates whose term exceeds
+// it are skipped without a StageMs query, and otherwise the DP runs again without it.
+Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int replicas,
+                           double bound_ms);
+
+// The objective of `stages` under `costs` (see Partition::bottleneck_ms): the largest of their
+// StageMs and of the BoundaryMs of their cuts; +inf when there are none.
+double BottleneckOf(const PartitionCosts& costs, const std::vector<Stage>& stages);
+
 // Per-stage replication (PipeDream-style): `num_stages` stages whose replica counts, each
 // drawn from `allowed_replicas` (e.g. {1, 2, 3, ...} or powers of two; order and duplicates do
 // not matter), sum to exactly `units`. Infeasible when no such layout exists (units <

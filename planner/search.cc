@@ -53,12 +53,81 @@ std::string Describe(const Config& c) {
   return c.shard > 0 ? text + " in groups of " + std::to_string(c.shard) : text;
 }
 
+// What the partition DPs of one mesh, micro-batch size and recompute mode share across their
+// schedules and sharding levels, filled as they ask: each layer range's collectives on each set
+// of links (ShardCollectivesOf: its bytes and links alone decide them) and each cut's boundary
+// transfer (the mesh alone places it). The values are those the DPs would compute, bit for bit.
+class SharedCosts {
+ public:
+  explicit SharedCosts(const StageCosts& costs) : costs_(costs) {}
+
+  // ShardCollectivesOf(level, f, links) for f = layers [first, last]'s footprint, at kFull for
+  // every sharded level.
+  class Table {
+   public:
+    explicit Table(int layers)
+        : layers_(layers), values_(static_cast<size_t>(layers) * layers), filled_(values_.size()) {}
+    const ShardCollectives* Find(int first, int last) const {
+      return filled_[Index(first, last)] ? &values_[Index(first, last)] : nullptr;
+    }
+    const ShardCollectives& Put(int first, int last, const ShardCollectives& value) {
+      filled_[Index(first, last)] = 1;
+      return values_[Index(first, last)] = value;
+    }
+
+   private:
+    size_t Index(int first, int last) const {
+      return static_cast<size_t>(first) * layers_ + static_cast<size_t>(last);
+    }
+    int layers_;
+    std::vector<ShardCollectives> values_;
+    std::vector<char> filled_;
+  };
+
+  Table* TableFor(bool sharded, const ShardGroupLinks& links) {
+    auto key = std::tuple(sharded, links.ranks, links.level, links.shard_ranks, links.shard_level);
+    auto it = tables_.find(key);
+    if (it == tables_.end()) it = tables_.emplace(key, Table(costs_.NumLayers())).first;
+    return &it->second;
+  }
+
+  // The stages the latest DP of `num_stages` stages chose (empty: none yet), whose bottleneck
+  // under another configuration's costs bounds that configuration's DP.
+  std::vector<Stage>& LatestStages(int num_stages) { return latest_[num_stages]; }
+
+  // The boundary costs at one unit, by the last layer left of the cut (NaN: not yet known).
+  std::vector<double>* BoundaryRow(int boundary_unit) {
+    auto it = boundaries_.find(boundary_unit);
+    if (it == boundaries_.end()) {
+      it =
+          boundaries_
+              .emplace(boundary_unit, std::vector<double>(costs_.NumLayers(),
+                                                          std::numeric_limits<double>::quiet_NaN()))
+              .first;
+    }
+    return &it->second;
+  }
+
+ private:
+  const StageCosts& costs_;
+  std::map<std::tuple<bool, int, int, int, int>, Table> tables_;
+  std::map<int, std::vector<double>> boundaries_;
+  std::map<int, std::vector<Stage>> latest_;
+};
+
 // The partition DP's view of one configuration (see planner/partition.h).
 class DpCosts : public PartitionCosts {
  public:
+  // `shared`, if any, holds the costs of c's mesh, micro-batch size and recompute mode.
   DpCosts(const CostModel& model, const StageCosts& costs, const Config& config,
-          int64_t memory_limit)
-      : model_(model), costs_(costs), config_(config), memory_limit_(memory_limit) {}
+          int64_t memory_limit, SharedCosts* shared = nullptr)
+      : model_(model),
+        costs_(costs),
+        config_(config),
+        memory_limit_(memory_limit),
+        reserved_bytes_(model.ReservedBytes()),
+        fragmentation_(model.ActivationFragmentation()),
+        shared_(shared) {}
 
   int NumLayers() const override { return costs_.NumLayers(); }
 
@@ -73,12 +142,23 @@ class DpCosts : public PartitionCosts {
     const double m = config_.micro_batches;
     const int lane = LaneMicroBatches(config_.micro_batches, replicas, 0);
     const double compute = costs_.Times(first, last).Total();
-    const ShardingComm comm = Comm(f, replicas, first_unit);
+    const ShardingComm comm = StageComm(f, first, last, replicas, first_unit);
     const double exposed = ExposedMicroBatchCommMs(config_.sharding, comm, lane, compute);
     return (compute * lane + comm.sync_ms + comm.gather_ms + exposed) / m;
   }
 
   double BoundaryMs(int last_of_left, int boundary_unit) const override {
+    if (shared_ == nullptr) return NewBoundaryMs(last_of_left, boundary_unit);
+    if (boundary_row_ == nullptr || boundary_unit != boundary_unit_) {
+      boundary_row_ = shared_->BoundaryRow(boundary_unit);
+      boundary_unit_ = boundary_unit;
+    }
+    double& ms = (*boundary_row_)[last_of_left];
+    if (std::isnan(ms)) ms = NewBoundaryMs(last_of_left, boundary_unit);
+    return ms;
+  }
+
+  double NewBoundaryMs(int last_of_left, int boundary_unit) const {
     const int per_node = model_.DevicesPerNode();
     const int unit_ranks = config_.UnitRanks();
     bool crosses =
@@ -102,6 +182,21 @@ class DpCosts : public PartitionCosts {
     return ShardingCommOf(model_, config_.sharding, f, Links(replicas, first_unit));
   }
 
+  // Comm of layers [first, last] (footprint f), from the shared costs where they apply.
+  ShardingComm StageComm(const PositionFootprint& f, int first, int last, int replicas,
+                         int first_unit) const {
+    if (shared_ == nullptr || replicas != config_.dp) return Comm(f, replicas, first_unit);
+    SharedCosts::Table* table = TableAt(first_unit);
+    const ShardCollectives* found = table->Find(first, last);
+    if (found == nullptr) {
+      const DpSharding level =
+          config_.sharding == DpSharding::kNone ? DpSharding::kNone : DpSharding::kFull;
+      found = &table->Put(first, last,
+                          ShardCollectivesOf(model_, level, f, Links(replicas, first_unit)));
+    }
+    return ShardingCommFrom(config_.sharding, *found);
+  }
+
   const CostModel& model() const { return model_; }
 
   // The links of the replicas' cp ranks (RankMap::GradGroup: dp · cp ranks) and of the first
@@ -121,16 +216,11 @@ class DpCosts : public PartitionCosts {
     f.grad_bytes *= config_.v;
     f.optimizer_bytes *= config_.v;
     f.stash_bytes *= config_.v;
-    MemoryContext context{config_.schedule,
-                          pp,
-                          config_.v,
-                          LaneMicroBatches(config_.micro_batches, replicas, 0),
-                          replicas,
-                          config_.sharding,
-                          model_.ReservedBytes(),
-                          config_.cp,
-                          model_.ActivationFragmentation(),
-                          config_.shard};
+    MemoryContext context{config_.schedule, pp,
+                          config_.v,        LaneMicroBatches(config_.micro_batches, replicas, 0),
+                          replicas,         config_.sharding,
+                          reserved_bytes_,  config_.cp,
+                          fragmentation_,   config_.shard};
     return PositionMemory(f, position, context);
   }
 
@@ -146,11 +236,28 @@ class DpCosts : public PartitionCosts {
     return links;
   }
 
+  // The shared table of the uniform DP's dp replicas from first_unit.
+  SharedCosts::Table* TableAt(int first_unit) const {
+    if (tables_.size() <= static_cast<size_t>(first_unit)) tables_.resize(first_unit + 1);
+    SharedCosts::Table*& table = tables_[first_unit];
+    if (table == nullptr) {
+      table =
+          shared_->TableFor(config_.sharding != DpSharding::kNone, Links(config_.dp, first_unit));
+    }
+    return table;
+  }
+
   const CostModel& model_;
   const StageCosts& costs_;
   Config config_;
   int64_t memory_limit_;
+  int64_t reserved_bytes_;
+  double fragmentation_;
+  SharedCosts* shared_;
   mutable std::vector<std::optional<ShardGroupLinks>> links_;
+  mutable std::vector<SharedCosts::Table*> tables_;
+  mutable std::vector<double>* boundary_row_ = nullptr;
+  mutable int boundary_unit_ = -1;
 };
 
 // A partition the DP chose (or the user's cuts), with its closed-form step estimate.
@@ -285,10 +392,10 @@ class Searcher {
   void ForUnit(int tp, bool sp, int cp);
   void ForMesh(const Config& unit, int pp, int dp);
   void ForReplicated(const Config& unit, int units);
-  void ForSharding(Config c, const StageCosts& sc);
+  void ForSharding(Config c, const StageCosts& sc, SharedCosts* shared);
   std::vector<DpSharding> Levels() const;
   std::vector<int> ShardGroups(const Config& c) const;
-  void TryConfig(const Config& c, const StageCosts& sc);
+  void TryConfig(const Config& c, const StageCosts& sc, SharedCosts* shared);
   void TryReplicated(const Config& base, const StageCosts& sc);
   void ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
                        std::vector<PlanStage> stages);
@@ -436,6 +543,7 @@ void Searcher::ForMesh(const Config& unit, int pp, int dp) {
       base.micro_batches = static_cast<int>(micro_batches);
       const StageCosts* sc = CostsFor(base);
       if (sc == nullptr) continue;
+      SharedCosts shared(*sc);
       for (ScheduleKind schedule : Schedules()) {
         if (pp == 1 && schedule != ScheduleKind::k1F1B && Schedules().size() > 1) continue;
         int max_v =
@@ -444,7 +552,7 @@ void Searcher::ForMesh(const Config& unit, int pp, int dp) {
           Config c = base;
           c.schedule = schedule;
           c.v = v;
-          ForSharding(c, *sc);
+          ForSharding(c, *sc, &shared);
         }
       }
     }
@@ -455,7 +563,7 @@ void Searcher::ForMesh(const Config& unit, int pp, int dp) {
 // under PipeDream (its weight stashing keeps whole weight versions, and each update waits on a
 // blocking all-reduce, runtime/train/pipedream.cc), each over whole dp and, where hybrid
 // sharding is allowed, over the shard groups ShardGroups chooses.
-void Searcher::ForSharding(Config c, const StageCosts& sc) {
+void Searcher::ForSharding(Config c, const StageCosts& sc, SharedCosts* shared) {
   for (DpSharding level : Levels()) {
     const bool sharded = level != DpSharding::kNone;
     if (sharded && (c.dp == 1 || c.schedule == ScheduleKind::kPipeDream)) continue;
@@ -463,7 +571,7 @@ void Searcher::ForSharding(Config c, const StageCosts& sc) {
     c.sharding = level;
     for (int shard : sharded ? ShardGroups(c) : std::vector<int>{0}) {
       c.shard = shard;
-      TryConfig(c, sc);
+      TryConfig(c, sc, shared);
     }
   }
 }
@@ -513,10 +621,22 @@ std::vector<PlanStage> StagesFromCuts(const std::vector<int>& cuts, int num_laye
   return stages;
 }
 
-void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
+// The partition DP of c, bounded (exactly, planner/partition.h) by the bottleneck that the
+// latest stages of as many stages, `shared`'s, reach under c's costs.
+Partition PartitionOf(const DpCosts& dp_costs, const Config& c, SharedCosts* shared) {
+  const int num_stages = c.pp * c.v;
+  if (shared == nullptr) return PartitionUniform(dp_costs, num_stages, c.dp);
+  std::vector<Stage>& latest = shared->LatestStages(num_stages);
+  const double bound_ms = BottleneckOf(dp_costs, latest);
+  Partition partition = PartitionUniform(dp_costs, num_stages, c.dp, bound_ms);
+  if (partition.feasible()) latest = partition.stages;
+  return partition;
+}
+
+void Searcher::TryConfig(const Config& c, const StageCosts& sc, SharedCosts* shared) {
   if (!LegalSchedule(c, sc.NumLayers())) return;
   ++result_.configurations;
-  DpCosts dp_costs(costs_, sc, c, memory_limit_);
+  DpCosts dp_costs(costs_, sc, c, memory_limit_, shared);
   if (!constraints_.cuts.empty()) {
     if (static_cast<int>(constraints_.cuts.size()) != c.pp * c.v) return;
     Score(c, dp_costs, sc, StagesFromCuts(constraints_.cuts, sc.NumLayers(), c));
@@ -528,7 +648,7 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
     return;
   }
   if (CannotRank(c, dp_costs, sc)) return;
-  Partition partition = PartitionUniform(dp_costs, c.pp * c.v, c.dp);
+  Partition partition = PartitionOf(dp_costs, c, shared);
   if (!partition.feasible()) {
     ++result_.infeasible;
     infeasible_.push_back(c);

@@ -170,13 +170,42 @@ TablePartitionCosts RandomCosts(std::mt19937& rng, int num_layers, int units, in
   return TablePartitionCosts(layers, network, limit_bytes);
 }
 
+// Layers split as evenly as they go, `replicas` per stage: a layout whose BottleneckOf bounds
+// the optimum.
+std::vector<Stage> EvenStages(int num_layers, int num_stages, int replicas) {
+  std::vector<Stage> stages;
+  for (int s = 0; s < num_stages; ++s) {
+    stages.push_back({s * num_layers / num_stages, (s + 1) * num_layers / num_stages - 1, replicas,
+                      s * replicas});
+  }
+  return stages;
+}
+
+// PartitionUniform with a bound gives the unbounded result exactly, whatever the bound: the
+// optimum itself, a layout's bottleneck, a bound below the optimum, zero, +inf.
+void ExpectBoundsKeepTheResult(const PartitionCosts& costs, int num_stages, int replicas) {
+  const Partition exact = PartitionUniform(costs, num_stages, replicas);
+  const double even = num_stages <= costs.NumLayers()
+                          ? BottleneckOf(costs, EvenStages(costs.NumLayers(), num_stages, replicas))
+                          : kInf;
+  if (exact.feasible()) {
+    EXPECT_EQ(BottleneckOf(costs, exact.stages), exact.bottleneck_ms);
+    EXPECT_LE(exact.bottleneck_ms, even);
+  }
+  for (double bound : {exact.bottleneck_ms, even, exact.bottleneck_ms / 2, 0.0, kInf}) {
+    EXPECT_EQ(PartitionUniform(costs, num_stages, replicas, bound), exact)
+        << "bound " << bound << ", exact " << exact.ToString();
+  }
+}
+
 // Uniform replication (`replicas` per stage) and per-stage replication from {1..U} and from
-// the powers of two, each against the brute force.
+// the powers of two, each against the brute force; uniform replication also with bounds.
 void CheckVariants(const PartitionCosts& costs, int num_stages, int units, int replicas,
                    Tally& tally) {
   ExpectSameOptimum(costs, PartitionUniform(costs, num_stages, replicas),
                     BruteForcePartition(costs, num_stages, num_stages * replicas, {replicas}),
                     num_stages, num_stages * replicas);
+  ExpectBoundsKeepTheResult(costs, num_stages, replicas);
   for (const std::vector<int>& allowed : {OneTo(units), PowersOfTwoUpTo(units)}) {
     Partition bf = BruteForcePartition(costs, num_stages, units, allowed);
     ExpectSameOptimum(costs, PartitionReplicated(costs, num_stages, units, allowed), bf, num_stages,
