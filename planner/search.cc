@@ -65,23 +65,21 @@ class SharedCosts {
   // every sharded level.
   class Table {
    public:
-    explicit Table(int layers)
-        : layers_(layers), values_(static_cast<size_t>(layers) * layers), filled_(values_.size()) {}
+    explicit Table(int layers) : rows_(static_cast<size_t>(layers)) {}
     const ShardCollectives* Find(int first, int last) const {
-      return filled_[Index(first, last)] ? &values_[Index(first, last)] : nullptr;
+      const std::vector<std::optional<ShardCollectives>>& row = rows_[first];
+      if (row.empty() || !row[last - first]) return nullptr;
+      return &*row[last - first];
     }
     const ShardCollectives& Put(int first, int last, const ShardCollectives& value) {
-      filled_[Index(first, last)] = 1;
-      return values_[Index(first, last)] = value;
+      std::vector<std::optional<ShardCollectives>>& row = rows_[first];
+      if (row.empty()) row.resize(rows_.size() - first);
+      return *(row[last - first] = value);
     }
 
    private:
-    size_t Index(int first, int last) const {
-      return static_cast<size_t>(first) * layers_ + static_cast<size_t>(last);
-    }
-    int layers_;
-    std::vector<ShardCollectives> values_;
-    std::vector<char> filled_;
+    // rows_[first][last - first], allocated as the DPs reach them.
+    std::vector<std::vector<std::optional<ShardCollectives>>> rows_;
   };
 
   Table* TableFor(bool sharded, const ShardGroupLinks& links) {
@@ -125,8 +123,7 @@ class DpCosts : public PartitionCosts {
         costs_(costs),
         config_(config),
         memory_limit_(memory_limit),
-        reserved_bytes_(model.ReservedBytes()),
-        fragmentation_(model.ActivationFragmentation()),
+        context_(Context(config.dp, config.pp, model)),
         shared_(shared) {}
 
   int NumLayers() const override { return costs_.NumLayers(); }
@@ -134,15 +131,15 @@ class DpCosts : public PartitionCosts {
   double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
                  int num_stages) const override {
     const int pp = num_stages / config_.v;
-    const PositionFootprint f = costs_.Footprint(first, last);
-    if (Memory(f, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
+    if (Memory(first, last, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
     // Per micro-batch of the step: the busiest lane's ceil(M / r) micro-batches of compute
     // (round robin) and the data-parallel communication the evaluation charges
     // (planner/sharding_comm.h), the sharding's per-micro-batch part left exposed included.
     const double m = config_.micro_batches;
-    const int lane = LaneMicroBatches(config_.micro_batches, replicas, 0);
+    const int lane = replicas == config_.dp ? context_.micro_batches
+                                            : LaneMicroBatches(config_.micro_batches, replicas, 0);
     const double compute = costs_.Times(first, last).Total();
-    const ShardingComm comm = StageComm(f, first, last, replicas, first_unit);
+    const ShardingComm comm = StageComm(first, last, replicas, first_unit);
     const double exposed = ExposedMicroBatchCommMs(config_.sharding, comm, lane, compute);
     return (compute * lane + comm.sync_ms + comm.gather_ms + exposed) / m;
   }
@@ -173,8 +170,11 @@ class DpCosts : public PartitionCosts {
         Collective::kP2p, static_cast<double>(costs_.OutputBytes(last_of_left)), 2, level);
   }
 
+  // Interleaved: a position holds v chunks; judge each chunk as if all were like it.
   MemoryBreakdown Memory(int first, int last, int replicas, int position, int pp) const {
-    return Memory(costs_.Footprint(first, last), replicas, position, pp);
+    const PositionFootprint f = costs_.Footprint(first, last, config_.v);
+    if (replicas == config_.dp && pp == config_.pp) return PositionMemory(f, position, context_);
+    return PositionMemory(f, position, Context(replicas, pp, model_));
   }
 
   // The collectives of `f` on `replicas` units from `first_unit` (planner/sharding_comm.h).
@@ -182,17 +182,19 @@ class DpCosts : public PartitionCosts {
     return ShardingCommOf(model_, config_.sharding, f, Links(replicas, first_unit));
   }
 
-  // Comm of layers [first, last] (footprint f), from the shared costs where they apply.
-  ShardingComm StageComm(const PositionFootprint& f, int first, int last, int replicas,
-                         int first_unit) const {
-    if (shared_ == nullptr || replicas != config_.dp) return Comm(f, replicas, first_unit);
+  // Comm of layers [first, last], from the shared costs where they apply.
+  ShardingComm StageComm(int first, int last, int replicas, int first_unit) const {
+    if (shared_ == nullptr || !Uniform(replicas, first_unit)) {
+      return Comm(costs_.Footprint(first, last), replicas, first_unit);
+    }
     SharedCosts::Table* table = TableAt(first_unit);
     const ShardCollectives* found = table->Find(first, last);
     if (found == nullptr) {
       const DpSharding level =
           config_.sharding == DpSharding::kNone ? DpSharding::kNone : DpSharding::kFull;
       found = &table->Put(first, last,
-                          ShardCollectivesOf(model_, level, f, Links(replicas, first_unit)));
+                          ShardCollectivesOf(model_, level, costs_.Footprint(first, last),
+                                             Links(replicas, first_unit)));
     }
     return ShardingCommFrom(config_.sharding, *found);
   }
@@ -202,26 +204,26 @@ class DpCosts : public PartitionCosts {
   // The links of the replicas' cp ranks (RankMap::GradGroup: dp · cp ranks) and of the first
   // shard group (shard · cp ranks), cached per first unit for the uniform DP's dp replicas.
   ShardGroupLinks Links(int replicas, int first_unit) const {
-    if (replicas != config_.dp) return NewLinks(replicas, first_unit);
-    if (links_.size() <= static_cast<size_t>(first_unit)) links_.resize(first_unit + 1);
-    std::optional<ShardGroupLinks>& cached = links_[first_unit];
+    if (!Uniform(replicas, first_unit)) return NewLinks(replicas, first_unit);
+    const size_t stage = static_cast<size_t>(first_unit / replicas);
+    if (links_.size() <= stage) links_.resize(stage + 1);
+    std::optional<ShardGroupLinks>& cached = links_[stage];
     if (!cached) cached = NewLinks(replicas, first_unit);
     return *cached;
   }
 
  private:
-  MemoryBreakdown Memory(PositionFootprint f, int replicas, int position, int pp) const {
-    // Interleaved: a position holds v chunks; judge each chunk as if all were like it.
-    f.param_bytes *= config_.v;
-    f.grad_bytes *= config_.v;
-    f.optimizer_bytes *= config_.v;
-    f.stash_bytes *= config_.v;
-    MemoryContext context{config_.schedule, pp,
-                          config_.v,        LaneMicroBatches(config_.micro_batches, replicas, 0),
-                          replicas,         config_.sharding,
-                          reserved_bytes_,  config_.cp,
-                          fragmentation_,   config_.shard};
-    return PositionMemory(f, position, context);
+  MemoryContext Context(int replicas, int pp, const CostModel& model) const {
+    return MemoryContext{config_.schedule,
+                         pp,
+                         config_.v,
+                         LaneMicroBatches(config_.micro_batches, replicas, 0),
+                         replicas,
+                         config_.sharding,
+                         model.ReservedBytes(),
+                         config_.cp,
+                         model.ActivationFragmentation(),
+                         config_.shard};
   }
 
   ShardGroupLinks NewLinks(int replicas, int first_unit) const {
@@ -237,9 +239,16 @@ class DpCosts : public PartitionCosts {
   }
 
   // The shared table of the uniform DP's dp replicas from first_unit.
+  // The uniform DP's dp replicas from first_unit: the stage first_unit / dp's.
+  bool Uniform(int replicas, int first_unit) const {
+    return replicas == config_.dp && first_unit % replicas == 0;
+  }
+
+  // REQUIRES: Uniform(dp, first_unit).
   SharedCosts::Table* TableAt(int first_unit) const {
-    if (tables_.size() <= static_cast<size_t>(first_unit)) tables_.resize(first_unit + 1);
-    SharedCosts::Table*& table = tables_[first_unit];
+    const size_t stage = static_cast<size_t>(first_unit / config_.dp);
+    if (tables_.size() <= stage) tables_.resize(stage + 1);
+    SharedCosts::Table*& table = tables_[stage];
     if (table == nullptr) {
       table =
           shared_->TableFor(config_.sharding != DpSharding::kNone, Links(config_.dp, first_unit));
@@ -251,8 +260,7 @@ class DpCosts : public PartitionCosts {
   const StageCosts& costs_;
   Config config_;
   int64_t memory_limit_;
-  int64_t reserved_bytes_;
-  double fragmentation_;
+  MemoryContext context_;  // of the uniform DP's dp replicas
   SharedCosts* shared_;
   mutable std::vector<std::optional<ShardGroupLinks>> links_;
   mutable std::vector<SharedCosts::Table*> tables_;

@@ -34,12 +34,14 @@ class StageCosts {
     return {fwd_[last + 1] - fwd_[first], bwd_input_[last + 1] - bwd_input_[first],
             bwd_weight_[last + 1] - bwd_weight_[first]};
   }
-  PositionFootprint Footprint(int first, int last) const {
+  // Of `copies` chunks each like layers [first, last]: the sums times copies, the largest
+  // layer's as they are.
+  PositionFootprint Footprint(int first, int last, int64_t copies = 1) const {
     PositionFootprint f;
-    f.param_bytes = param_[last + 1] - param_[first];
-    f.grad_bytes = grad_[last + 1] - grad_[first];
-    f.optimizer_bytes = optimizer_[last + 1] - optimizer_[first];
-    f.stash_bytes = stash_[last + 1] - stash_[first];
+    f.param_bytes = (param_[last + 1] - param_[first]) * copies;
+    f.grad_bytes = (grad_[last + 1] - grad_[first]) * copies;
+    f.optimizer_bytes = (optimizer_[last + 1] - optimizer_[first]) * copies;
+    f.stash_bytes = (stash_[last + 1] - stash_[first]) * copies;
     f.workspace_bytes = MaxOf(workspace_, first, last);
     f.layer_param_bytes = MaxOf(layer_param_, first, last);
     f.layer_grad_bytes = MaxOf(layer_grad_, first, last);
