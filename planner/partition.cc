@@ -134,6 +134,7 @@ class Memo {
       for (int u : counts_.useful_list[k]) a_row_[ARowIndex(k, u)] = rows++;
     }
     a_ms_.assign(rows * row_, kInf);
+    jump_.assign(rows * row_, -1);
     for (int unit = 1; unit < p.units; ++unit) {
       if (counts_.slot[unit] < 0) continue;
       for (int last = 0; last + 1 < p.layers; ++last) {
@@ -151,6 +152,22 @@ class Memo {
   // REQUIRES: Useful(k, u).
   void SetA(int j, int u, int k, double ms) {
     a_ms_[ARowStart(k, u) + static_cast<std::size_t>(j)] = ms;
+  }
+  // Jumps(u, k)[i]: the largest i' <= i whose value before a last stage from layer i' (see
+  // BestFirstLayer) is below start_ms, -1 if none. REQUIRES: SetJumps(u, k) ran.
+  std::span<const int> Jumps(int u, int k) const { return {&jump_[ARowStart(k, u)], row_}; }
+  // REQUIRES: Useful(k, u), and A(j, u, k) set for every j.
+  void SetJumps(int u, int k, double start_ms) {
+    std::span<const double> a = ARow(u, k);
+    std::span<const double> boundary = BoundaryRow(u);
+    int* jump = &jump_[ARowStart(k, u)];
+    int last = -1;
+    for (std::size_t i = 0; i < row_; ++i) {
+      double before_ms = a[i];
+      if (k > 0 && i > 0) before_ms = std::max(before_ms, boundary[i - 1]);
+      if (before_ms < start_ms) last = static_cast<int>(i);
+      jump[i] = last;
+    }
   }
   // BoundaryMs(last, unit) for last in [0, L - 2]; +inf elsewhere and at unit 0 and U.
   std::span<const double> BoundaryRow(int unit) const {
@@ -171,6 +188,7 @@ class Memo {
   UnitCounts counts_;
   std::vector<std::size_t> a_row_;  // per (k, slot): the row of A, 0 (all +inf) if not useful
   std::vector<double> a_ms_;
+  std::vector<int> jump_;  // per row of A: see Jumps
   std::vector<double> boundary_ms_;
 };
 
@@ -189,7 +207,10 @@ double BestFirstLayer(const Problem& p, const Memo& memo, int j, int u, int r, i
                       double best_ms) {
   std::span<const double> prefix_ms = memo.ARow(u - r, k - 1);
   std::span<const double> boundary_ms = memo.BoundaryRow(u - r);
-  for (int i = j - 1; i >= k - 1; --i) {
+  std::span<const int> jumps = memo.Jumps(u - r, k - 1);
+  // The jumps pass over the first layers whose prefix alone reaches start_ms >= best_ms.
+  for (int i = jumps[static_cast<std::size_t>(j - 1)]; i >= k - 1;
+       i = i > 0 ? jumps[static_cast<std::size_t>(i - 1)] : -1) {
     double before_ms = prefix_ms[static_cast<std::size_t>(i)];
     if (k > 1) before_ms = std::max(before_ms, boundary_ms[static_cast<std::size_t>(i - 1)]);
     if (before_ms >= best_ms) continue;
@@ -216,10 +237,12 @@ double BestLastStage(const Problem& p, const Memo& memo, int j, int u, int k) {
 // Fills A in order of k. REQUIRES: memo.Useful(P, U).
 void FillMemo(const Problem& p, Memo& memo) {
   memo.SetA(0, 0, 0, 0.0);
+  memo.SetJumps(0, 0, p.start_ms);
   for (int k = 1; k <= p.stages; ++k) {
     for (int j = k; j <= p.layers - (p.stages - k); ++j) {
       for (int u : memo.UsefulUnits(k)) memo.SetA(j, u, k, BestLastStage(p, memo, j, u, k));
     }
+    for (int u : memo.UsefulUnits(k)) memo.SetJumps(u, k, p.start_ms);
   }
 }
 
