@@ -89,10 +89,6 @@ class SharedCosts {
     return &it->second;
   }
 
-  // The stages the latest DP of `num_stages` stages chose (empty: none yet), whose bottleneck
-  // under another configuration's costs bounds that configuration's DP.
-  std::vector<Stage>& LatestStages(int num_stages) { return latest_[num_stages]; }
-
   // The boundary costs at one unit, by the last layer left of the cut (NaN: not yet known).
   std::vector<double>* BoundaryRow(int boundary_unit) {
     auto it = boundaries_.find(boundary_unit);
@@ -110,7 +106,6 @@ class SharedCosts {
   const StageCosts& costs_;
   std::map<std::tuple<bool, int, int, int, int>, Table> tables_;
   std::map<int, std::vector<double>> boundaries_;
-  std::map<int, std::vector<Stage>> latest_;
 };
 
 // The partition DP's view of one configuration (see planner/partition.h).
@@ -427,6 +422,8 @@ class Searcher {
   int64_t memory_limit_ = 0;
   std::map<std::tuple<int, int, bool, int, RecomputeMode>, std::optional<StageCosts>> stage_costs_;
   std::vector<Scored> pool_;
+  // By (stages, replicas): the stages the latest uniform DP chose (see PartitionOf).
+  std::map<std::pair<int, int>, std::vector<Stage>> latest_stages_;
   std::vector<Config> infeasible_;  // for the "nothing fits" message
   // The best `rerank` estimates so far (a max-heap): a configuration whose lower bound is
   // above the worst of them cannot enter the re-ranked set.
@@ -629,15 +626,13 @@ std::vector<PlanStage> StagesFromCuts(const std::vector<int>& cuts, int num_laye
   return stages;
 }
 
-// The partition DP of c, bounded (exactly, planner/partition.h) by the bottleneck that the
-// latest stages of as many stages, `shared`'s, reach under c's costs.
-Partition PartitionOf(const DpCosts& dp_costs, const Config& c, SharedCosts* shared) {
-  const int num_stages = c.pp * c.v;
-  if (shared == nullptr) return PartitionUniform(dp_costs, num_stages, c.dp);
-  std::vector<Stage>& latest = shared->LatestStages(num_stages);
-  const double bound_ms = BottleneckOf(dp_costs, latest);
-  Partition partition = PartitionUniform(dp_costs, num_stages, c.dp, bound_ms);
-  if (partition.feasible()) latest = partition.stages;
+// The partition DP of c, bounded (exactly, planner/partition.h) by the bottleneck that
+// `latest`, the stages of the latest DP of as many stages and replicas, reach under c's costs;
+// `latest` becomes c's stages.
+Partition PartitionOf(const DpCosts& dp_costs, const Config& c, std::vector<Stage>* latest) {
+  const double bound_ms = BottleneckOf(dp_costs, *latest);
+  Partition partition = PartitionUniform(dp_costs, c.pp * c.v, c.dp, bound_ms);
+  if (partition.feasible()) *latest = partition.stages;
   return partition;
 }
 
@@ -656,7 +651,7 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc, SharedCosts* sha
     return;
   }
   if (CannotRank(c, dp_costs, sc)) return;
-  Partition partition = PartitionOf(dp_costs, c, shared);
+  Partition partition = PartitionOf(dp_costs, c, &latest_stages_[{c.pp * c.v, c.dp}]);
   if (!partition.feasible()) {
     ++result_.infeasible;
     infeasible_.push_back(c);
