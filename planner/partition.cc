@@ -331,6 +331,14 @@ Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int repl
   return bounded.feasible() ? bounded : PartitionUniform(costs, num_stages, replicas);
 }
 
+Partition PartitionUniformAbove(const PartitionCosts& costs, const Partition& below, int num_stages,
+                                int replicas) {
+  if (!below.feasible()) return below;  // every partition is infeasible under `lower` already
+  const double bound_ms = BottleneckOf(costs, below.stages);
+  if (bound_ms == below.bottleneck_ms) return below;
+  return PartitionUniform(costs, num_stages, replicas, bound_ms);
+}
+
 double BottleneckOf(const PartitionCosts& costs, const std::vector<Stage>& stages) {
   if (stages.empty()) return kInf;
   const int num_stages = static_cast<int>(stages.size());

@@ -91,6 +91,15 @@ Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int repl
 Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int replicas,
                            double bound_ms);
 
+// PartitionUniform(costs, num_stages, replicas) given `below` = PartitionUniform(lower, ...)
+// for costs `lower` that no StageMs or BoundaryMs of `costs` is under: `below` itself when
+// its stages keep their bottleneck under `costs` (no partition can do better, and every
+// optimal one is optimal under `lower` too, where `below` is the least) or when it is
+// infeasible (so is every partition), else the DP bounded by that bottleneck. REQUIRES: that
+// dominance (the result is the DP's only under it).
+Partition PartitionUniformAbove(const PartitionCosts& costs, const Partition& below, int num_stages,
+                                int replicas);
+
 // The objective of `stages` under `costs` (see Partition::bottleneck_ms): the largest of their
 // StageMs and of the BoundaryMs of their cuts; +inf when there are none.
 double BottleneckOf(const PartitionCosts& costs, const std::vector<Stage>& stages);

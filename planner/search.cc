@@ -89,6 +89,17 @@ class SharedCosts {
     return &it->second;
   }
 
+  // The partition 1F1B's DP chose at a sharding level and shard group, if it ran. ZB-H1 keeps
+  // the same stages in flight or more (memory_model.h) and costs the same otherwise: its stage
+  // costs are at least 1F1B's (PartitionUniformAbove's premise).
+  Partition* OneFOneB(DpSharding level, int shard) {
+    auto it = one_f_one_b_.find({level, shard});
+    return it == one_f_one_b_.end() ? nullptr : &it->second;
+  }
+  void SetOneFOneB(DpSharding level, int shard, Partition partition) {
+    one_f_one_b_[{level, shard}] = std::move(partition);
+  }
+
   // The boundary costs at one unit, by the last layer left of the cut (NaN: not yet known).
   std::vector<double>* BoundaryRow(int boundary_unit) {
     auto it = boundaries_.find(boundary_unit);
@@ -106,6 +117,7 @@ class SharedCosts {
   const StageCosts& costs_;
   std::map<std::tuple<bool, int, int, int, int>, Table> tables_;
   std::map<int, std::vector<double>> boundaries_;
+  std::map<std::pair<DpSharding, int>, Partition> one_f_one_b_;
 };
 
 // The partition DP's view of one configuration (see planner/partition.h).
@@ -399,6 +411,7 @@ class Searcher {
   std::vector<DpSharding> Levels() const;
   std::vector<int> ShardGroups(const Config& c) const;
   void TryConfig(const Config& c, const StageCosts& sc, SharedCosts* shared);
+  Partition PartitionOf(const DpCosts& dp_costs, const Config& c, SharedCosts* shared);
   void TryReplicated(const Config& base, const StageCosts& sc);
   void ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
                        std::vector<PlanStage> stages);
@@ -626,13 +639,18 @@ std::vector<PlanStage> StagesFromCuts(const std::vector<int>& cuts, int num_laye
   return stages;
 }
 
-// The partition DP of c, bounded (exactly, planner/partition.h) by the bottleneck that
-// `latest`, the stages of the latest DP of as many stages and replicas, reach under c's costs;
-// `latest` becomes c's stages.
-Partition PartitionOf(const DpCosts& dp_costs, const Config& c, std::vector<Stage>* latest) {
-  const double bound_ms = BottleneckOf(dp_costs, *latest);
-  Partition partition = PartitionUniform(dp_costs, c.pp * c.v, c.dp, bound_ms);
-  if (partition.feasible()) *latest = partition.stages;
+// The partition DP of c: for ZB-H1, from 1F1B's partition at the same point where it ran
+// (PartitionUniformAbove); else bounded (exactly, planner/partition.h) by the bottleneck that
+// the latest stages of as many stages and replicas reach under c's costs.
+Partition Searcher::PartitionOf(const DpCosts& dp_costs, const Config& c, SharedCosts* shared) {
+  std::vector<Stage>& latest = latest_stages_[{c.pp * c.v, c.dp}];
+  const Partition* below =
+      c.schedule == ScheduleKind::kZbH1 ? shared->OneFOneB(c.sharding, c.shard) : nullptr;
+  Partition partition = below != nullptr ? PartitionUniformAbove(dp_costs, *below, c.pp * c.v, c.dp)
+                                         : PartitionUniform(dp_costs, c.pp * c.v, c.dp,
+                                                            BottleneckOf(dp_costs, latest));
+  if (c.schedule == ScheduleKind::k1F1B) shared->SetOneFOneB(c.sharding, c.shard, partition);
+  if (partition.feasible()) latest = partition.stages;
   return partition;
 }
 
@@ -651,7 +669,7 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc, SharedCosts* sha
     return;
   }
   if (CannotRank(c, dp_costs, sc)) return;
-  Partition partition = PartitionOf(dp_costs, c, &latest_stages_[{c.pp * c.v, c.dp}]);
+  Partition partition = PartitionOf(dp_costs, c, shared);
   if (!partition.feasible()) {
     ++result_.infeasible;
     infeasible_.push_back(c);

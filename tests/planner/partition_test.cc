@@ -126,6 +126,32 @@ class HashedCosts : public PartitionCosts {
   std::uint64_t seed_;
 };
 
+// Costs at least `base`'s everywhere: one stage in `1 / rarity` infeasible, one in as many
+// raised by a hashed amount, the others and every boundary as they are.
+class RaisedCosts : public PartitionCosts {
+ public:
+  RaisedCosts(const PartitionCosts& base, int rarity, std::uint64_t seed)
+      : base_(base), rarity_(rarity), hashed_(base.NumLayers(), seed) {}
+  int NumLayers() const override { return base_.NumLayers(); }
+  double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
+                 int num_stages) const override {
+    const double base = base_.StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+    const double h = hashed_.StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+    const int pick = h == kInf ? 0 : static_cast<int>(h) % (2 * rarity_) + 1;
+    if (pick == 1) return kInf;
+    return pick == 2 ? base + h / 4 : base;
+  }
+  double BoundaryMs(int last_of_left, int boundary_unit) const override {
+    return base_.BoundaryMs(last_of_left, boundary_unit);
+  }
+  bool StageMsGrowsWithLayers() const override { return false; }
+
+ private:
+  const PartitionCosts& base_;
+  int rarity_;
+  HashedCosts hashed_;
+};
+
 // ---- Seeded random instances against the brute force ----
 
 struct RandomShape {
@@ -137,6 +163,8 @@ struct Tally {
   int instances = 0;
   int replicated_runs = 0;
   int infeasible = 0;  // replicated runs with no feasible partition
+  int above_runs = 0;  // PartitionUniformAbove runs (three per instance)
+  int kept = 0;        // of which the lower costs' partition was the answer
 };
 
 int Uniform(std::mt19937& rng, int lo, int hi) {
@@ -198,6 +226,23 @@ void ExpectBoundsKeepTheResult(const PartitionCosts& costs, int num_stages, int 
   }
 }
 
+// PartitionUniformAbove under costs raised from `costs` gives their DP's result, and the brute
+// force's optimum. Counts in `kept` the runs where the lower costs' partition was the answer.
+void ExpectAboveKeepsTheResult(const PartitionCosts& costs, int num_stages, int replicas,
+                               std::uint64_t seed, int* kept) {
+  const Partition below = PartitionUniform(costs, num_stages, replicas);
+  for (int rarity : {2, 6, 30}) {
+    const RaisedCosts raised(costs, rarity, seed);
+    const Partition exact = PartitionUniform(raised, num_stages, replicas);
+    const Partition above = PartitionUniformAbove(raised, below, num_stages, replicas);
+    EXPECT_EQ(above, exact) << "rarity " << rarity << ", below " << below.ToString();
+    ExpectSameOptimum(raised, above,
+                      BruteForcePartition(raised, num_stages, num_stages * replicas, {replicas}),
+                      num_stages, num_stages * replicas);
+    if (below.feasible() && above == below) ++*kept;
+  }
+}
+
 // Uniform replication (`replicas` per stage) and per-stage replication from {1..U} and from
 // the powers of two, each against the brute force; uniform replication also with bounds.
 void CheckVariants(const PartitionCosts& costs, int num_stages, int units, int replicas,
@@ -226,6 +271,8 @@ void CheckRandomInstance(std::uint32_t seed, const RandomShape& shape, Tally& ta
   int replicas = Uniform(rng, 1, units / num_stages);
   CheckVariants(costs, num_stages, units, replicas, tally);
   CheckVariants(ExhaustiveScan(costs), num_stages, units, replicas, tally);
+  ExpectAboveKeepsTheResult(costs, num_stages, replicas, seed, &tally.kept);
+  tally.above_runs += 3;
   ++tally.instances;
 }
 
@@ -238,6 +285,9 @@ Tally CheckRandomInstances(std::uint32_t first_seed, int count, const RandomShap
   // Both outcomes must be exercised: some runs infeasible, most not.
   EXPECT_GT(tally.infeasible, tally.replicated_runs / 10);
   EXPECT_LT(tally.infeasible, tally.replicated_runs / 2);
+  // Both outcomes of PartitionUniformAbove: the lower partition kept, and the DP run.
+  EXPECT_GT(tally.kept, tally.above_runs / 10);
+  EXPECT_LT(tally.kept, tally.above_runs * 9 / 10);
   return tally;
 }
 
