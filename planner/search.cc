@@ -89,15 +89,13 @@ class SharedCosts {
     return &it->second;
   }
 
-  // The partition 1F1B's DP chose at a sharding level and shard group, if it ran. ZB-H1 keeps
-  // the same stages in flight or more (memory_model.h) and costs the same otherwise: its stage
-  // costs are at least 1F1B's (PartitionUniformAbove's premise).
-  Partition* OneFOneB(DpSharding level, int shard) {
+  // The partition 1F1B's DP chose at a sharding level and shard group, if it ran.
+  const Partition* OneFOneB(DpSharding level, int shard) const {
     auto it = one_f_one_b_.find({level, shard});
     return it == one_f_one_b_.end() ? nullptr : &it->second;
   }
-  void SetOneFOneB(DpSharding level, int shard, Partition partition) {
-    one_f_one_b_[{level, shard}] = std::move(partition);
+  const Partition* SetOneFOneB(DpSharding level, int shard, Partition partition) {
+    return &(one_f_one_b_[{level, shard}] = std::move(partition));
   }
 
   // The boundary costs at one unit, by the last layer left of the cut (NaN: not yet known).
@@ -411,7 +409,8 @@ class Searcher {
   std::vector<DpSharding> Levels() const;
   std::vector<int> ShardGroups(const Config& c) const;
   void TryConfig(const Config& c, const StageCosts& sc, SharedCosts* shared);
-  Partition PartitionOf(const DpCosts& dp_costs, const Config& c, SharedCosts* shared);
+  Partition PartitionOf(const DpCosts& dp_costs, const Config& c, const StageCosts& sc,
+                        SharedCosts* shared);
   void TryReplicated(const Config& base, const StageCosts& sc);
   void ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
                        std::vector<PlanStage> stages);
@@ -639,17 +638,35 @@ std::vector<PlanStage> StagesFromCuts(const std::vector<int>& cuts, int num_laye
   return stages;
 }
 
-// The partition DP of c: for ZB-H1, from 1F1B's partition at the same point where it ran
-// (PartitionUniformAbove); else bounded (exactly, planner/partition.h) by the bottleneck that
-// the latest stages of as many stages and replicas reach under c's costs.
-Partition Searcher::PartitionOf(const DpCosts& dp_costs, const Config& c, SharedCosts* shared) {
+// The partition DP of c. 1F1B's at a sharding level and shard group runs once per mesh point,
+// first for GPipe where 1F1B is searched too: GPipe's stages hold all their micro-batches and
+// ZB-H1's pp, never fewer than 1F1B's, at the same costs otherwise (memory_model.h), so their
+// partitions come from 1F1B's (PartitionUniformAbove). The others' are bounded (exactly,
+// planner/partition.h) by the bottleneck that the latest stages of as many stages and
+// replicas reach under c's costs.
+Partition Searcher::PartitionOf(const DpCosts& dp_costs, const Config& c, const StageCosts& sc,
+                                SharedCosts* shared) {
   std::vector<Stage>& latest = latest_stages_[{c.pp * c.v, c.dp}];
-  const Partition* below =
-      c.schedule == ScheduleKind::kZbH1 ? shared->OneFOneB(c.sharding, c.shard) : nullptr;
-  Partition partition = below != nullptr ? PartitionUniformAbove(dp_costs, *below, c.pp * c.v, c.dp)
-                                         : PartitionUniform(dp_costs, c.pp * c.v, c.dp,
-                                                            BottleneckOf(dp_costs, latest));
-  if (c.schedule == ScheduleKind::k1F1B) shared->SetOneFOneB(c.sharding, c.shard, partition);
+  const std::vector<ScheduleKind> schedules = Schedules();
+  const bool above =
+      c.schedule == ScheduleKind::kZbH1 ||
+      (c.schedule == ScheduleKind::kGpipe &&
+       std::find(schedules.begin(), schedules.end(), ScheduleKind::k1F1B) != schedules.end());
+  Partition partition;
+  if (c.schedule == ScheduleKind::k1F1B || above) {
+    const Partition* lower = shared->OneFOneB(c.sharding, c.shard);
+    if (lower == nullptr) {
+      Config one_f_one_b = c;
+      one_f_one_b.schedule = ScheduleKind::k1F1B;
+      const DpCosts lower_costs(costs_, sc, one_f_one_b, memory_limit_, shared);
+      lower = shared->SetOneFOneB(
+          c.sharding, c.shard,
+          PartitionUniform(lower_costs, c.pp, c.dp, BottleneckOf(lower_costs, latest)));
+    }
+    partition = above ? PartitionUniformAbove(dp_costs, *lower, c.pp, c.dp) : *lower;
+  } else {
+    partition = PartitionUniform(dp_costs, c.pp * c.v, c.dp, BottleneckOf(dp_costs, latest));
+  }
   if (partition.feasible()) latest = partition.stages;
   return partition;
 }
@@ -669,7 +686,7 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc, SharedCosts* sha
     return;
   }
   if (CannotRank(c, dp_costs, sc)) return;
-  Partition partition = PartitionOf(dp_costs, c, shared);
+  Partition partition = PartitionOf(dp_costs, c, sc, shared);
   if (!partition.feasible()) {
     ++result_.infeasible;
     infeasible_.push_back(c);

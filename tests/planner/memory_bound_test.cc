@@ -102,10 +102,10 @@ TEST(MemoryBound, NoCutNeedsLessThanTheBound) {
   EXPECT_GT(checked, 200);
 }
 
-// The search takes ZB-H1's partition from 1F1B's where it keeps its bottleneck
-// (planner/partition.h PartitionUniformAbove), which needs ZB-H1's every position to hold at
+// The search takes GPipe's and ZB-H1's partitions from 1F1B's where they keep its bottleneck
+// (planner/partition.h PartitionUniformAbove), which needs their every position to hold at
 // least what 1F1B's holds, every other input alike.
-TEST(MemoryBound, ZbH1HoldsAtLeastWhat1F1BHolds) {
+TEST(MemoryBound, GpipeAndZbH1HoldAtLeastWhat1F1BHolds) {
   std::mt19937 rng(47);
   std::uniform_int_distribution<int64_t> bytes(0, 1000);
   int strictly = 0;
@@ -129,16 +129,18 @@ TEST(MemoryBound, ZbH1HoldsAtLeastWhat1F1BHolds) {
     one_f_one_b.cp = 1 + (instance / 7) % 2;
     if (replicas == 4 && instance % 3 == 0) one_f_one_b.shard_replicas = 2;
     one_f_one_b.fragmentation = 0.05 * (instance % 3);
-    MemoryContext zb_h1 = one_f_one_b;
-    zb_h1.schedule = ScheduleKind::kZbH1;
-    for (int position = 0; position < pp; ++position) {
-      const int64_t lower = PositionMemory(f, position, one_f_one_b).Total();
-      const int64_t zb = PositionMemory(f, position, zb_h1).Total();
-      EXPECT_GE(zb, lower) << "instance " << instance << ", position " << position;
-      strictly += zb > lower ? 1 : 0;
+    for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::kZbH1}) {
+      MemoryContext above = one_f_one_b;
+      above.schedule = kind;
+      for (int position = 0; position < pp; ++position) {
+        const int64_t lower = PositionMemory(f, position, one_f_one_b).Total();
+        const int64_t total = PositionMemory(f, position, above).Total();
+        EXPECT_GE(total, lower) << "instance " << instance << ", position " << position;
+        strictly += total > lower ? 1 : 0;
+      }
     }
   }
-  EXPECT_GT(strictly, 100);
+  EXPECT_GT(strictly, 200);
 }
 
 }  // namespace
