@@ -137,10 +137,8 @@ class Memo {
     jump_.assign(rows * row_, -1);
     for (int unit = 1; unit < p.units; ++unit) {
       if (counts_.slot[unit] < 0) continue;
-      for (int last = 0; last + 1 < p.layers; ++last) {
-        boundary_ms_[BoundaryRowStart(unit) + static_cast<std::size_t>(last)] =
-            p.costs->BoundaryMs(last, unit);
-      }
+      p.costs->BoundaryRow(unit, {&boundary_ms_[BoundaryRowStart(unit)],
+                                  static_cast<std::size_t>(std::max(0, p.layers - 1))});
     }
   }
 

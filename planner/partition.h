@@ -26,7 +26,9 @@
 // for const calls.
 #pragma once
 
+#include <cstddef>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,13 @@ class PartitionCosts {
   // stage starts at unit `boundary_unit` (a two-level network: the cost may depend on whether
   // the boundary crosses a node); per direction.
   virtual double BoundaryMs(int last_of_left, int boundary_unit) const = 0;
+  // BoundaryMs(last, boundary_unit) for every last in [0, out.size()), into out: what the DP
+  // reads of the cuts at one unit, asked for at once.
+  virtual void BoundaryRow(int boundary_unit, std::span<double> out) const {
+    for (std::size_t last = 0; last < out.size(); ++last) {
+      out[last] = BoundaryMs(static_cast<int>(last), boundary_unit);
+    }
+  }
   // Whether a stage never gets cheaper by gaining a layer at its front:
   //   StageMs(first - 1, last, r, u, s, P) >= StageMs(first, last, r, u, s, P).
   // True of any model where a layer adds time, parameters and memory; the DP then stops

@@ -160,6 +160,15 @@ class DpCosts : public PartitionCosts {
     return ms;
   }
 
+  void BoundaryRow(int boundary_unit, std::span<double> out) const override {
+    if (shared_ == nullptr) return PartitionCosts::BoundaryRow(boundary_unit, out);
+    std::vector<double>& row = *shared_->BoundaryRow(boundary_unit);
+    for (std::size_t last = 0; last < out.size(); ++last) {
+      if (std::isnan(row[last])) row[last] = NewBoundaryMs(static_cast<int>(last), boundary_unit);
+      out[last] = row[last];
+    }
+  }
+
   double NewBoundaryMs(int last_of_left, int boundary_unit) const {
     const int per_node = model_.DevicesPerNode();
     const int unit_ranks = config_.UnitRanks();
