@@ -252,8 +252,7 @@ class DpCosts : public PartitionCosts {
     return links;
   }
 
-  // The shared table of the uniform DP's dp replicas from first_unit.
-  // The uniform DP's dp replicas from first_unit: the stage first_unit / dp's.
+  // Whether these are the uniform DP's dp replicas from first_unit: stage first_unit / dp's.
   bool Uniform(int replicas, int first_unit) const {
     return replicas == config_.dp && first_unit % replicas == 0;
   }
@@ -647,8 +646,8 @@ std::vector<PlanStage> StagesFromCuts(const std::vector<int>& cuts, int num_laye
   return stages;
 }
 
-// The partition DP of c. 1F1B's at a sharding level and shard group runs once per mesh point,
-// first for GPipe where 1F1B is searched too: GPipe's stages hold all their micro-batches and
+// The partition DP of c. Where 1F1B is searched, its DP at a sharding level and shard group
+// runs once per mesh point, first for GPipe: GPipe's stages hold all their micro-batches and
 // ZB-H1's pp, never fewer than 1F1B's, at the same costs otherwise (memory_model.h), so their
 // partitions come from 1F1B's (PartitionUniformAbove). The others' are bounded (exactly,
 // planner/partition.h) by the bottleneck that the latest stages of as many stages and
@@ -658,9 +657,8 @@ Partition Searcher::PartitionOf(const DpCosts& dp_costs, const Config& c, const 
   std::vector<Stage>& latest = latest_stages_[{c.pp * c.v, c.dp}];
   const std::vector<ScheduleKind> schedules = Schedules();
   const bool above =
-      c.schedule == ScheduleKind::kZbH1 ||
-      (c.schedule == ScheduleKind::kGpipe &&
-       std::find(schedules.begin(), schedules.end(), ScheduleKind::k1F1B) != schedules.end());
+      (c.schedule == ScheduleKind::kZbH1 || c.schedule == ScheduleKind::kGpipe) &&
+      std::find(schedules.begin(), schedules.end(), ScheduleKind::k1F1B) != schedules.end();
   Partition partition;
   if (c.schedule == ScheduleKind::k1F1B || above) {
     const Partition* lower = shared->OneFOneB(c.sharding, c.shard);
