@@ -44,6 +44,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstddef>
 #include <span>
 #include <sstream>
@@ -64,6 +65,8 @@ struct Problem {
   int units;                 // U
   std::vector<int> allowed;  // ascending, unique, each in [1, U]
   bool stage_grows_with_layers;
+  // Every A starts here, above a known bound: terms above the bound are skipped (+inf: none).
+  double start_ms = kInf;
 };
 
 // reach[m]: the sums of exactly m allowed counts that are at most U, ascending. Built from the
@@ -131,12 +134,11 @@ class Memo {
       for (int u : counts_.useful_list[k]) a_row_[ARowIndex(k, u)] = rows++;
     }
     a_ms_.assign(rows * row_, kInf);
+    jump_.assign(rows * row_, -1);
     for (int unit = 1; unit < p.units; ++unit) {
       if (counts_.slot[unit] < 0) continue;
-      for (int last = 0; last + 1 < p.layers; ++last) {
-        boundary_ms_[BoundaryRowStart(unit) + static_cast<std::size_t>(last)] =
-            p.costs->BoundaryMs(last, unit);
-      }
+      p.costs->BoundaryRow(unit, {&boundary_ms_[BoundaryRowStart(unit)],
+                                  static_cast<std::size_t>(std::max(0, p.layers - 1))});
     }
   }
 
@@ -148,6 +150,22 @@ class Memo {
   // REQUIRES: Useful(k, u).
   void SetA(int j, int u, int k, double ms) {
     a_ms_[ARowStart(k, u) + static_cast<std::size_t>(j)] = ms;
+  }
+  // Jumps(u, k)[i]: the largest i' <= i whose value before a last stage from layer i' (see
+  // BestFirstLayer) is below start_ms, -1 if none. REQUIRES: SetJumps(u, k) ran.
+  std::span<const int> Jumps(int u, int k) const { return {&jump_[ARowStart(k, u)], row_}; }
+  // REQUIRES: Useful(k, u), and A(j, u, k) set for every j.
+  void SetJumps(int u, int k, double start_ms) {
+    std::span<const double> a = ARow(u, k);
+    std::span<const double> boundary = BoundaryRow(u);
+    int* jump = &jump_[ARowStart(k, u)];
+    int last = -1;
+    for (std::size_t i = 0; i < row_; ++i) {
+      double before_ms = a[i];
+      if (k > 0 && i > 0) before_ms = std::max(before_ms, boundary[i - 1]);
+      if (before_ms < start_ms) last = static_cast<int>(i);
+      jump[i] = last;
+    }
   }
   // BoundaryMs(last, unit) for last in [0, L - 2]; +inf elsewhere and at unit 0 and U.
   std::span<const double> BoundaryRow(int unit) const {
@@ -168,6 +186,7 @@ class Memo {
   UnitCounts counts_;
   std::vector<std::size_t> a_row_;  // per (k, slot): the row of A, 0 (all +inf) if not useful
   std::vector<double> a_ms_;
+  std::vector<int> jump_;  // per row of A: see Jumps
   std::vector<double> boundary_ms_;
 };
 
@@ -186,7 +205,10 @@ double BestFirstLayer(const Problem& p, const Memo& memo, int j, int u, int r, i
                       double best_ms) {
   std::span<const double> prefix_ms = memo.ARow(u - r, k - 1);
   std::span<const double> boundary_ms = memo.BoundaryRow(u - r);
-  for (int i = j - 1; i >= k - 1; --i) {
+  std::span<const int> jumps = memo.Jumps(u - r, k - 1);
+  // The jumps pass over the first layers whose prefix alone reaches start_ms >= best_ms.
+  for (int i = jumps[static_cast<std::size_t>(j - 1)]; i >= k - 1;
+       i = i > 0 ? jumps[static_cast<std::size_t>(i - 1)] : -1) {
     double before_ms = prefix_ms[static_cast<std::size_t>(i)];
     if (k > 1) before_ms = std::max(before_ms, boundary_ms[static_cast<std::size_t>(i - 1)]);
     if (before_ms >= best_ms) continue;
@@ -202,7 +224,7 @@ double BestFirstLayer(const Problem& p, const Memo& memo, int j, int u, int r, i
 
 // A(j, u, k) from the filled entries with k - 1 stages.
 double BestLastStage(const Problem& p, const Memo& memo, int j, int u, int k) {
-  double best_ms = kInf;
+  double best_ms = p.start_ms;
   for (int r : p.allowed) {
     if (r > u) break;
     if (memo.Useful(k - 1, u - r)) best_ms = BestFirstLayer(p, memo, j, u, r, k, best_ms);
@@ -213,10 +235,12 @@ double BestLastStage(const Problem& p, const Memo& memo, int j, int u, int k) {
 // Fills A in order of k. REQUIRES: memo.Useful(P, U).
 void FillMemo(const Problem& p, Memo& memo) {
   memo.SetA(0, 0, 0, 0.0);
+  memo.SetJumps(0, 0, p.start_ms);
   for (int k = 1; k <= p.stages; ++k) {
     for (int j = k; j <= p.layers - (p.stages - k); ++j) {
       for (int u : memo.UsefulUnits(k)) memo.SetA(j, u, k, BestLastStage(p, memo, j, u, k));
     }
+    for (int u : memo.UsefulUnits(k)) memo.SetJumps(u, k, p.start_ms);
   }
 }
 
@@ -255,7 +279,7 @@ Partition Solve(const Problem& p) {
   Memo memo(p, std::move(counts));
   FillMemo(p, memo);
   double bottleneck_ms = memo.A(p.layers, p.units, p.stages);
-  if (bottleneck_ms == kInf) return Partition{};
+  if (!(bottleneck_ms < p.start_ms)) return Partition{};  // +inf, or nothing within the bound
   return Partition{ReadBack(p, memo, bottleneck_ms), bottleneck_ms};
 }
 
@@ -282,6 +306,48 @@ Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int repl
                        num_stages * replicas,
                        {replicas},
                        costs.StageMsGrowsWithLayers()});
+}
+
+// With start_ms = the next double above the bound, each A becomes min(A, start_ms): exact
+// wherever A <= bound, above the bound elsewhere. When the optimum is within the bound, every
+// A the read-back compares with it is therefore exact or above it too, and the stages are
+// those of the unbounded DP.
+Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int replicas,
+                           double bound_ms) {
+  if (!(bound_ms < kInf)) return PartitionUniform(costs, num_stages, replicas);
+  TRIDENT_CHECK(num_stages >= 1 && replicas >= 1)
+      << "num_stages " << num_stages << ", replicas " << replicas;
+  TRIDENT_CHECK(replicas <= INT_MAX / num_stages) << num_stages << " x " << replicas;
+  Problem problem{&costs,
+                  costs.NumLayers(),
+                  num_stages,
+                  num_stages * replicas,
+                  {replicas},
+                  costs.StageMsGrowsWithLayers(),
+                  std::nextafter(bound_ms, kInf)};
+  Partition bounded = Solve(problem);
+  return bounded.feasible() ? bounded : PartitionUniform(costs, num_stages, replicas);
+}
+
+Partition PartitionUniformAbove(const PartitionCosts& costs, const Partition& below, int num_stages,
+                                int replicas) {
+  if (!below.feasible()) return below;  // every partition is infeasible under `lower` already
+  const double bound_ms = BottleneckOf(costs, below.stages);
+  if (bound_ms == below.bottleneck_ms) return below;
+  return PartitionUniform(costs, num_stages, replicas, bound_ms);
+}
+
+double BottleneckOf(const PartitionCosts& costs, const std::vector<Stage>& stages) {
+  if (stages.empty()) return kInf;
+  const int num_stages = static_cast<int>(stages.size());
+  double ms = 0;
+  for (int s = 0; s < num_stages; ++s) {
+    const Stage& st = stages[static_cast<std::size_t>(s)];
+    ms = std::max(ms, costs.StageMs(st.first_layer, st.last_layer, st.replicas, st.first_unit, s,
+                                    num_stages));
+    if (s > 0) ms = std::max(ms, costs.BoundaryMs(st.first_layer - 1, st.first_unit));
+  }
+  return ms;
 }
 
 Partition PartitionReplicated(const PartitionCosts& costs, int num_stages, int units,

@@ -26,7 +26,9 @@
 // for const calls.
 #pragma once
 
+#include <cstddef>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,13 @@ class PartitionCosts {
   // stage starts at unit `boundary_unit` (a two-level network: the cost may depend on whether
   // the boundary crosses a node); per direction.
   virtual double BoundaryMs(int last_of_left, int boundary_unit) const = 0;
+  // BoundaryMs(last, boundary_unit) for every last in [0, out.size()), into out: what the DP
+  // reads of the cuts at one unit, asked for at once.
+  virtual void BoundaryRow(int boundary_unit, std::span<double> out) const {
+    for (std::size_t last = 0; last < out.size(); ++last) {
+      out[last] = BoundaryMs(static_cast<int>(last), boundary_unit);
+    }
+  }
   // Whether a stage never gets cheaper by gaining a layer at its front:
   //   StageMs(first - 1, last, r, u, s, P) >= StageMs(first, last, r, u, s, P).
   // True of any model where a layer adds time, parameters and memory; the DP then stops
@@ -83,6 +92,26 @@ struct Partition {
 // units in all). O(L^2 * P) cost queries. Infeasible when num_stages > NumLayers().
 // REQUIRES: num_stages >= 1, replicas >= 1.
 Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int replicas);
+
+// PartitionUniform given `bound_ms`, the bottleneck of some partition already known (e.g.
+// BottleneckOf a neighbouring configuration's stages under these costs): the same result, bit
+// for bit, for any bound; when the optimum is at most the bound, candidates whose term exceeds
+// it are skipped without a StageMs query, and otherwise the DP runs again without it.
+Partition PartitionUniform(const PartitionCosts& costs, int num_stages, int replicas,
+                           double bound_ms);
+
+// PartitionUniform(costs, num_stages, replicas) given `below` = PartitionUniform(lower, ...)
+// for costs `lower` that no StageMs or BoundaryMs of `costs` is under: `below` itself when
+// its stages keep their bottleneck under `costs` (no partition can do better, and every
+// optimal one is optimal under `lower` too, where `below` is the least) or when it is
+// infeasible (so is every partition), else the DP bounded by that bottleneck. REQUIRES: that
+// dominance (the result is the DP's only under it).
+Partition PartitionUniformAbove(const PartitionCosts& costs, const Partition& below, int num_stages,
+                                int replicas);
+
+// The objective of `stages` under `costs` (see Partition::bottleneck_ms): the largest of their
+// StageMs and of the BoundaryMs of their cuts; +inf when there are none.
+double BottleneckOf(const PartitionCosts& costs, const std::vector<Stage>& stages);
 
 // Per-stage replication (PipeDream-style): `num_stages` stages whose replica counts, each
 // drawn from `allowed_replicas` (e.g. {1, 2, 3, ...} or powers of two; order and duplicates do

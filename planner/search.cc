@@ -53,32 +53,123 @@ std::string Describe(const Config& c) {
   return c.shard > 0 ? text + " in groups of " + std::to_string(c.shard) : text;
 }
 
+// What the partition DPs of one mesh, micro-batch size and recompute mode share across their
+// schedules and sharding levels, filled as they ask: each layer range's collectives on each set
+// of links (ShardCollectivesOf: its bytes and links alone decide them) and each cut's boundary
+// transfer (the mesh alone places it). The values are those the DPs would compute, bit for bit.
+class SharedCosts {
+ public:
+  explicit SharedCosts(const StageCosts& costs) : costs_(costs) {}
+
+  // ShardCollectivesOf(level, f, links) for f = layers [first, last]'s footprint, at kFull for
+  // every sharded level.
+  class Table {
+   public:
+    explicit Table(int layers) : rows_(static_cast<size_t>(layers)) {}
+    const ShardCollectives* Find(int first, int last) const {
+      const std::vector<std::optional<ShardCollectives>>& row = rows_[first];
+      if (row.empty() || !row[last - first]) return nullptr;
+      return &*row[last - first];
+    }
+    const ShardCollectives& Put(int first, int last, const ShardCollectives& value) {
+      std::vector<std::optional<ShardCollectives>>& row = rows_[first];
+      if (row.empty()) row.resize(rows_.size() - first);
+      return *(row[last - first] = value);
+    }
+
+   private:
+    // rows_[first][last - first], allocated as the DPs reach them.
+    std::vector<std::vector<std::optional<ShardCollectives>>> rows_;
+  };
+
+  Table* TableFor(bool sharded, const ShardGroupLinks& links) {
+    auto key = std::tuple(sharded, links.ranks, links.level, links.shard_ranks, links.shard_level);
+    auto it = tables_.find(key);
+    if (it == tables_.end()) it = tables_.emplace(key, Table(costs_.NumLayers())).first;
+    return &it->second;
+  }
+
+  // The partition 1F1B's DP chose at a sharding level and shard group, if it ran.
+  const Partition* OneFOneB(DpSharding level, int shard) const {
+    auto it = one_f_one_b_.find({level, shard});
+    return it == one_f_one_b_.end() ? nullptr : &it->second;
+  }
+  const Partition* SetOneFOneB(DpSharding level, int shard, Partition partition) {
+    return &(one_f_one_b_[{level, shard}] = std::move(partition));
+  }
+
+  // The boundary costs at one unit, by the last layer left of the cut (NaN: not yet known).
+  std::vector<double>* BoundaryRow(int boundary_unit) {
+    auto it = boundaries_.find(boundary_unit);
+    if (it == boundaries_.end()) {
+      it =
+          boundaries_
+              .emplace(boundary_unit, std::vector<double>(costs_.NumLayers(),
+                                                          std::numeric_limits<double>::quiet_NaN()))
+              .first;
+    }
+    return &it->second;
+  }
+
+ private:
+  const StageCosts& costs_;
+  std::map<std::tuple<bool, int, int, int, int>, Table> tables_;
+  std::map<int, std::vector<double>> boundaries_;
+  std::map<std::pair<DpSharding, int>, Partition> one_f_one_b_;
+};
+
 // The partition DP's view of one configuration (see planner/partition.h).
 class DpCosts : public PartitionCosts {
  public:
+  // `shared`, if any, holds the costs of c's mesh, micro-batch size and recompute mode.
   DpCosts(const CostModel& model, const StageCosts& costs, const Config& config,
-          int64_t memory_limit)
-      : model_(model), costs_(costs), config_(config), memory_limit_(memory_limit) {}
+          int64_t memory_limit, SharedCosts* shared = nullptr)
+      : model_(model),
+        costs_(costs),
+        config_(config),
+        memory_limit_(memory_limit),
+        context_(Context(config.dp, config.pp, model)),
+        shared_(shared) {}
 
   int NumLayers() const override { return costs_.NumLayers(); }
 
   double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
                  int num_stages) const override {
     const int pp = num_stages / config_.v;
-    const PositionFootprint f = costs_.Footprint(first, last);
-    if (Memory(f, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
+    if (Memory(first, last, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
     // Per micro-batch of the step: the busiest lane's ceil(M / r) micro-batches of compute
     // (round robin) and the data-parallel communication the evaluation charges
     // (planner/sharding_comm.h), the sharding's per-micro-batch part left exposed included.
     const double m = config_.micro_batches;
-    const int lane = LaneMicroBatches(config_.micro_batches, replicas, 0);
+    const int lane = replicas == config_.dp ? context_.micro_batches
+                                            : LaneMicroBatches(config_.micro_batches, replicas, 0);
     const double compute = costs_.Times(first, last).Total();
-    const ShardingComm comm = Comm(f, replicas, first_unit);
+    const ShardingComm comm = StageComm(first, last, replicas, first_unit);
     const double exposed = ExposedMicroBatchCommMs(config_.sharding, comm, lane, compute);
     return (compute * lane + comm.sync_ms + comm.gather_ms + exposed) / m;
   }
 
   double BoundaryMs(int last_of_left, int boundary_unit) const override {
+    if (shared_ == nullptr) return NewBoundaryMs(last_of_left, boundary_unit);
+    if (boundary_row_ == nullptr || boundary_unit != boundary_unit_) {
+      boundary_row_ = shared_->BoundaryRow(boundary_unit);
+      boundary_unit_ = boundary_unit;
+    }
+    double& ms = (*boundary_row_)[last_of_left];
+    if (std::isnan(ms)) ms = NewBoundaryMs(last_of_left, boundary_unit);
+    return ms;
+  }
+
+  void BoundaryRow(int boundary_unit, std::span<double> out) const override {
+    if (shared_ == nullptr) return PartitionCosts::BoundaryRow(boundary_unit, out);
+    std::vector<double>& row = *shared_->BoundaryRow(boundary_unit);
+    for (std::size_t last = 0; last < out.size(); ++last) {
+      if (std::isnan(row[last])) row[last] = NewBoundaryMs(static_cast<int>(last), boundary_unit);
+      out[last] = row[last];
+    }
+  }
+
+  double NewBoundaryMs(int last_of_left, int boundary_unit) const {
     const int per_node = model_.DevicesPerNode();
     const int unit_ranks = config_.UnitRanks();
     bool crosses =
@@ -93,8 +184,11 @@ class DpCosts : public PartitionCosts {
         Collective::kP2p, static_cast<double>(costs_.OutputBytes(last_of_left)), 2, level);
   }
 
+  // Interleaved: a position holds v chunks; judge each chunk as if all were like it.
   MemoryBreakdown Memory(int first, int last, int replicas, int position, int pp) const {
-    return Memory(costs_.Footprint(first, last), replicas, position, pp);
+    const PositionFootprint f = costs_.Footprint(first, last, config_.v);
+    if (replicas == config_.dp && pp == config_.pp) return PositionMemory(f, position, context_);
+    return PositionMemory(f, position, Context(replicas, pp, model_));
   }
 
   // The collectives of `f` on `replicas` units from `first_unit` (planner/sharding_comm.h).
@@ -102,36 +196,48 @@ class DpCosts : public PartitionCosts {
     return ShardingCommOf(model_, config_.sharding, f, Links(replicas, first_unit));
   }
 
+  // Comm of layers [first, last], from the shared costs where they apply.
+  ShardingComm StageComm(int first, int last, int replicas, int first_unit) const {
+    if (shared_ == nullptr || !Uniform(replicas, first_unit)) {
+      return Comm(costs_.Footprint(first, last), replicas, first_unit);
+    }
+    SharedCosts::Table* table = TableAt(first_unit);
+    const ShardCollectives* found = table->Find(first, last);
+    if (found == nullptr) {
+      const DpSharding level =
+          config_.sharding == DpSharding::kNone ? DpSharding::kNone : DpSharding::kFull;
+      found = &table->Put(first, last,
+                          ShardCollectivesOf(model_, level, costs_.Footprint(first, last),
+                                             Links(replicas, first_unit)));
+    }
+    return ShardingCommFrom(config_.sharding, *found);
+  }
+
   const CostModel& model() const { return model_; }
 
   // The links of the replicas' cp ranks (RankMap::GradGroup: dp · cp ranks) and of the first
   // shard group (shard · cp ranks), cached per first unit for the uniform DP's dp replicas.
   ShardGroupLinks Links(int replicas, int first_unit) const {
-    if (replicas != config_.dp) return NewLinks(replicas, first_unit);
-    if (links_.size() <= static_cast<size_t>(first_unit)) links_.resize(first_unit + 1);
-    std::optional<ShardGroupLinks>& cached = links_[first_unit];
+    if (!Uniform(replicas, first_unit)) return NewLinks(replicas, first_unit);
+    const size_t stage = static_cast<size_t>(first_unit / replicas);
+    if (links_.size() <= stage) links_.resize(stage + 1);
+    std::optional<ShardGroupLinks>& cached = links_[stage];
     if (!cached) cached = NewLinks(replicas, first_unit);
     return *cached;
   }
 
  private:
-  MemoryBreakdown Memory(PositionFootprint f, int replicas, int position, int pp) const {
-    // Interleaved: a position holds v chunks; judge each chunk as if all were like it.
-    f.param_bytes *= config_.v;
-    f.grad_bytes *= config_.v;
-    f.optimizer_bytes *= config_.v;
-    f.stash_bytes *= config_.v;
-    MemoryContext context{config_.schedule,
-                          pp,
-                          config_.v,
-                          LaneMicroBatches(config_.micro_batches, replicas, 0),
-                          replicas,
-                          config_.sharding,
-                          model_.ReservedBytes(),
-                          config_.cp,
-                          model_.ActivationFragmentation(),
-                          config_.shard};
-    return PositionMemory(f, position, context);
+  MemoryContext Context(int replicas, int pp, const CostModel& model) const {
+    return MemoryContext{config_.schedule,
+                         pp,
+                         config_.v,
+                         LaneMicroBatches(config_.micro_batches, replicas, 0),
+                         replicas,
+                         config_.sharding,
+                         model.ReservedBytes(),
+                         config_.cp,
+                         model.ActivationFragmentation(),
+                         config_.shard};
   }
 
   ShardGroupLinks NewLinks(int replicas, int first_unit) const {
@@ -146,11 +252,33 @@ class DpCosts : public PartitionCosts {
     return links;
   }
 
+  // Whether these are the uniform DP's dp replicas from first_unit: stage first_unit / dp's.
+  bool Uniform(int replicas, int first_unit) const {
+    return replicas == config_.dp && first_unit % replicas == 0;
+  }
+
+  // REQUIRES: Uniform(dp, first_unit).
+  SharedCosts::Table* TableAt(int first_unit) const {
+    const size_t stage = static_cast<size_t>(first_unit / config_.dp);
+    if (tables_.size() <= stage) tables_.resize(stage + 1);
+    SharedCosts::Table*& table = tables_[stage];
+    if (table == nullptr) {
+      table =
+          shared_->TableFor(config_.sharding != DpSharding::kNone, Links(config_.dp, first_unit));
+    }
+    return table;
+  }
+
   const CostModel& model_;
   const StageCosts& costs_;
   Config config_;
   int64_t memory_limit_;
+  MemoryContext context_;  // of the uniform DP's dp replicas
+  SharedCosts* shared_;
   mutable std::vector<std::optional<ShardGroupLinks>> links_;
+  mutable std::vector<SharedCosts::Table*> tables_;
+  mutable std::vector<double>* boundary_row_ = nullptr;
+  mutable int boundary_unit_ = -1;
 };
 
 // A partition the DP chose (or the user's cuts), with its closed-form step estimate.
@@ -285,10 +413,12 @@ class Searcher {
   void ForUnit(int tp, bool sp, int cp);
   void ForMesh(const Config& unit, int pp, int dp);
   void ForReplicated(const Config& unit, int units);
-  void ForSharding(Config c, const StageCosts& sc);
+  void ForSharding(Config c, const StageCosts& sc, SharedCosts* shared);
   std::vector<DpSharding> Levels() const;
   std::vector<int> ShardGroups(const Config& c) const;
-  void TryConfig(const Config& c, const StageCosts& sc);
+  void TryConfig(const Config& c, const StageCosts& sc, SharedCosts* shared);
+  Partition PartitionOf(const DpCosts& dp_costs, const Config& c, const StageCosts& sc,
+                        SharedCosts* shared);
   void TryReplicated(const Config& base, const StageCosts& sc);
   void ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
                        std::vector<PlanStage> stages);
@@ -312,6 +442,8 @@ class Searcher {
   int64_t memory_limit_ = 0;
   std::map<std::tuple<int, int, bool, int, RecomputeMode>, std::optional<StageCosts>> stage_costs_;
   std::vector<Scored> pool_;
+  // By (stages, replicas): the stages the latest uniform DP chose (see PartitionOf).
+  std::map<std::pair<int, int>, std::vector<Stage>> latest_stages_;
   std::vector<Config> infeasible_;  // for the "nothing fits" message
   // The best `rerank` estimates so far (a max-heap): a configuration whose lower bound is
   // above the worst of them cannot enter the re-ranked set.
@@ -436,6 +568,7 @@ void Searcher::ForMesh(const Config& unit, int pp, int dp) {
       base.micro_batches = static_cast<int>(micro_batches);
       const StageCosts* sc = CostsFor(base);
       if (sc == nullptr) continue;
+      SharedCosts shared(*sc);
       for (ScheduleKind schedule : Schedules()) {
         if (pp == 1 && schedule != ScheduleKind::k1F1B && Schedules().size() > 1) continue;
         int max_v =
@@ -444,7 +577,7 @@ void Searcher::ForMesh(const Config& unit, int pp, int dp) {
           Config c = base;
           c.schedule = schedule;
           c.v = v;
-          ForSharding(c, *sc);
+          ForSharding(c, *sc, &shared);
         }
       }
     }
@@ -455,7 +588,7 @@ void Searcher::ForMesh(const Config& unit, int pp, int dp) {
 // under PipeDream (its weight stashing keeps whole weight versions, and each update waits on a
 // blocking all-reduce, runtime/train/pipedream.cc), each over whole dp and, where hybrid
 // sharding is allowed, over the shard groups ShardGroups chooses.
-void Searcher::ForSharding(Config c, const StageCosts& sc) {
+void Searcher::ForSharding(Config c, const StageCosts& sc, SharedCosts* shared) {
   for (DpSharding level : Levels()) {
     const bool sharded = level != DpSharding::kNone;
     if (sharded && (c.dp == 1 || c.schedule == ScheduleKind::kPipeDream)) continue;
@@ -463,7 +596,7 @@ void Searcher::ForSharding(Config c, const StageCosts& sc) {
     c.sharding = level;
     for (int shard : sharded ? ShardGroups(c) : std::vector<int>{0}) {
       c.shard = shard;
-      TryConfig(c, sc);
+      TryConfig(c, sc, shared);
     }
   }
 }
@@ -513,10 +646,42 @@ std::vector<PlanStage> StagesFromCuts(const std::vector<int>& cuts, int num_laye
   return stages;
 }
 
-void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
+// The partition DP of c. Where 1F1B is searched, its DP at a sharding level and shard group
+// runs once per mesh point, first for GPipe: GPipe's stages hold all their micro-batches and
+// ZB-H1's pp, never fewer than 1F1B's, at the same costs otherwise (memory_model.h), so their
+// partitions come from 1F1B's (PartitionUniformAbove). The others' are bounded (exactly,
+// planner/partition.h) by the bottleneck that the latest stages of as many stages and
+// replicas reach under c's costs.
+Partition Searcher::PartitionOf(const DpCosts& dp_costs, const Config& c, const StageCosts& sc,
+                                SharedCosts* shared) {
+  std::vector<Stage>& latest = latest_stages_[{c.pp * c.v, c.dp}];
+  const std::vector<ScheduleKind> schedules = Schedules();
+  const bool above =
+      (c.schedule == ScheduleKind::kZbH1 || c.schedule == ScheduleKind::kGpipe) &&
+      std::find(schedules.begin(), schedules.end(), ScheduleKind::k1F1B) != schedules.end();
+  Partition partition;
+  if (c.schedule == ScheduleKind::k1F1B || above) {
+    const Partition* lower = shared->OneFOneB(c.sharding, c.shard);
+    if (lower == nullptr) {
+      Config one_f_one_b = c;
+      one_f_one_b.schedule = ScheduleKind::k1F1B;
+      const DpCosts lower_costs(costs_, sc, one_f_one_b, memory_limit_, shared);
+      lower = shared->SetOneFOneB(
+          c.sharding, c.shard,
+          PartitionUniform(lower_costs, c.pp, c.dp, BottleneckOf(lower_costs, latest)));
+    }
+    partition = above ? PartitionUniformAbove(dp_costs, *lower, c.pp, c.dp) : *lower;
+  } else {
+    partition = PartitionUniform(dp_costs, c.pp * c.v, c.dp, BottleneckOf(dp_costs, latest));
+  }
+  if (partition.feasible()) latest = partition.stages;
+  return partition;
+}
+
+void Searcher::TryConfig(const Config& c, const StageCosts& sc, SharedCosts* shared) {
   if (!LegalSchedule(c, sc.NumLayers())) return;
   ++result_.configurations;
-  DpCosts dp_costs(costs_, sc, c, memory_limit_);
+  DpCosts dp_costs(costs_, sc, c, memory_limit_, shared);
   if (!constraints_.cuts.empty()) {
     if (static_cast<int>(constraints_.cuts.size()) != c.pp * c.v) return;
     Score(c, dp_costs, sc, StagesFromCuts(constraints_.cuts, sc.NumLayers(), c));
@@ -528,7 +693,7 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc) {
     return;
   }
   if (CannotRank(c, dp_costs, sc)) return;
-  Partition partition = PartitionUniform(dp_costs, c.pp * c.v, c.dp);
+  Partition partition = PartitionOf(dp_costs, c, sc, shared);
   if (!partition.feasible()) {
     ++result_.infeasible;
     infeasible_.push_back(c);

@@ -4,33 +4,48 @@
 
 namespace trident {
 
-ShardingComm ShardingCommOf(const CostModel& costs, DpSharding level, const PositionFootprint& f,
-                            const ShardGroupLinks& links) {
+ShardCollectives ShardCollectivesOf(const CostModel& costs, DpSharding level,
+                                    const PositionFootprint& f, const ShardGroupLinks& links) {
   const double params = static_cast<double>(f.param_bytes);
   const double grads = static_cast<double>(f.grad_bytes);
-  ShardingComm comm;
+  ShardCollectives c;
   if (level == DpSharding::kNone) {
-    comm.sync_ms =
+    c.all_reduce =
         costs.CollectiveMsAtLevel(Collective::kAllReduce, grads, links.ranks, links.level);
-    return comm;
+    return c;
   }
   const int n = links.shard_ranks;
-  const double scatter =
-      costs.CollectiveMsAtLevel(Collective::kReduceScatter, grads, n, links.shard_level);
-  const double gather =
-      costs.CollectiveMsAtLevel(Collective::kAllGather, params, n, links.shard_level);
-  const double across =
+  c.scatter = costs.CollectiveMsAtLevel(Collective::kReduceScatter, grads, n, links.shard_level);
+  c.gather = costs.CollectiveMsAtLevel(Collective::kAllGather, params, n, links.shard_level);
+  c.across =
       costs.CollectiveMsAtLevel(Collective::kAllReduce, grads / n, links.Copies(), links.level);
-  comm.sync_ms = across + (level == DpSharding::kFull ? 0 : scatter);
   if (level == DpSharding::kFull) {
-    comm.micro_batch_ms = 2 * gather + scatter;
-    comm.prefetch_ms = costs.CollectiveMsAtLevel(
+    c.prefetch = costs.CollectiveMsAtLevel(
         Collective::kAllGather, static_cast<double>(f.layer_param_bytes), n, links.shard_level);
+  }
+  return c;
+}
+
+ShardingComm ShardingCommFrom(DpSharding level, const ShardCollectives& c) {
+  ShardingComm comm;
+  if (level == DpSharding::kNone) {
+    comm.sync_ms = c.all_reduce;
     return comm;
   }
-  comm.gather_ms = gather;
-  if (level == DpSharding::kGradients) comm.micro_batch_ms = scatter;
+  comm.sync_ms = c.across + (level == DpSharding::kFull ? 0 : c.scatter);
+  if (level == DpSharding::kFull) {
+    comm.micro_batch_ms = 2 * c.gather + c.scatter;
+    comm.prefetch_ms = c.prefetch;
+    return comm;
+  }
+  comm.gather_ms = c.gather;
+  if (level == DpSharding::kGradients) comm.micro_batch_ms = c.scatter;
   return comm;
+}
+
+ShardingComm ShardingCommOf(const CostModel& costs, DpSharding level, const PositionFootprint& f,
+                            const ShardGroupLinks& links) {
+  return ShardingCommFrom(level, ShardCollectivesOf(costs, level, f, links));
 }
 
 double ExposedMicroBatchCommMs(DpSharding level, const ShardingComm& comm, int m,

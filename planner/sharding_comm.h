@@ -42,6 +42,26 @@ struct ShardingComm {
 ShardingComm ShardingCommOf(const CostModel& costs, DpSharding level, const PositionFootprint& f,
                             const ShardGroupLinks& links);
 
+// The collectives ShardingComm is made of, on one position's links: level none's AR(G) over
+// the grad group; a sharded level's RS(G), AG(P), AR(G / n) over the c copies and, fully
+// sharded, AG(P_l) (left 0 at the other levels). The sharded levels share all but AG(P_l), so
+// one ShardCollectivesOf at kFull serves them all.
+struct ShardCollectives {
+  double all_reduce = 0;
+  double scatter = 0;
+  double gather = 0;
+  double across = 0;
+  double prefetch = 0;
+};
+
+ShardCollectives ShardCollectivesOf(const CostModel& costs, DpSharding level,
+                                    const PositionFootprint& f, const ShardGroupLinks& links);
+
+// ShardingCommOf from the collectives: ShardingCommOf(costs, level, f, links) is
+// ShardingCommFrom(level, ShardCollectivesOf(costs, level', f, links)), bit for bit, for level'
+// none if level is, else any sharded level' (kFull where level is).
+ShardingComm ShardingCommFrom(DpSharding level, const ShardCollectives& collectives);
+
 // The per-micro-batch communication a lane of m micro-batches, each computing compute_ms on
 // the position, leaves exposed (the collectives overlap the compute they run beside, layer by
 // layer):

@@ -1,8 +1,5 @@
 #include "planner/stage_costs.h"
 
-#include <algorithm>
-#include <bit>
-
 namespace trident {
 
 StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch, int tp,
@@ -53,28 +50,6 @@ void StageCosts::BuildRangeMax(RangeMax* table) {
     for (size_t i = 0; i + width <= n; ++i) level.push_back(std::max(half[i], half[i + width / 2]));
     table->push_back(std::move(level));
   }
-}
-
-int64_t StageCosts::MaxOf(const RangeMax& table, int first, int last) {
-  const int k = std::bit_width(static_cast<unsigned>(last - first + 1)) - 1;
-  return std::max(table[k][first], table[k][last + 1 - (1 << k)]);
-}
-
-RangeTimes StageCosts::Times(int first, int last) const {
-  return {fwd_[last + 1] - fwd_[first], bwd_input_[last + 1] - bwd_input_[first],
-          bwd_weight_[last + 1] - bwd_weight_[first]};
-}
-
-PositionFootprint StageCosts::Footprint(int first, int last) const {
-  PositionFootprint f;
-  f.param_bytes = param_[last + 1] - param_[first];
-  f.grad_bytes = grad_[last + 1] - grad_[first];
-  f.optimizer_bytes = optimizer_[last + 1] - optimizer_[first];
-  f.stash_bytes = stash_[last + 1] - stash_[first];
-  f.workspace_bytes = MaxOf(workspace_, first, last);
-  f.layer_param_bytes = MaxOf(layer_param_, first, last);
-  f.layer_grad_bytes = MaxOf(layer_grad_, first, last);
-  return f;
 }
 
 }  // namespace trident

@@ -3,6 +3,8 @@
 // This is what the partition DP and the step-time estimate read.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -28,8 +30,23 @@ class StageCosts {
 
   int NumLayers() const { return static_cast<int>(fwd_.size()) - 1; }
   // Layers [first, last], inclusive.
-  RangeTimes Times(int first, int last) const;
-  PositionFootprint Footprint(int first, int last) const;
+  RangeTimes Times(int first, int last) const {
+    return {fwd_[last + 1] - fwd_[first], bwd_input_[last + 1] - bwd_input_[first],
+            bwd_weight_[last + 1] - bwd_weight_[first]};
+  }
+  // Of `copies` chunks each like layers [first, last]: the sums times copies, the largest
+  // layer's as they are.
+  PositionFootprint Footprint(int first, int last, int64_t copies = 1) const {
+    PositionFootprint f;
+    f.param_bytes = (param_[last + 1] - param_[first]) * copies;
+    f.grad_bytes = (grad_[last + 1] - grad_[first]) * copies;
+    f.optimizer_bytes = (optimizer_[last + 1] - optimizer_[first]) * copies;
+    f.stash_bytes = (stash_[last + 1] - stash_[first]) * copies;
+    f.workspace_bytes = MaxOf(workspace_, first, last);
+    f.layer_param_bytes = MaxOf(layer_param_, first, last);
+    f.layer_grad_bytes = MaxOf(layer_grad_, first, last);
+    return f;
+  }
   int64_t OutputBytes(int layer) const { return output_bytes_[layer]; }
   int64_t GradBytes(int first, int last) const { return grad_[last + 1] - grad_[first]; }
 
@@ -41,7 +58,10 @@ class StageCosts {
   // x_[k][i]: the largest of layers [i, i + 2^k), for O(1) range maxima.
   using RangeMax = std::vector<std::vector<int64_t>>;
   static void BuildRangeMax(RangeMax* table);
-  static int64_t MaxOf(const RangeMax& table, int first, int last);
+  static int64_t MaxOf(const RangeMax& table, int first, int last) {
+    const int k = std::bit_width(static_cast<unsigned>(last - first + 1)) - 1;
+    return std::max(table[k][first], table[k][last + 1 - (1 << k)]);
+  }
   RangeMax workspace_, layer_param_, layer_grad_;
 };
 

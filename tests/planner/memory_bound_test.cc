@@ -102,5 +102,46 @@ TEST(MemoryBound, NoCutNeedsLessThanTheBound) {
   EXPECT_GT(checked, 200);
 }
 
+// The search takes GPipe's and ZB-H1's partitions from 1F1B's where they keep its bottleneck
+// (planner/partition.h PartitionUniformAbove), which needs their every position to hold at
+// least what 1F1B's holds, every other input alike.
+TEST(MemoryBound, GpipeAndZbH1HoldAtLeastWhat1F1BHolds) {
+  std::mt19937 rng(47);
+  std::uniform_int_distribution<int64_t> bytes(0, 1000);
+  int strictly = 0;
+  for (int instance = 0; instance < 400; ++instance) {
+    PositionFootprint f{.param_bytes = bytes(rng),
+                        .grad_bytes = bytes(rng),
+                        .optimizer_bytes = bytes(rng),
+                        .stash_bytes = bytes(rng),
+                        .workspace_bytes = bytes(rng),
+                        .layer_param_bytes = bytes(rng) / 4,
+                        .layer_grad_bytes = bytes(rng) / 4};
+    const int pp = 1 + instance % 5;
+    const int replicas = 1 + (instance / 5) % 4;
+    MemoryContext one_f_one_b{ScheduleKind::k1F1B,
+                              pp,
+                              1,
+                              1 + instance % 9,
+                              replicas,
+                              static_cast<DpSharding>(instance % 4),
+                              100};
+    one_f_one_b.cp = 1 + (instance / 7) % 2;
+    if (replicas == 4 && instance % 3 == 0) one_f_one_b.shard_replicas = 2;
+    one_f_one_b.fragmentation = 0.05 * (instance % 3);
+    for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::kZbH1}) {
+      MemoryContext above = one_f_one_b;
+      above.schedule = kind;
+      for (int position = 0; position < pp; ++position) {
+        const int64_t lower = PositionMemory(f, position, one_f_one_b).Total();
+        const int64_t total = PositionMemory(f, position, above).Total();
+        EXPECT_GE(total, lower) << "instance " << instance << ", position " << position;
+        strictly += total > lower ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_GT(strictly, 200);
+}
+
 }  // namespace
 }  // namespace trident

@@ -126,6 +126,32 @@ class HashedCosts : public PartitionCosts {
   std::uint64_t seed_;
 };
 
+// Costs at least `base`'s everywhere: one stage in `1 / rarity` infeasible, one in as many
+// raised by a hashed amount, the others and every boundary as they are.
+class RaisedCosts : public PartitionCosts {
+ public:
+  RaisedCosts(const PartitionCosts& base, int rarity, std::uint64_t seed)
+      : base_(base), rarity_(rarity), hashed_(base.NumLayers(), seed) {}
+  int NumLayers() const override { return base_.NumLayers(); }
+  double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
+                 int num_stages) const override {
+    const double base = base_.StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+    const double h = hashed_.StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+    const int pick = h == kInf ? 0 : static_cast<int>(h) % (2 * rarity_) + 1;
+    if (pick == 1) return kInf;
+    return pick == 2 ? base + h / 4 : base;
+  }
+  double BoundaryMs(int last_of_left, int boundary_unit) const override {
+    return base_.BoundaryMs(last_of_left, boundary_unit);
+  }
+  bool StageMsGrowsWithLayers() const override { return false; }
+
+ private:
+  const PartitionCosts& base_;
+  int rarity_;
+  HashedCosts hashed_;
+};
+
 // ---- Seeded random instances against the brute force ----
 
 struct RandomShape {
@@ -137,6 +163,8 @@ struct Tally {
   int instances = 0;
   int replicated_runs = 0;
   int infeasible = 0;  // replicated runs with no feasible partition
+  int above_runs = 0;  // PartitionUniformAbove runs (three per instance)
+  int kept = 0;        // of which the lower costs' partition was the answer
 };
 
 int Uniform(std::mt19937& rng, int lo, int hi) {
@@ -170,13 +198,59 @@ TablePartitionCosts RandomCosts(std::mt19937& rng, int num_layers, int units, in
   return TablePartitionCosts(layers, network, limit_bytes);
 }
 
+// Layers split as evenly as they go, `replicas` per stage: a layout whose BottleneckOf bounds
+// the optimum.
+std::vector<Stage> EvenStages(int num_layers, int num_stages, int replicas) {
+  std::vector<Stage> stages;
+  for (int s = 0; s < num_stages; ++s) {
+    stages.push_back({s * num_layers / num_stages, (s + 1) * num_layers / num_stages - 1, replicas,
+                      s * replicas});
+  }
+  return stages;
+}
+
+// PartitionUniform with a bound gives the unbounded result exactly, whatever the bound: the
+// optimum itself, a layout's bottleneck, a bound below the optimum, zero, +inf.
+void ExpectBoundsKeepTheResult(const PartitionCosts& costs, int num_stages, int replicas) {
+  const Partition exact = PartitionUniform(costs, num_stages, replicas);
+  const double even = num_stages <= costs.NumLayers()
+                          ? BottleneckOf(costs, EvenStages(costs.NumLayers(), num_stages, replicas))
+                          : kInf;
+  if (exact.feasible()) {
+    EXPECT_EQ(BottleneckOf(costs, exact.stages), exact.bottleneck_ms);
+    EXPECT_LE(exact.bottleneck_ms, even);
+  }
+  for (double bound : {exact.bottleneck_ms, even, exact.bottleneck_ms / 2, 0.0, kInf}) {
+    EXPECT_EQ(PartitionUniform(costs, num_stages, replicas, bound), exact)
+        << "bound " << bound << ", exact " << exact.ToString();
+  }
+}
+
+// PartitionUniformAbove under costs raised from `costs` gives their DP's result, and the brute
+// force's optimum. Counts in `kept` the runs where the lower costs' partition was the answer.
+void ExpectAboveKeepsTheResult(const PartitionCosts& costs, int num_stages, int replicas,
+                               std::uint64_t seed, int* kept) {
+  const Partition below = PartitionUniform(costs, num_stages, replicas);
+  for (int rarity : {2, 6, 30}) {
+    const RaisedCosts raised(costs, rarity, seed);
+    const Partition exact = PartitionUniform(raised, num_stages, replicas);
+    const Partition above = PartitionUniformAbove(raised, below, num_stages, replicas);
+    EXPECT_EQ(above, exact) << "rarity " << rarity << ", below " << below.ToString();
+    ExpectSameOptimum(raised, above,
+                      BruteForcePartition(raised, num_stages, num_stages * replicas, {replicas}),
+                      num_stages, num_stages * replicas);
+    if (below.feasible() && above == below) ++*kept;
+  }
+}
+
 // Uniform replication (`replicas` per stage) and per-stage replication from {1..U} and from
-// the powers of two, each against the brute force.
+// the powers of two, each against the brute force; uniform replication also with bounds.
 void CheckVariants(const PartitionCosts& costs, int num_stages, int units, int replicas,
                    Tally& tally) {
   ExpectSameOptimum(costs, PartitionUniform(costs, num_stages, replicas),
                     BruteForcePartition(costs, num_stages, num_stages * replicas, {replicas}),
                     num_stages, num_stages * replicas);
+  ExpectBoundsKeepTheResult(costs, num_stages, replicas);
   for (const std::vector<int>& allowed : {OneTo(units), PowersOfTwoUpTo(units)}) {
     Partition bf = BruteForcePartition(costs, num_stages, units, allowed);
     ExpectSameOptimum(costs, PartitionReplicated(costs, num_stages, units, allowed), bf, num_stages,
@@ -197,6 +271,8 @@ void CheckRandomInstance(std::uint32_t seed, const RandomShape& shape, Tally& ta
   int replicas = Uniform(rng, 1, units / num_stages);
   CheckVariants(costs, num_stages, units, replicas, tally);
   CheckVariants(ExhaustiveScan(costs), num_stages, units, replicas, tally);
+  ExpectAboveKeepsTheResult(costs, num_stages, replicas, seed, &tally.kept);
+  tally.above_runs += 3;
   ++tally.instances;
 }
 
@@ -209,6 +285,9 @@ Tally CheckRandomInstances(std::uint32_t first_seed, int count, const RandomShap
   // Both outcomes must be exercised: some runs infeasible, most not.
   EXPECT_GT(tally.infeasible, tally.replicated_runs / 10);
   EXPECT_LT(tally.infeasible, tally.replicated_runs / 2);
+  // Both outcomes of PartitionUniformAbove: the lower partition kept, and the DP run.
+  EXPECT_GT(tally.kept, tally.above_runs / 10);
+  EXPECT_LT(tally.kept, tally.above_runs * 9 / 10);
   return tally;
 }
 

@@ -111,6 +111,33 @@ TEST(ShardingComm, EachLevelsCollectives) {
   EXPECT_LT(hsdp.micro_batch_ms, full.micro_batch_ms);
 }
 
+// The search shares one ShardCollectivesOf at kFull among the sharded levels: each level's
+// ShardingComm from it equals ShardingCommOf bit for bit.
+TEST(ShardingComm, SharedCollectivesGiveEachLevelsCommExactly) {
+  auto f = LoadPlannerFixture("llama3-8b", "dgx-h100", 8192, DType::kBf16);
+  const CostModel& costs = *f->costs;
+  const PositionFootprint fp{.param_bytes = 3 << 28,
+                             .grad_bytes = int64_t{5} << 28,
+                             .layer_param_bytes = 7 << 22,
+                             .layer_grad_bytes = 1 << 26};
+  for (const ShardGroupLinks& links :
+       {ShardGroupLinks{16, 1, 16, 1}, ShardGroupLinks{16, 1, 4, 0}, ShardGroupLinks{6, 0, 3, 0}}) {
+    const ShardCollectives none = ShardCollectivesOf(costs, DpSharding::kNone, fp, links);
+    const ShardCollectives sharded = ShardCollectivesOf(costs, DpSharding::kFull, fp, links);
+    for (DpSharding level :
+         {DpSharding::kNone, DpSharding::kOptimizer, DpSharding::kGradients, DpSharding::kFull}) {
+      const ShardingComm expected = ShardingCommOf(costs, level, fp, links);
+      const ShardingComm shared =
+          ShardingCommFrom(level, level == DpSharding::kNone ? none : sharded);
+      EXPECT_EQ(shared.sync_ms, expected.sync_ms);
+      EXPECT_EQ(shared.gather_ms, expected.gather_ms);
+      EXPECT_EQ(shared.micro_batch_ms, expected.micro_batch_ms);
+      EXPECT_EQ(shared.prefetch_ms, expected.prefetch_ms);
+      EXPECT_GT(shared.sync_ms + shared.gather_ms + shared.micro_batch_ms, 0);
+    }
+  }
+}
+
 // DataParallelLowerBoundMs, which lets the search skip a configuration's DP, against every cut
 // of random layers into 1 to 3 positions, at every level, with and without PipeDream: no cut's
 // DataParallelMs is below it.
