@@ -43,8 +43,8 @@ struct RunFlowOptions {
   std::string sequence_parallel = "auto";  // the planner's --sequence-parallel
   // The planner's --dp-sharding: the levels the runtime executes.
   std::string dp_sharding = "none,optimizer";
-  std::string out = "run";                 // folder of the plan, metrics, summary and trace
-  std::string cache;                       // folder of cached profiles
+  std::string out = "run";  // folder of the plan, metrics, summary and trace
+  std::string cache;        // folder of cached profiles
   std::string machine;      // this machine's CPU and trident's build: part of every cache key
   double time_limit_s = 0;  // 0: none
   std::vector<std::string> worker_args;  // more trident-worker options

@@ -269,7 +269,7 @@ TEST(MemoryModel, ZeroOneShardsOptimizerStateOverReplicas) {
   MemoryContext c{ScheduleKind::k1F1B, 4, 1, 8, 4, DpSharding::kOptimizer, 1000};
   MemoryBreakdown m = PositionMemory(f, 1, c);
   EXPECT_EQ(m.optimizer, 200);
-  EXPECT_EQ(m.activations, 30);  // 1F1B position 1 of 4 holds 3 micro-batches
+  EXPECT_EQ(m.activations, 30);         // 1F1B position 1 of 4 holds 3 micro-batches
   EXPECT_EQ(m.grad_buckets, 200 + 50);  // the buckets G and the received chunks G / 4
   EXPECT_EQ(m.Total(), 100 + 200 + 200 + 250 + 30 + 5 + 1000);
 }
