@@ -49,4 +49,20 @@ inline std::unique_ptr<PlannerFixture> LoadPlannerFixture(const std::string& mod
   return f;
 }
 
+// Two small jobs the exactness tests search whole (every partition simulated): Llama 3 8B on
+// 16 H100s at sequence 8,192 and GPT-3 1.3B on 32 A100s at 2,048, bf16.
+struct SmallSearch {
+  const char* model;
+  const char* cluster;
+  int64_t seq;
+  int devices;
+  int64_t global_batch;
+
+  std::unique_ptr<PlannerFixture> Load() const {
+    return LoadPlannerFixture(model, cluster, seq, DType::kBf16);
+  }
+};
+inline const SmallSearch kSmallSearches[] = {{"llama3-8b", "dgx-h100", 8192, 16, 32},
+                                             {"gpt3-1.3b", "dgx-a100-80gb", 2048, 32, 256}};
+
 }  // namespace trident

@@ -91,16 +91,8 @@ TEST(Search, HonoursTheContextParallelChoice) {
 // DP chooses is simulated (rerank beyond the pool), so the closed-form estimate's ranking,
 // which differs with the pool, plays no part.
 TEST(Search, BestOverCpIsTheBestOfEachFixedCp) {
-  struct Case {
-    const char* model;
-    const char* cluster;
-    int64_t seq;
-    int devices;
-    int64_t global_batch;
-  };
-  for (const Case& k : {Case{"llama3-8b", "dgx-h100", 8192, 16, 32},
-                        Case{"gpt3-1.3b", "dgx-a100-80gb", 2048, 32, 256}}) {
-    auto f = LoadPlannerFixture(k.model, k.cluster, k.seq, DType::kBf16);
+  for (const SmallSearch& k : kSmallSearches) {
+    auto f = k.Load();
     SearchRequest request = f->Request(k.devices, k.global_batch);
     request.rerank = 1 << 20;
     request.runners_up = 0;
