@@ -109,8 +109,9 @@ if kill -0 "$job" 2>/dev/null; then
   REASON="the job still runs 30 s after a rank was killed"
   false
 else
-  ! ls "$WORK/killed/ckpt" 2>/dev/null | grep -qv '\.safetensors$'
-  REASON="a partial file in the checkpoint folder: $(ls "$WORK/killed/ckpt")"
+  partial=$(find "$WORK/killed" -path '*/ckpt/*' ! -name '*.safetensors' 2>/dev/null)
+  REASON="a partial file in the checkpoint folder: $partial"
+  [[ -z $partial ]]
 fi
 verdict "a killed rank ends a sharded job, leaving only whole checkpoints"
 
