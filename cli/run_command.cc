@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <sstream>
+#include <string>
 
 #include "cli/command.h"
 #include "cli/fix_flag.h"
@@ -35,7 +37,7 @@ struct RunFlags {
   std::vector<std::string> fix;
   std::vector<std::string> schedules;
   std::string sequence_parallel = "auto";
-  std::string dp_sharding = "none,optimizer";
+  std::string dp_sharding = "none,optimizer,gradients";
   std::string out = "run";
   std::string cache;
   double time_limit_s = 0;
@@ -201,10 +203,21 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--dp-sharding", f->dp_sharding,
-                  "Sharding levels the planner considers: none, optimizer (the runtime runs "
-                  "these two; see trident plan)")
+                  "Sharding levels the planner considers, comma-separated: none, optimizer, "
+                  "gradients (the runtime runs these three; see trident plan)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"none", "optimizer", "none,optimizer", "optimizer,none"}));
+      ->check(CLI::Validator(
+          [](const std::string& list) -> std::string {
+            std::stringstream items(list);
+            for (std::string item; std::getline(items, item, ',');) {
+              if (item != "none" && item != "optimizer" && item != "gradients") {
+                return "'" + item +
+                       "' is not a level the runtime runs (none, optimizer, gradients)";
+              }
+            }
+            return list.empty() ? "give at least one level" : "";
+          },
+          "LEVEL[,LEVEL...]"));
   cmd->add_option("--out", f->out, "Folder for the plan, metrics, summary and trace")
       ->capture_default_str();
   cmd->add_option("--cache", f->cache,

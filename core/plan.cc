@@ -265,6 +265,19 @@ FieldCheck CheckSharding(const Plan& p) {
                           " shards over the data-parallel replicas, and mesh.dp is 1",
                       "set dp_sharding: none, or plan with dp > 1"};
   }
+  if (p.dp_sharding >= DpSharding::kGradients) {
+    for (size_t s = 0; s < p.stages.size(); ++s) {
+      const int r = p.stages[s].replicas;
+      if (p.num_micro_batches % r == 0) continue;
+      return FieldError{JoinKeyPath(IndexKeyPath("stages", s), "replicas"),
+                        Str(r) + " replicas do not divide " + Str(p.num_micro_batches) +
+                            " micro-batches; " + NameOf(DpShardingNames(), p.dp_sharding) +
+                            " sharding sums each micro-batch's gradients over the replicas "
+                            "together, so each needs the same count",
+                        "pick num_micro_batches as a multiple of every stage's replicas, or "
+                        "dp_sharding none or optimizer"};
+    }
+  }
   if (p.dp_shard == 0) return std::nullopt;
   if (!sharded) {
     return FieldError{"dp_shard",

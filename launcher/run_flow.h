@@ -42,7 +42,7 @@ struct RunFlowOptions {
   std::vector<std::string> schedules;      // the planner's --schedule values
   std::string sequence_parallel = "auto";  // the planner's --sequence-parallel
   // The planner's --dp-sharding: the levels the runtime executes.
-  std::string dp_sharding = "none,optimizer";
+  std::string dp_sharding = "none,optimizer,gradients";
   std::string out = "run";  // folder of the plan, metrics, summary and trace
   std::string cache;        // folder of cached profiles
   std::string machine;      // this machine's CPU and trident's build: part of every cache key

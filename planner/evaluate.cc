@@ -90,6 +90,7 @@ PositionFootprint PositionFootprintOf(const Plan& plan, const CostsByMode& by_mo
     total.workspace_bytes = std::max(total.workspace_bytes, f.workspace_bytes);
     total.layer_param_bytes = std::max(total.layer_param_bytes, f.layer_param_bytes);
     total.layer_grad_bytes = std::max(total.layer_grad_bytes, f.layer_grad_bytes);
+    total.grad_transient_bytes = std::max(total.grad_transient_bytes, f.grad_transient_bytes);
   }
   return total;
 }

@@ -50,7 +50,10 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
   if (c.sharding == DpSharding::kFull) {
     m.gathered_layers = 2 * (f.layer_param_bytes + f.layer_grad_bytes);
   } else if (c.sharding == DpSharding::kGradients) {
-    m.grad_buckets = f.layer_grad_bytes;
+    // A split tie's table stays whole, and is gathered through a bucket of its own.
+    const int64_t tied = f.tied_grad_bytes;
+    m.grads += tied - CeilDiv(tied, n);
+    m.grad_buckets = f.grad_transient_bytes + tied + CeilDiv(tied, n);
   } else if (c.sharding == DpSharding::kOptimizer && n > 1) {
     m.grad_buckets = f.grad_bytes + CeilDiv(f.grad_bytes, n);
   } else if (c.GradBuckets()) {

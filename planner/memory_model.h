@@ -13,9 +13,17 @@
 //                                                             table too, for the parameter
 //                                                             gather, and each rank receives
 //                                                             its chunks' sums in G/n)
-//   gradients   P + G/n + O/n + one bucket G_l in flight     (ZeRO-2: each layer's gradients
-//                                                             are reduce-scattered as its
-//                                                             backward completes)
+//   gradients   P + G/n + O/n + X                            (ZeRO-2, as the runtime runs it:
+//                                                             each layer's gradients are
+//                                                             packed into a buffer and
+//                                                             reduce-scattered as its
+//                                                             backward completes, X =
+//                                                             max over layers of 2 · G_layer
+//                                                             less the micro-batch's stash
+//                                                             freed by then; a table tied
+//                                                             over two positions, T, stays
+//                                                             whole: + T − T/n in G, + T +
+//                                                             T/n for its gather)
 //   full        P/n + G/n + O/n + 2 · (P_l + G_l)            (ZeRO-3 / FSDP: the layer being
 //                                                             computed and the one prefetched
 //                                                             are gathered whole, with their
@@ -61,6 +69,10 @@ struct PositionFootprint {
   int64_t workspace_bytes = 0;    // the largest single layer's
   int64_t layer_param_bytes = 0;  // the largest single layer's parameters
   int64_t layer_grad_bytes = 0;   // and gradients
+  // Gradient sharding: the most one layer's gradients and the buffer they are packed into
+  // (2 · its gradient bytes) add at the end of its backward, above the stash of the micro-batch
+  // that this layer and the later ones of its chunk have freed by then (0 when never above).
+  int64_t grad_transient_bytes = 0;
 };
 
 struct MemoryBreakdown {

@@ -16,6 +16,7 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
   c.workspace_.assign(1, {});
   c.layer_param_.assign(1, {});
   c.layer_grad_.assign(1, {});
+  c.grad_transient_.assign(1, {});
   for (int i = 0; i < n; ++i) {
     const ProfileEntry* e = model.Layer(i, micro_batch, tp, sequence_parallel, cp);
     if (e == nullptr) {
@@ -36,9 +37,12 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
     c.workspace_[0].push_back(e->WorkspaceBytes(recompute));
     c.layer_param_[0].push_back(e->param_bytes);
     c.layer_grad_[0].push_back(e->grad_bytes);
+    c.grad_transient_[0].push_back(2 * e->grad_bytes + c.stash_[i]);
     c.output_bytes_.push_back(e->output_bytes);
   }
-  for (RangeMax* table : {&c.workspace_, &c.layer_param_, &c.layer_grad_}) BuildRangeMax(table);
+  for (RangeMax* table : {&c.workspace_, &c.layer_param_, &c.layer_grad_, &c.grad_transient_}) {
+    BuildRangeMax(table);
+  }
   return c;
 }
 

@@ -45,6 +45,8 @@ class StageCosts {
     f.workspace_bytes = MaxOf(workspace_, first, last);
     f.layer_param_bytes = MaxOf(layer_param_, first, last);
     f.layer_grad_bytes = MaxOf(layer_grad_, first, last);
+    f.grad_transient_bytes =
+        std::max<int64_t>(0, MaxOf(grad_transient_, first, last) - stash_[last + 1]);
     return f;
   }
   int64_t OutputBytes(int layer) const { return output_bytes_[layer]; }
@@ -62,7 +64,10 @@ class StageCosts {
     const int k = std::bit_width(static_cast<unsigned>(last - first + 1)) - 1;
     return std::max(table[k][first], table[k][last + 1 - (1 << k)]);
   }
-  RangeMax workspace_, layer_param_, layer_grad_;
+  // grad_transient_[0][i] = 2 · layer i's gradient bytes + stash_[i]: with the stash of layers
+  // [i, last] subtracted, what layer i's gradients and their packed buffer add at the end of its
+  // backward, when those layers' stashes of the micro-batch are freed.
+  RangeMax workspace_, layer_param_, layer_grad_, grad_transient_;
 };
 
 }  // namespace trident

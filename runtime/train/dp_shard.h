@@ -14,7 +14,9 @@
 //
 // Optimizer: with optimizer sharding (ZeRO-1) a rank keeps the optimizer state of its chunks
 // only, steps its chunks, and the parameters are all-gathered after the step. The gradients
-// stay whole on each rank; only their chunk is summed over the group.
+// stay whole on each rank; only their chunk is summed over the group. With gradient sharding
+// (ZeRO-2) a rank also keeps only its chunks of the summed gradients, reduce-scattered layer by
+// layer (runtime/train/grad_sync.h).
 // Thread-safety: one thread at a time.
 #pragma once
 
@@ -49,6 +51,7 @@ struct DpShard {
   // Whether this rank's block is the grad group's first: the one whose chunks count once in
   // the job's gradient norm (without sharding: dp rank 0, cp rank 0).
   bool first_block = true;
+  bool shard_grads = false;        // gradient sharding (ZeRO-2): dp_sharding gradients
   Comm* shard_comm = nullptr;      // null when n == 1
   Comm* replicate_comm = nullptr;  // null without hybrid groups
 

@@ -7,6 +7,7 @@ namespace trident {
 GradSync::GradSync(Compute* compute, StageModel* model, Comm* grad_comm, Comm* tie_comm,
                    Comm* tp_comm, const DpShard& shard, int64_t bucket_bytes)
     : compute_(compute),
+      model_(model),
       grad_comm_(grad_comm),
       tie_comm_(tie_comm),
       tp_comm_(tp_comm),
@@ -23,13 +24,79 @@ GradSync::GradSync(Compute* compute, StageModel* model, Comm* grad_comm, Comm* t
     }
     if (grad_comm_ == nullptr) continue;
     const bool scatter = shard_.sharded() && !p.param.tp_partial_grad;
+    if (scatter && shard_.shard_grads) {
+      Release(p.stage, p.layer, &p.param, true);
+      continue;
+    }
     AddToBucket(p.stage, scatter ? Sum::kScatter : Sum::kAllReduce, &p.param, bucket_bytes);
   }
+  int64_t at = 0;
+  for (ModelParameter& p : model->parameters()) {
+    if (!released_.contains(p.param.grad)) continue;
+    if (p.also_layer >= 0) Release(p.also_stage, p.also_layer, &p.param, false);
+    released_[p.param.grad] = at;
+    at += shard_.Of(p.param.value->numel()).chunk;
+  }
+  if (at > 0) sums_ = compute_->Allocate({at});
   for (Bucket& b : buckets_) {
     b.flat = compute_->Allocate({std::max(b.numel, shard_.n * b.chunks)});
     if (shard_.sharded()) b.mine = compute_->Allocate({b.chunks});
   }
   if (tp_partial_.numel > 0) tp_partial_.flat = compute_->Allocate({tp_partial_.numel});
+}
+
+// The own parameters of every layer come before any shared one.
+void GradSync::Release(int stage, int layer, Parameter* param, bool own) {
+  LayerGrads* grads = FindLayer(stage, layer);
+  if (grads == nullptr) {
+    grads = &layers_.emplace_back();
+    grads->stage = stage;
+    grads->layer = layer;
+  }
+  const int64_t chunk = shard_.Of(param->value->numel()).chunk;
+  grads->params.push_back(param);
+  grads->chunks += chunk;
+  if (own) {
+    ++grads->own;
+    grads->own_chunks += chunk;
+    released_[param->grad] = 0;
+    *param->grad = Tensor();
+  }
+}
+
+GradSync::LayerGrads* GradSync::FindLayer(int stage, int layer) {
+  for (LayerGrads& l : layers_) {
+    if (l.stage == stage && l.layer == layer) return &l;
+  }
+  return nullptr;
+}
+
+void GradSync::LayerGradsNeeded(int stage, int layer) {
+  LayerGrads* grads = FindLayer(stage, layer);
+  if (grads == nullptr) return;
+  for (Parameter* p : grads->params) {
+    if (!p->grad->defined()) *p->grad = compute_->Allocate(p->value->shape());
+  }
+}
+
+Status GradSync::LayerWeightsDone(int stage, int layer, std::chrono::milliseconds timeout) {
+  LayerGrads* grads = FindLayer(stage, layer);
+  if (grads == nullptr) return Status::Ok();
+  Tensor blocks = compute_->Allocate({shard_.n * grads->chunks});
+  PackBlocks(grads->params, grads->chunks, blocks, true);
+  compute_->Synchronize();
+  Tensor mine = compute_->Allocate({grads->chunks});
+  TRIDENT_ASSIGN_OR_RETURN(Request request, shard_.shard_comm->StartReduceScatterSum(
+                                                blocks.span<float>(), mine.span<float>()));
+  TRIDENT_RETURN_IF_ERROR(shard_.shard_comm->Wait(request, timeout));
+  int64_t at = 0;
+  for (Parameter* p : grads->params) {
+    const int64_t chunk = shard_.Of(p->value->numel()).chunk;
+    Tensor sum = sums_.View(released_.at(p->grad), {chunk});
+    compute_->Axpy(1.0f, mine.View(at, {chunk}), sum);
+    at += chunk;
+  }
+  return Status::Ok();
 }
 
 void GradSync::AddToBucket(int stage, Sum sum, Parameter* param, int64_t bucket_bytes) {
@@ -64,17 +131,19 @@ void GradSync::Unpack(Bucket& bucket) {
   }
 }
 
-void GradSync::PackBlocks(Bucket& bucket) {
-  for (int k = 0; k < shard_.n; ++k) {
-    int64_t at = k * bucket.chunks;
-    for (Parameter* p : bucket.params) {
-      const ShardSpan span = ShardOf(p->grad->numel(), shard_.n, k);
-      if (span.length > 0) {
-        Tensor block = bucket.flat.View(at, {span.length});
-        compute_->Copy(DpShard::Chunk(*p->grad, span), block);
-      }
-      at += span.chunk;
+void GradSync::PackBlocks(const std::vector<Parameter*>& params, int64_t chunks, Tensor& blocks,
+                          bool release) {
+  int64_t at = 0;
+  for (Parameter* p : params) {
+    const int64_t numel = p->grad->numel();
+    for (int k = 0; k < shard_.n; ++k) {
+      const ShardSpan span = ShardOf(numel, shard_.n, k);
+      if (span.length == 0) continue;
+      Tensor block = blocks.View(k * chunks + at, {span.length});
+      compute_->Copy(DpShard::Chunk(*p->grad, span), block);
     }
+    at += shard_.Of(numel).chunk;
+    if (release) *p->grad = Tensor();  // the allocator reuses it in stream order
   }
 }
 
@@ -90,20 +159,6 @@ void GradSync::UnpackChunks(Bucket& bucket) {
   }
 }
 
-void GradSync::UnpackBlocks(Bucket& bucket) {
-  for (int k = 0; k < shard_.n; ++k) {
-    int64_t at = k * bucket.chunks;
-    for (Parameter* p : bucket.params) {
-      const ShardSpan span = ShardOf(p->value->numel(), shard_.n, k);
-      if (span.length > 0) {
-        Tensor chunk = DpShard::Chunk(*p->value, span);
-        compute_->Copy(bucket.flat.View(at, {span.length}), chunk);
-      }
-      at += span.chunk;
-    }
-  }
-}
-
 Status GradSync::StartBucket(Bucket& bucket) {
   if (bucket.sum == Sum::kElsewhere) return Status::Ok();
   if (bucket.sum == Sum::kAllReduce) {
@@ -113,7 +168,7 @@ Status GradSync::StartBucket(Bucket& bucket) {
     TRIDENT_ASSIGN_OR_RETURN(bucket.request, grad_comm_->StartAllReduceSum(whole.span<float>()));
     return Status::Ok();
   }
-  PackBlocks(bucket);
+  PackBlocks(bucket.params, bucket.chunks, bucket.flat, false);
   compute_->Synchronize();
   Tensor blocks = bucket.flat.View(0, {shard_.n * bucket.chunks});
   TRIDENT_ASSIGN_OR_RETURN(bucket.request, shard_.shard_comm->StartReduceScatterSum(
@@ -142,6 +197,10 @@ Status GradSync::Finish(std::chrono::milliseconds timeout) {
     }
     UnpackChunks(b);
   }
+  if (shard_.replicate_comm != nullptr && sums_.defined()) {
+    compute_->Synchronize();
+    TRIDENT_RETURN_IF_ERROR(shard_.replicate_comm->AllReduceSum(sums_.span<float>()));
+  }
   for (Tensor* g : tied_) {
     compute_->Synchronize();
     TRIDENT_RETURN_IF_ERROR(tie_comm_->AllReduceSum(g->span<float>()));
@@ -157,23 +216,66 @@ Status GradSync::Finish(std::chrono::milliseconds timeout) {
 
 Status GradSync::GatherParameters() {
   if (!shard_.sharded()) return Status::Ok();
-  for (Bucket& b : buckets_) {
-    int64_t at = 0;
-    for (Parameter* p : b.params) {
-      const ShardSpan span = shard_.Of(p->value->numel());
+  for (Bucket& b : buckets_)
+    TRIDENT_RETURN_IF_ERROR(GatherChunks(b.params, b.chunks, b.mine, b.flat));
+  for (const LayerGrads& layer : layers_) {
+    if (layer.own == 0) continue;
+    const std::vector<Parameter*> own(layer.params.begin(), layer.params.begin() + layer.own);
+    Tensor mine = compute_->Allocate({layer.own_chunks});
+    Tensor blocks = compute_->Allocate({shard_.n * layer.own_chunks});
+    TRIDENT_RETURN_IF_ERROR(GatherChunks(own, layer.own_chunks, mine, blocks));
+  }
+  return Status::Ok();
+}
+
+Status GradSync::GatherChunks(const std::vector<Parameter*>& params, int64_t chunks, Tensor& mine,
+                              Tensor& blocks) {
+  int64_t at = 0;
+  for (Parameter* p : params) {
+    const ShardSpan span = shard_.Of(p->value->numel());
+    if (span.length > 0) {
+      Tensor slot = mine.View(at, {span.length});
+      compute_->Copy(DpShard::Chunk(*p->value, span), slot);
+    }
+    at += span.chunk;
+  }
+  compute_->Synchronize();
+  Tensor all = blocks.View(0, {shard_.n * chunks});
+  TRIDENT_RETURN_IF_ERROR(shard_.shard_comm->AllGather(mine.span<float>(), all.span<float>()));
+  for (int k = 0; k < shard_.n; ++k) {
+    at = k * chunks;
+    for (Parameter* p : params) {
+      const ShardSpan span = ShardOf(p->value->numel(), shard_.n, k);
       if (span.length > 0) {
-        Tensor slot = b.mine.View(at, {span.length});
-        compute_->Copy(DpShard::Chunk(*p->value, span), slot);
+        Tensor chunk = DpShard::Chunk(*p->value, span);
+        compute_->Copy(all.View(at, {span.length}), chunk);
       }
       at += span.chunk;
     }
-    compute_->Synchronize();
-    Tensor blocks = b.flat.View(0, {shard_.n * b.chunks});
-    TRIDENT_RETURN_IF_ERROR(
-        shard_.shard_comm->AllGather(b.mine.span<float>(), blocks.span<float>()));
-    UnpackBlocks(b);
   }
   return Status::Ok();
+}
+
+std::vector<Tensor> GradSync::GradChunks() {
+  std::vector<Tensor> chunks;
+  for (ModelParameter& p : model_->parameters()) {
+    const ShardSpan span = shard_.Of(p.param.value->numel());
+    if (span.length == 0) {
+      chunks.emplace_back();
+    } else if (auto it = released_.find(p.param.grad); it != released_.end()) {
+      chunks.push_back(sums_.View(it->second, {span.length}));
+    } else {
+      chunks.push_back(DpShard::Chunk(*p.param.grad, span));
+    }
+  }
+  return chunks;
+}
+
+void GradSync::ZeroGrads() {
+  for (ModelParameter& p : model_->parameters()) {
+    if (p.param.grad->defined()) compute_->Fill(0.0f, *p.param.grad);
+  }
+  if (sums_.defined()) compute_->Fill(0.0f, sums_);
 }
 
 }  // namespace trident

@@ -28,11 +28,25 @@
 // then over tp) and a split tie's tables — still have their chunks stepped alone. After the
 // optimizer step, GatherParameters all-gathers every parameter's chunks over the shard group
 // through the same buffers.
+//
+// Gradient sharding (DpShard::shard_grads, ZeRO-2): a parameter whose chunks are summed by
+// reduce-scatter holds no gradient tensor between its layer's backwards. The interpreter tells
+// GradSync before a layer's backward work (its gradients are allocated, zero, unless they are)
+// and when its weight gradient is done: the layer's gradients are then packed in the block layout (each released as
+// soon as it is packed), reduce-scattered over the shard group, and this rank's block is added
+// into its accumulated chunks, which live through the step. So a rank holds the chunks of every
+// gradient plus one layer's whole gradients, at the price of one reduce-scatter per layer and
+// micro-batch. An embedding table the LM head uses on this rank (ModelParameter::also_layer) is
+// summed after either layer's weight gradient, each time with that layer's part. Finish then
+// sums the chunks over the replicate group (hybrid groups), and GatherParameters gathers these
+// layers' parameters one layer at a time through buffers it frees again. Gradients summed
+// whole (see above) keep whole gradients, as under optimizer sharding.
 // Thread-safety: one thread at a time.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "runtime/comm/comm.h"
@@ -59,6 +73,19 @@ class GradSync {
   // shard group. Ok at once without sharding.
   Status GatherParameters();
 
+  // Gradient sharding: before `layer`'s input or weight gradient of a micro-batch, allocates
+  // its released gradients (unless they are); after its weight gradient, sums them into this
+  // rank's chunks (waiting up to `timeout`) and releases them. Nothing to do for a layer
+  // without released gradients, or without gradient sharding.
+  void LayerGradsNeeded(int stage, int layer);
+  Status LayerWeightsDone(int stage, int layer, std::chrono::milliseconds timeout);
+  // The chunk (DpShard::Of) of each parameter's summed gradient, in model->parameters() order
+  // (an undefined tensor for an empty chunk), after Finish: what the optimizer steps and the
+  // gradient norm reads.
+  std::vector<Tensor> GradChunks();
+  // Zeroes every gradient this rank holds and the accumulated chunks, for the next step.
+  void ZeroGrads();
+
  private:
   // How a bucket's gradients are summed: all-reduced whole, reduce-scattered by chunks, or
   // elsewhere (a split tie's tables, in a bucket only for the parameter gather).
@@ -77,13 +104,31 @@ class GradSync {
   void AddToBucket(int stage, Sum sum, Parameter* param, int64_t bucket_bytes);
   void Pack(Bucket& bucket);
   void Unpack(Bucket& bucket);
-  // Block layout: element j of block k of `of` (each param's grad or value) ↔ flat.
-  void PackBlocks(Bucket& bucket);
+  // Block layout: block k of the flat buffer holds chunk k of each parameter, in order.
+  // Each parameter's gradient into `blocks` (n · chunks), releasing it after when `release`.
+  void PackBlocks(const std::vector<Parameter*>& params, int64_t chunks, Tensor& blocks,
+                  bool release);
   void UnpackChunks(Bucket& bucket);
-  void UnpackBlocks(Bucket& bucket);
   Status StartBucket(Bucket& bucket);
+  // Gradient sharding: the released gradients one layer adds to; its own parameters come first.
+  struct LayerGrads {
+    int stage = 0;
+    int layer = 0;
+    std::vector<Parameter*> params;
+    size_t own = 0;           // of params, the layer's own (the rest: a table it shares)
+    int64_t chunks = 0;       // Σ chunk over params: one block
+    int64_t own_chunks = 0;   // Σ chunk over its own
+  };
+  // Adds `param` to the group of (stage, layer), made if new.
+  void Release(int stage, int layer, Parameter* param, bool own);
+  LayerGrads* FindLayer(int stage, int layer);
+  // All-gathers the parameters' chunks over the shard group: this rank's into `mine` (chunks
+  // elements), everyone's into `blocks` (n · chunks, block layout), then into the parameters.
+  Status GatherChunks(const std::vector<Parameter*>& params, int64_t chunks, Tensor& mine,
+                      Tensor& blocks);
 
   Compute* compute_;
+  StageModel* model_;
   Comm* grad_comm_;
   Comm* tie_comm_;
   Comm* tp_comm_;
@@ -91,6 +136,11 @@ class GradSync {
   std::vector<Bucket> buckets_;
   std::vector<Tensor*> tied_;
   Bucket tp_partial_;  // the norms' partial gradients, summed over tp in one call
+  std::vector<LayerGrads> layers_;
+  // This rank's chunks of every released gradient, accumulated over the step's micro-batches,
+  // and each gradient's offset in it.
+  Tensor sums_;
+  std::map<const Tensor*, int64_t> released_;
 };
 
 }  // namespace trident

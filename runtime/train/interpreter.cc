@@ -223,7 +223,8 @@ Status Interpreter::Forward(size_t index, int64_t first_step, StepRecord* record
   return Status::Ok();
 }
 
-Status Interpreter::Backward(size_t index, bool with_weights, double* wait_ms) {
+Status Interpreter::Backward(size_t index, bool with_weights, const ActionHooks& hooks,
+                             double* wait_ms) {
   const Action& a = (*program_)[index];
   Tensor dy;
   if (a.stage == layout_->LastStage()) {
@@ -232,18 +233,34 @@ Status Interpreter::Backward(size_t index, bool with_weights, double* wait_ms) {
   } else {
     TRIDENT_ASSIGN_OR_RETURN(dy, TakeInput(index, wait_ms));
   }
-  auto& layers = model_->Stage(a.stage).layers;
-  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-    dy = (*it)->BackwardInput(a.micro_batch, std::move(dy));
-    if (with_weights) (*it)->BackwardWeight(a.micro_batch);
+  StageLayers& stage = model_->Stage(a.stage);
+  for (int i = static_cast<int>(stage.layers.size()) - 1; i >= 0; --i) {
+    const int layer = stage.first_layer + i;
+    if (hooks.layer_grads_needed) hooks.layer_grads_needed(a.stage, layer);
+    dy = stage.layers[i]->BackwardInput(a.micro_batch, std::move(dy));
+    if (with_weights) {
+      TRIDENT_RETURN_IF_ERROR(LayerWeights(a.stage, layer, *stage.layers[i], a.micro_batch, hooks));
+    }
   }
   targets_.erase(a.micro_batch);
   if (a.stage > 0) return Send(a, std::move(dy));
   return Status::Ok();
 }
 
-void Interpreter::Weights(const Action& a) {
-  for (auto& layer : model_->Stage(a.stage).layers) layer->BackwardWeight(a.micro_batch);
+Status Interpreter::Weights(const Action& a, const ActionHooks& hooks) {
+  StageLayers& stage = model_->Stage(a.stage);
+  for (size_t i = 0; i < stage.layers.size(); ++i) {
+    const int layer = stage.first_layer + static_cast<int>(i);
+    TRIDENT_RETURN_IF_ERROR(LayerWeights(a.stage, layer, *stage.layers[i], a.micro_batch, hooks));
+  }
+  return Status::Ok();
+}
+
+Status Interpreter::LayerWeights(int stage, int layer, Layer& l, int micro_batch,
+                                 const ActionHooks& hooks) {
+  if (hooks.layer_grads_needed) hooks.layer_grads_needed(stage, layer);
+  l.BackwardWeight(micro_batch);
+  return hooks.layer_weights_done ? hooks.layer_weights_done(stage, layer) : Status::Ok();
 }
 
 Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHooks& hooks,
@@ -259,9 +276,9 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
   if (a.kind == ActionKind::kForward) {
     TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, record, &rec.wait_ms));
   } else if (a.kind == ActionKind::kBackward) {
-    TRIDENT_RETURN_IF_ERROR(Backward(index, !layout_->SplitBackward(), &rec.wait_ms));
+    TRIDENT_RETURN_IF_ERROR(Backward(index, !layout_->SplitBackward(), hooks, &rec.wait_ms));
   } else {
-    Weights(a);
+    TRIDENT_RETURN_IF_ERROR(Weights(a, hooks));
   }
   // A GPU backend returns once the action's ops are queued: its time is the time they take.
   compute_->Synchronize();

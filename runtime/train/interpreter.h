@@ -63,9 +63,14 @@ struct StepRecord {
 // What the caller runs around each action (either may be empty): `before` just before its
 // layer work; `after` once it has run and its output is sent, told whether it completed its
 // stage's gradients of its step (the stage's last B of the step, or W when backward is split).
+// Inside backward actions (either may be empty; `layer` is the model's layer index): 
+// `layer_grads_needed` before a layer's input or weight gradient, `layer_weights_done` after
+// its weight gradient.
 struct ActionHooks {
   std::function<Status(const Action&)> before;
   std::function<Status(const Action&, bool completes_stage)> after;
+  std::function<void(int stage, int layer)> layer_grads_needed;
+  std::function<Status(int stage, int layer)> layer_weights_done;
 };
 
 struct InterpreterOptions {
@@ -105,8 +110,10 @@ class Interpreter {
   std::vector<int32_t> MyTokens(const std::vector<int32_t>& tokens_BS) const;
   void NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record);
   Status Forward(size_t index, int64_t first_step, StepRecord* record, double* wait_ms);
-  Status Backward(size_t index, bool with_weights, double* wait_ms);
-  void Weights(const Action& a);
+  Status Backward(size_t index, bool with_weights, const ActionHooks& hooks, double* wait_ms);
+  Status Weights(const Action& a, const ActionHooks& hooks);
+  // One layer's weight gradient, between the hooks.
+  Status LayerWeights(int stage, int layer, Layer& l, int micro_batch, const ActionHooks& hooks);
 
   // The peer rank that feeds `a` (nullopt when it needs no transfer), and the tag.
   std::optional<int> SourceOf(const Action& a) const;

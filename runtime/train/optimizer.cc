@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 namespace trident {
 
@@ -59,12 +60,22 @@ Optimizer::Optimizer(Compute* compute, std::vector<ModelParameter>* parameters,
 }
 
 void Optimizer::Step(int64_t step, int64_t update, double grad_scale) {
+  std::vector<Tensor> grads;
+  for (ModelParameter& p : *parameters_) {
+    const ShardSpan span = shard_.Of(p.param.value->numel());
+    grads.push_back(span.length > 0 ? DpShard::Chunk(*p.param.grad, span) : Tensor());
+  }
+  Step(step, update, grad_scale, std::move(grads));
+}
+
+void Optimizer::Step(int64_t step, int64_t update, double grad_scale,
+                     std::vector<Tensor> grads) {
   const float lr = static_cast<float>(options_.schedule.At(step));
   for (size_t i = 0; i < parameters_->size(); ++i) {
     Parameter& p = (*parameters_)[i].param;
     const ShardSpan span = shard_.Of(p.value->numel());
     if (span.length == 0) continue;
-    Tensor grad = DpShard::Chunk(*p.grad, span);
+    Tensor& grad = grads[i];
     Tensor value = DpShard::Chunk(*p.value, span);
     if (grad_scale != 1.0) compute_->Scale(static_cast<float>(grad_scale), grad);
     const float decay = p.value->rank() >= 2 ? static_cast<float>(options_.weight_decay) : 0.0f;

@@ -8,18 +8,16 @@ namespace {
 
 std::string Str(int64_t value) { return std::to_string(value); }
 
-// The runtime shards the optimizer state (runtime/train/dp_shard.h), not yet the gradients or
+// The runtime shards the optimizer state and the gradients (runtime/train/dp_shard.h), not yet
 // the parameters, and PipeDream's per-replica updates not at all.
 void CheckSharding(const Plan& plan, std::vector<FieldError>* out) {
   const std::string& level = NameOf(DpShardingNames(), plan.dp_sharding);
-  if (plan.dp_sharding == DpSharding::kGradients || plan.dp_sharding == DpSharding::kFull) {
+  if (plan.dp_sharding == DpSharding::kFull) {
     out->push_back({"dp_sharding",
-                    level +
-                        " sharding is not implemented by the runtime (it shards the optimizer "
-                        "state only): every replica would keep whole gradients" +
-                        (plan.dp_sharding == DpSharding::kFull ? " and parameters" : "") +
-                        ", more memory than planned",
-                    "plan again with --dp-sharding none,optimizer, or export the plan "
+                    "full sharding is not implemented by the runtime (it shards the optimizer "
+                    "state and the gradients): every replica would keep whole parameters, more "
+                    "memory than planned",
+                    "plan again with --dp-sharding none,optimizer,gradients, or export the plan "
                     "(trident export --to deepspeed|torchtitan|megatron)"});
   } else if (plan.dp_sharding != DpSharding::kNone && plan.schedule == ScheduleKind::kPipeDream) {
     out->push_back({"dp_sharding",

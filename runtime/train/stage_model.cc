@@ -35,7 +35,8 @@ StageModel::StageModel(const JobLayout& layout, int rank, Compute* compute, Comm
     tied_grad_ = compute->Allocate(shape);
   }
   for (int stage : mine) BuildStage(layout, stage, base);
-  CollectParameters(base.tp_size);
+  const bool tied_here = plan.model.tied_embeddings && !tie_split_;
+  CollectParameters(base.tp_size, tied_here ? layout.LastStage() : -1, plan.model.NumLayers() - 1);
 }
 
 void StageModel::BuildStage(const JobLayout& layout, int stage, const LayerContext& base) {
@@ -67,13 +68,17 @@ void StageModel::BuildStage(const JobLayout& layout, int stage, const LayerConte
   stages_.push_back(std::move(built));
 }
 
-void StageModel::CollectParameters(int tp_size) {
+void StageModel::CollectParameters(int tp_size, int head_stage, int head_layer) {
   for (StageLayers& stage : stages_) {
     for (size_t i = 0; i < stage.layers.size(); ++i) {
       for (Parameter& p : stage.layers[i]->Parameters()) {
         ModelParameter mp{stage.stage, stage.first_layer + static_cast<int>(i), p};
         mp.tp_replicated = tp_size > 1 && p.slice.axis == SliceAxis::kFull;
         mp.tied_source = tie_split_ && stage.stage == 0 && p.name == kTokenTable;
+        if (head_stage >= 0 && stage.stage == 0 && p.name == kTokenTable) {
+          mp.also_stage = head_stage;
+          mp.also_layer = head_layer;
+        }
         parameters_.push_back(std::move(mp));
       }
     }

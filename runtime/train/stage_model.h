@@ -34,6 +34,10 @@ struct ModelParameter {
   bool tied_copy = false;
   // The embedding's token table when a copy of it lives on another position.
   bool tied_source = false;
+  // Another layer that adds to this gradient, or -1: the LM head (its stage and layer) when it
+  // uses the embedding's token table on this rank.
+  int also_stage = -1;
+  int also_layer = -1;
 };
 
 struct StageLayers {
@@ -58,7 +62,8 @@ class StageModel {
 
  private:
   void BuildStage(const JobLayout& layout, int stage, const LayerContext& base);
-  void CollectParameters(int tp_size);
+  // `head_stage`: the LM head's stage when it uses the embedding's table on this rank, else -1.
+  void CollectParameters(int tp_size, int head_stage, int head_layer);
 
   std::vector<StageLayers> stages_;
   std::vector<ModelParameter> parameters_;

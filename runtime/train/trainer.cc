@@ -101,6 +101,7 @@ Status Trainer::State::SplitShardComms(const std::vector<int>& grad_group) {
   std::vector<int> group = ShardGroupOf(grad_group, shard_ranks, rank);
   std::vector<int> replicate = ReplicateGroupOf(grad_group, shard_ranks, rank);
   shard.n = shard_ranks;
+  shard.shard_grads = plan.dp_sharding == DpSharding::kGradients;
   shard.r = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
   shard.first_block = group.front() == grad_group.front();
   if (shard.n > 1) {
@@ -168,20 +169,17 @@ Status Trainer::State::InitializeWeights() {
 double Trainer::State::LocalNormSquared() {
   double sum = 0;
   if (!shard.first_block) return 0;
-  for (ModelParameter& p : model->parameters()) {
-    if (p.tied_copy || (p.tp_replicated && coords.tp != 0)) continue;
-    const ShardSpan span = shard.Of(p.param.grad->numel());
-    if (span.length == 0) continue;
-    for (float v : compute->CopyToHost(DpShard::Chunk(*p.param.grad, span))) {
-      sum += static_cast<double>(v) * v;
-    }
+  const std::vector<Tensor> chunks = grad_sync->GradChunks();
+  const std::vector<ModelParameter>& params = model->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ModelParameter& p = params[i];
+    if (p.tied_copy || (p.tp_replicated && coords.tp != 0) || !chunks[i].defined()) continue;
+    for (float v : compute->CopyToHost(chunks[i])) sum += static_cast<double>(v) * v;
   }
   return sum;
 }
 
-void Trainer::State::ZeroGrads() {
-  for (ModelParameter& p : model->parameters()) compute->Fill(0.0f, *p.param.grad);
-}
+void Trainer::State::ZeroGrads() { grad_sync->ZeroGrads(); }
 
 std::vector<float> Trainer::State::StepValues(double loss_sum, double norm_squared,
                                               int first_nonfinite_stage) const {
@@ -235,6 +233,14 @@ StatusOr<StepResult> Trainer::State::RunStep(int64_t step) {
   hooks.after = [this](const Action& a, bool completes_stage) {
     return completes_stage ? grad_sync->StageDone(a.stage) : Status::Ok();
   };
+  if (shard.shard_grads) {
+    hooks.layer_grads_needed = [this](int stage, int layer) {
+      grad_sync->LayerGradsNeeded(stage, layer);
+    };
+    hooks.layer_weights_done = [this](int stage, int layer) {
+      return grad_sync->LayerWeightsDone(stage, layer, options.comm_timeout);
+    };
+  }
   TRIDENT_RETURN_IF_ERROR(interpreter->Run(step - 1, hooks, &record));
   const auto sync_start = Clock::now();
   TRIDENT_RETURN_IF_ERROR(grad_sync->Finish(options.comm_timeout));
@@ -244,7 +250,8 @@ StatusOr<StepResult> Trainer::State::RunStep(int64_t step) {
   const double sync_ms = MsSince(sync_start);
   const auto opt_start = Clock::now();
   optimizer->Step(step, step,
-                  ClipCoefficient(result.summary.grad_norm, options.optimizer.clip_grad_norm));
+                  ClipCoefficient(result.summary.grad_norm, options.optimizer.clip_grad_norm),
+                  grad_sync->GradChunks());
   TRIDENT_RETURN_IF_ERROR(grad_sync->GatherParameters());
   ZeroGrads();
   compute->Synchronize();

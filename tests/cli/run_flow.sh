@@ -59,9 +59,9 @@ expect_rc 0 && grep -q '^mesh: {dp: 1, pp: 1, cp: 2, tp: 1}$' "$WORK/cp/plan.yam
   peak_as_planned cp
 verdict "cp 2: profiled, planned, trained, peak memory within 10% of the plan"
 
-# dp 2 unsharded and with optimizer sharding: each trains with its peak memory the plan's within
-# 10%, and sharding lowers both the plan's peak and the measured one.
-for level in none optimizer; do
+# dp 2 unsharded, with optimizer sharding and with gradient sharding: each trains with its peak
+# memory the plan's within 10%, and each level lowers both the plan's peak and the measured one.
+for level in none optimizer gradients; do
   run timeout 300 "$trident" "${flow[@]}" --fix dp=2 --dp-sharding "$level" \
     --out "$WORK/dp2-$level" -- --quiet
   expect_rc 0 && grep -q "^dp_sharding: $level$" "$WORK/dp2-$level/plan.yaml" &&
@@ -71,11 +71,12 @@ done
 python3 -c '
 import json, sys
 peak = lambda level: json.load(open(sys.argv[1] + "/dp2-" + level + "/summary.json"))["peak_memory_bytes"]
-whole, shard = peak("none"), peak("optimizer")
-assert shard["measured"] < whole["measured"] and shard["predicted"] < whole["predicted"], (whole, shard)
+whole, shard, grads = peak("none"), peak("optimizer"), peak("gradients")
+for less, more in ((shard, whole), (grads, shard)):
+  assert less["measured"] < more["measured"] and less["predicted"] < more["predicted"], (more, less)
 ' "$WORK" 2>"$WORK/err"
 REASON=$(cat "$WORK/err")
-verdict "optimizer sharding lowers the planned and the measured peak"
+verdict "optimizer sharding, then gradient sharding, lower the planned and the measured peak"
 
 run "$trident" run configs/models/gpt-tiny.yaml --cluster "$WORK/nowhere.yaml" --out "$WORK/bad"
 expect_rc 1 && expect_in err "--cluster $WORK/nowhere.yaml: no such file" && [[ ! -e $WORK/bad ]]

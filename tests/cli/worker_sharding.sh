@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Usage: worker_sharding.sh WORKER_BIN MPIRUN [MPIRUN_FLAG...]
 #
-# Optimizer sharding (dp_sharding: optimizer) under mpirun: gpt-tiny trained 20 steps with dp 2,
-# dp 4, tp 2 x dp 2, pp 2 x dp 2 (the tie split) and hybrid groups of 2 in dp 4, under AdamW
-# (clipping, weight decay, small buckets) and SGD with momentum, gives the losses of the same
-# layout unsharded within 1e-5 relative (and, under SGD, its final parameters); each rank's
-# measured peak memory is below the unsharded run's; a checkpoint of a sharded run resumes
-# unsharded under another dp with the same losses; a killed rank ends a sharded job.
+# Optimizer and gradient sharding (dp_sharding: optimizer, gradients) under mpirun: gpt-tiny
+# trained 20 steps with dp 2, dp 4, tp 2 x dp 2, pp 2 x dp 2 (the tie split) and hybrid groups
+# of 2 in dp 4, under AdamW (clipping, weight decay, small buckets) and SGD with momentum, gives
+# the losses of the same layout unsharded within 1e-5 relative (and, under SGD, its final
+# parameters); the measured peak memory falls from unsharded to optimizer to gradient sharding;
+# a checkpoint of a sharded run resumes unsharded under another dp with the same losses; a
+# killed rank ends a sharded job.
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 # shellcheck source=plan_lib.sh
@@ -47,28 +48,31 @@ peak() {
     "$WORK/$1/metrics.jsonl"
 }
 
-# check NAME NP DESCRIPTION [DP_SHARD]: unsharded and sharded, AdamW and SGD.
+# check NAME NP DESCRIPTION [DP_SHARD]: unsharded and both sharded levels, AdamW and SGD.
 check() {
-  local name=$1 np=$2 what=$3
+  local name=$1 np=$2 what=$3 level
   sharded "$name" none
-  sharded "$name" optimizer "${4:-}"
+  for level in optimizer gradients; do sharded "$name" "$level" "${4:-}"; done
   for opt in adamw sgd; do
     local -n flags=$opt
     train "$name-none" "$np" "$name-none-$opt" "${flags[@]}"
     expect_rc 0
     verdict "$what, $opt, unsharded: trains"
-    train "$name-optimizer" "$np" "$name-optimizer-$opt" "${flags[@]}"
     local mode=losses
     [[ $opt == sgd ]] && mode=params
-    expect_rc 0 && compare "$name-none-$opt" "$name-optimizer-$opt" "$mode"
-    verdict "$what, $opt: optimizer sharding gives the unsharded $mode"
+    for level in optimizer gradients; do
+      train "$name-$level" "$np" "$name-$level-$opt" "${flags[@]}"
+      expect_rc 0 && compare "$name-none-$opt" "$name-$level-$opt" "$mode"
+      verdict "$what, $opt: $level sharding gives the unsharded $mode"
+    done
   done
-  local whole shard
+  local whole shard grads
   whole=$(peak "$name-none-adamw")
   shard=$(peak "$name-optimizer-adamw")
-  ((shard < whole))
-  REASON="peak $shard bytes sharded, $whole unsharded"
-  verdict "$what: the sharded peak is below the unsharded ($shard < $whole bytes)"
+  grads=$(peak "$name-gradients-adamw")
+  ((grads < shard && shard < whole))
+  REASON="peak $whole bytes unsharded, $shard optimizer, $grads gradients"
+  verdict "$what: the peak falls from unsharded to optimizer to gradient sharding ($REASON)"
 }
 
 tiny_plan dp2 2 2 2 1 1 1 2 4 1f1b "$(tiny_stage 0 5 2 none)"
@@ -115,4 +119,4 @@ else
 fi
 verdict "a killed rank ends a sharded job, leaving only whole checkpoints"
 
-summary 27
+summary 37

@@ -24,7 +24,8 @@ PositionFootprint Footprint() {
           .grad_bytes = 200,
           .optimizer_bytes = 800,
           .layer_param_bytes = 10,
-          .layer_grad_bytes = 20};
+          .layer_grad_bytes = 20,
+          .grad_transient_bytes = 30};
 }
 
 // Two replicas × cp 2: n = 4 ranks share each shard. One stage, 1F1B, nothing else held.
@@ -44,14 +45,25 @@ TEST(ShardingMemory, EachLevelDividesItsStateOverTheShardGroup) {
   EXPECT_EQ(optimizer.Total(), 100 + 200 + 200 + 250);
   const MemoryBreakdown gradients = At(DpSharding::kGradients);
   EXPECT_EQ(gradients.grads, 50);         // G / 4
-  EXPECT_EQ(gradients.grad_buckets, 20);  // one layer's gradients in flight
-  EXPECT_EQ(gradients.Total(), 100 + 50 + 200 + 20);
+  EXPECT_EQ(gradients.grad_buckets, 30);  // a layer's gradients and their packed buffer
+  EXPECT_EQ(gradients.Total(), 100 + 50 + 200 + 30);
   const MemoryBreakdown full = At(DpSharding::kFull);
   EXPECT_EQ(full.params, 25);           // P / 4
   EXPECT_EQ(full.gathered_layers, 60);  // 2 · (10 + 20)
   EXPECT_EQ(full.grad_buckets, 0);
   EXPECT_EQ(full.Total(), 25 + 50 + 200 + 60);
   EXPECT_THAT(full.ToString(), ::testing::HasSubstr("gathered layers 60 B"));
+}
+
+// A table tied over two positions keeps its whole gradient and its gather bucket.
+TEST(ShardingMemory, GradientShardingKeepsASplitTiesTableWhole) {
+  PositionFootprint f = Footprint();
+  f.tied_grad_bytes = 40;
+  MemoryContext c{ScheduleKind::k1F1B, 1, 1, 1, 2, DpSharding::kGradients, 0};
+  c.cp = 2;
+  const MemoryBreakdown m = PositionMemory(f, 0, c);
+  EXPECT_EQ(m.grads, 50 + 40 - 10);         // G / 4, and the table whole
+  EXPECT_EQ(m.grad_buckets, 30 + 40 + 10);  // the transient, and the table's gather bucket
 }
 
 TEST(ShardingMemory, HybridGroupsShardOverTheirOwnReplicasAndRoundUp) {
@@ -218,6 +230,26 @@ Plan OneStage(const PlannerFixture& f, int replicas, int lane, DpSharding level,
   plan.dp_sharding = level;
   EXPECT_TRUE(plan.Validate().ok()) << plan.Validate().ToString();
   return plan;
+}
+
+// The range query of gradient sharding's transient equals its definition, layer by layer: the
+// most 2 · a layer's gradients exceed the stash that layer and the later ones of the range free.
+TEST(ShardingMemory, GradientTransientIsTheLayerByLayerMaximum) {
+  auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 32, DType::kFp32);
+  for (RecomputeMode mode : {RecomputeMode::kNone, RecomputeMode::kFull}) {
+    const StageCosts costs = *StageCosts::Create(*f->costs, 1, 1, false, 1, mode);
+    for (int first = 0; first < costs.NumLayers(); ++first) {
+      for (int last = first; last < costs.NumLayers(); ++last) {
+        int64_t want = 0;
+        for (int layer = first; layer <= last; ++layer) {
+          const int64_t freed = costs.Footprint(layer, last).stash_bytes;
+          want = std::max(want, 2 * costs.Footprint(layer, layer).grad_bytes - freed);
+        }
+        ASSERT_EQ(costs.Footprint(first, last).grad_transient_bytes, want)
+            << "layers " << first << "-" << last;
+      }
+    }
+  }
 }
 
 struct Inputs {

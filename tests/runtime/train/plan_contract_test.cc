@@ -132,19 +132,22 @@ TEST(PlanContractTest, EveryRestrictedFieldHasARefusal) {
   }
 }
 
-TEST(PlanContractTest, OptimizerShardingRunsOnBothBackendsButNotUnderPipeDream) {
+TEST(PlanContractTest, OptimizerAndGradientShardingRunOnBothBackendsButNotUnderPipeDream) {
   Plan plan = MakePlan(TinyGpt(2), PlanShape{.replicas = {4}, .num_micro_batches = 4});
-  plan.dp_sharding = DpSharding::kOptimizer;
-  for (int dp_shard : {0, 2}) {
-    plan.dp_shard = dp_shard;
-    EXPECT_TRUE(CheckPlanContract(plan, BackendForDevice("cpu")).empty()) << dp_shard;
-    EXPECT_TRUE(CheckPlanContract(plan, BackendForDevice("cuda")).empty()) << dp_shard;
+  for (DpSharding level : {DpSharding::kOptimizer, DpSharding::kGradients}) {
+    plan.dp_sharding = level;
+    for (int dp_shard : {0, 2}) {
+      plan.dp_shard = dp_shard;
+      EXPECT_TRUE(CheckPlanContract(plan, BackendForDevice("cpu")).empty()) << dp_shard;
+      EXPECT_TRUE(CheckPlanContract(plan, BackendForDevice("cuda")).empty()) << dp_shard;
+    }
   }
   plan.dp_shard = 0;
-  plan.dp_sharding = DpSharding::kGradients;
-  std::vector<FieldError> gradients = CheckPlanContract(plan, BackendForDevice("cpu"));
-  ASSERT_EQ(gradients.size(), 1u);
-  EXPECT_THAT(gradients[0].message, HasSubstr("every replica would keep whole gradients,"));
+  plan.dp_sharding = DpSharding::kFull;
+  std::vector<FieldError> full = CheckPlanContract(plan, BackendForDevice("cpu"));
+  ASSERT_EQ(full.size(), 1u);
+  EXPECT_EQ(full[0].key_path, "dp_sharding");
+  EXPECT_THAT(full[0].message, HasSubstr("every replica would keep whole parameters,"));
   Plan async = MakePlan(
       TinyGpt(2),
       PlanShape{.schedule = ScheduleKind::kPipeDream, .replicas = {2, 1}, .num_micro_batches = 4});
@@ -165,17 +168,17 @@ TEST(PlanContractTest, TheCpuRuntimeRunsInterleavedStages) {
 TEST(PlanContractTest, TheStatusNamesTheFileTheBackendAndEachField) {
   Plan plan = FullPlan();
   plan.dtype = DType::kBf16;
-  plan.dp_sharding = DpSharding::kGradients;
+  plan.dp_sharding = DpSharding::kFull;
   Status status = PlanContractStatus(plan, "p.yaml", BackendForDevice("cuda"));
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "p.yaml: the cuda runtime cannot run this plan as written:\n"
             "  dtype: bf16 training is not implemented by the runtime (it trains in fp32); "
             "hint: plan again with --dtype fp32\n"
-            "  dp_sharding: gradients sharding is not implemented by the runtime (it shards the "
-            "optimizer state only): every replica would keep whole gradients, more memory than "
-            "planned; hint: plan again with --dp-sharding none,optimizer, or export the plan "
-            "(trident export --to deepspeed|torchtitan|megatron)");
+            "  dp_sharding: full sharding is not implemented by the runtime (it shards the "
+            "optimizer state and the gradients): every replica would keep whole parameters, more "
+            "memory than planned; hint: plan again with --dp-sharding none,optimizer,gradients, "
+            "or export the plan (trident export --to deepspeed|torchtitan|megatron)");
 }
 
 TEST(PlanContractTest, AnInvalidPlanGivesItsCheck) {

@@ -85,6 +85,9 @@ TrainRun TrainInProcess(const Plan& plan, const TrainOptions& options) {
         return (*trainer)->Run([&mine](const StepResult& result) {
           mine.steps.push_back(result.summary);
           mine.stats_sizes.push_back(result.ranks.size());
+          for (const RankStepStats& r : result.ranks) {
+            mine.peak_bytes = std::max(mine.peak_bytes, r.peak_memory_bytes);
+          }
         });
       },
       comm_options);
