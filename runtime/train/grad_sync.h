@@ -32,15 +32,16 @@
 // Gradient sharding (DpShard::shard_grads, ZeRO-2): a parameter whose chunks are summed by
 // reduce-scatter holds no gradient tensor between its layer's backwards. The interpreter tells
 // GradSync before a layer's backward work (its gradients are allocated, zero, unless they are)
-// and when its weight gradient is done: the layer's gradients are then packed in the block layout (each released as
-// soon as it is packed), reduce-scattered over the shard group, and this rank's block is added
-// into its accumulated chunks, which live through the step. So a rank holds the chunks of every
-// gradient plus one layer's whole gradients, at the price of one reduce-scatter per layer and
-// micro-batch. An embedding table the LM head uses on this rank (ModelParameter::also_layer) is
-// summed after either layer's weight gradient, each time with that layer's part. Finish then
-// sums the chunks over the replicate group (hybrid groups), and GatherParameters gathers these
-// layers' parameters one layer at a time through buffers it frees again. Gradients summed
-// whole (see above) keep whole gradients, as under optimizer sharding.
+// and when its weight gradient is done: the layer's gradients are then packed in the block
+// layout (each released as soon as it is packed), reduce-scattered over the shard group, and
+// this rank's block is added into its accumulated chunks, which live through the step. So a
+// rank holds the chunks of every gradient plus one layer's whole gradients and their packed
+// buffer, at the price of one reduce-scatter per layer and micro-batch. An embedding table the
+// LM head uses on this rank (ModelParameter::also_layer) is summed after either layer's weight
+// gradient, each time with that layer's part. Finish then sums the chunks over the replicate
+// group (hybrid groups), and GatherParameters gathers these layers' parameters one layer at a
+// time through buffers it frees again. Gradients summed whole (see above) keep whole
+// gradients, as under optimizer sharding.
 // Thread-safety: one thread at a time.
 #pragma once
 
