@@ -116,9 +116,9 @@ class GradSync {
     int stage = 0;
     int layer = 0;
     std::vector<Parameter*> params;
-    size_t own = 0;           // of params, the layer's own (the rest: a table it shares)
-    int64_t chunks = 0;       // Σ chunk over params: one block
-    int64_t own_chunks = 0;   // Σ chunk over its own
+    size_t own = 0;          // of params, the layer's own (the rest: a table it shares)
+    int64_t chunks = 0;      // Σ chunk over params: one block
+    int64_t own_chunks = 0;  // Σ chunk over its own
   };
   // Adds `param` to the group of (stage, layer), made if new.
   void Release(int stage, int layer, Parameter* param, bool own);
