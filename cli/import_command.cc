@@ -105,10 +105,12 @@ struct MegatronFlags {
   MegatronImportOptions options;
 };
 
-// The imported plan written atomically, the ignored keys listed, and what to run next.
+// The imported plan written atomically, the ignored keys listed, a note for each way the
+// framework would run other than Trident predicts the plan, and what to run next.
 int WriteImported(const std::string& file, const std::string& output,
                   const std::string& cluster_path, const Plan& plan,
-                  const std::vector<std::string>& ignored) {
+                  const std::vector<std::string>& ignored,
+                  const std::vector<std::string>& notes = {}) {
   if (Status s = WriteFileAtomic(output, PlanToYaml(plan)); !s.ok()) return PrintError(s);
   std::cout << "imported " << file << " as " << plan.ToString() << "\nwrote " << output << "\n";
   if (!ignored.empty()) {
@@ -116,6 +118,7 @@ int WriteImported(const std::string& file, const std::string& output,
     for (const std::string& key : ignored) std::cout << " " << key;
     std::cout << "\n";
   }
+  for (const std::string& note : notes) std::cout << "note: " << note << "\n";
   std::cout << "predict it: trident simulate " << output << " --cluster " << cluster_path
             << "\nexplain it: trident explain " << output << " --cluster " << cluster_path << "\n";
   return 0;
@@ -137,7 +140,8 @@ int RunMegatronImport(MegatronFlags f) {
   f.options.cluster = read->second;
   StatusOr<MegatronImport> imported = ImportMegatron(read->first, f.file, f.options);
   if (!imported.ok()) return PrintError(imported.status());
-  return WriteImported(f.file, f.output, f.cluster, imported->plan, imported->ignored);
+  return WriteImported(f.file, f.output, f.cluster, imported->plan, imported->ignored,
+                       imported->notes);
 }
 
 void AddMegatronImport(CLI::App* cmd, int* exit_code) {
@@ -167,8 +171,10 @@ void AddMegatronImport(CLI::App* cmd, int* exit_code) {
       ->check(CLI::Range(1, 1 << 16));
   megatron->footer(
       "Every --flag of the file is read wherever it stands (the last of a repeated flag wins);\n"
-      "flags that are not part of a plan are listed as ignored. Exit status: 0 written, 1 a\n"
-      "configuration Megatron-LM or Trident would refuse (the flag named; nothing written).");
+      "flags that are not part of a plan are listed as ignored; a note names each overlap flag\n"
+      "(given or left out) that makes Megatron-LM run other than Trident predicts the plan.\n"
+      "Exit status: 0 written, 1 a configuration Megatron-LM or Trident would refuse (the flag\n"
+      "named; nothing written).");
   megatron->callback([f, exit_code] { *exit_code = RunMegatronImport(*f); });
 }
 

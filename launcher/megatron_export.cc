@@ -233,6 +233,22 @@ void ShardingArgs(const Plan& plan, MegatronExport* out) {
   }
 }
 
+// The communication overlap Trident's cost model assumes (planner/README.md), and no more:
+// each stage's gradient reduction after its last backward and the distributed optimizer's
+// parameter all-gather after the step are Megatron-LM without --overlap-grad-reduce and
+// --overlap-param-gather; Megatron FSDP's reduce-scatters beside the compute are
+// --overlap-grad-reduce, and full sharding's all-gathers prefetched a layer ahead
+// --overlap-param-gather. Tensor-parallel collectives are costed on the critical path (no
+// --tp-comm-overlap); pipeline transfers as asynchronous, Megatron-LM's default for interleaved
+// 1F1B (overlap_p2p_comm).
+void OverlapArgs(const Plan& plan, MegatronExport* out) {
+  const DpSharding level = plan.dp_sharding;
+  Args a(&out->parallel_args);
+  if (level == DpSharding::kGradients || level == DpSharding::kFull)
+    a.Flag("--overlap-grad-reduce");
+  if (level == DpSharding::kFull) a.Flag("--overlap-param-gather");
+}
+
 void ParallelArgs(const Plan& plan, MegatronExport* out) {
   if (!UniformReplication(plan.stages)) {
     Inexpressible(out, "stages[].replicas",
@@ -249,6 +265,7 @@ void ParallelArgs(const Plan& plan, MegatronExport* out) {
   if (CheckModelShape(plan.model) == std::nullopt) SplitArgs(plan, out);
   RecomputeArgs(plan, out);
   ShardingArgs(plan, out);
+  OverlapArgs(plan, out);
   Args a(&out->parallel_args);
   if (plan.sequence_parallel) a.Flag("--sequence-parallel");
   ContextArgs(plan, out);
@@ -285,7 +302,17 @@ std::string Comments(const Plan& plan, const std::string& plan_path) {
     << " (the tokenizer's; Megatron-LM pads it to a multiple of 128 x tp).\n"
     << "# Data, tokenizer, optimizer and checkpoint arguments: give them to this script (\"$@\"),\n"
     << "# e.g. --data-path ... --tokenizer-type ... --train-iters ... --lr ...\n";
-  if (plan.dp_sharding == DpSharding::kGradients || plan.dp_sharding == DpSharding::kFull) {
+  const bool fsdp =
+      plan.dp_sharding == DpSharding::kGradients || plan.dp_sharding == DpSharding::kFull;
+  if (!fsdp && plan.mesh.dp * plan.mesh.cp > 1) {
+    const bool zero1 = plan.dp_sharding == DpSharding::kOptimizer;
+    c << "# Overlap as Trident predicts: each stage's gradient reduction after its last backward"
+      << (zero1 ? ",\n# the parameter all-gather after the step (no --overlap-grad-reduce, "
+                  "--overlap-param-gather;\n# adding them"
+                : "\n# (no --overlap-grad-reduce; adding it")
+      << " hides more communication than Trident credits).\n";
+  }
+  if (fsdp) {
     c << "# Megatron FSDP: leave CUDA_DEVICE_MAX_CONNECTIONS unset (Megatron-LM refuses 1 with "
          "it).\n";
   }

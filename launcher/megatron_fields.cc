@@ -51,7 +51,9 @@ const std::map<std::string_view, std::string_view>& MegatronFieldMapping() {
        "optimizer: --use-distributed-optimizer; gradients and full: Megatron FSDP "
        "(--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads or "
        "optim_grads_params, with --use-distributed-optimizer and --ckpt-format fsdp_dtensor, "
-       "which it requires)"},
+       "which it requires); the overlap Trident's cost model assumes: --overlap-grad-reduce for "
+       "gradients and full, --overlap-param-gather for full, neither for none and optimizer "
+       "(each stage's reduction after its last backward, the all-gather after the step)"},
       {"dp_shard",
        "--num-distributed-optimizer-instances mesh.dp / dp_shard when below mesh.dp: "
        "Megatron-LM's slices of consecutive data-parallel ranks, each sharding one copy (under "
@@ -107,6 +109,16 @@ std::string_view MegatronShardingStrategy(DpSharding level) {
 // FSDP2, which the import reads as full sharding (gradients with
 // --torch-fsdp2-no-reshard-after-forward, "FSDP ZeRO-2"); megatron/core/parallel_state.py makes
 // each distributed-optimizer instance a consecutive slice of the dp-cp group's ranks.
+// Overlap: _add_distributed_args defines --overlap-grad-reduce and --overlap-param-gather
+// (store_true), --no-align-grad-reduce (dest align_grad_reduce, default on: "all PP stages will
+// launch gradient reduces simultaneously") and --no-overlap-p2p-communication (dest
+// overlap_p2p_comm, default on); validate_args turns overlap_p2p_comm off without virtual
+// stages, asks pp above 2 for interleaving without it, allows --overlap-param-gather only with
+// --use-distributed-optimizer or --use-megatron-fsdp and with --overlap-grad-reduce, and
+// --tp-comm-overlap only with --sequence-parallel (which tp 1 turns off). The 1F1B schedule
+// (megatron/core/pipeline_parallel/schedules.py, cooldown) enables the bucketed reduction in the
+// last backward only on the first stage when the reduces are aligned; without
+// --overlap-grad-reduce finalize_model_grads reduces each stage's gradients after its schedule.
 std::string_view MegatronVersion() {
   return "Megatron-LM main of 2025, as copied at OpenEuroLLM/NVIDIA-Megatron-LM 24126a9";
 }
@@ -155,6 +167,11 @@ const std::vector<MegatronFlag>& MegatronFlags() {
       {"--ckpt-format", MegatronFlagKind::kText},
       {"--use-torch-fsdp2", MegatronFlagKind::kSwitch},
       {"--torch-fsdp2-no-reshard-after-forward", MegatronFlagKind::kSwitch},
+      {"--overlap-grad-reduce", MegatronFlagKind::kSwitch},
+      {"--no-align-grad-reduce", MegatronFlagKind::kSwitch},
+      {"--overlap-param-gather", MegatronFlagKind::kSwitch},
+      {"--tp-comm-overlap", MegatronFlagKind::kSwitch},
+      {"--no-overlap-p2p-communication", MegatronFlagKind::kSwitch},
       {"--sequence-parallel", MegatronFlagKind::kSwitch},
       {"--bf16", MegatronFlagKind::kSwitch},
       {"--fp16", MegatronFlagKind::kSwitch},

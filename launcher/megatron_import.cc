@@ -400,6 +400,8 @@ StatusOr<MegatronImport> ImportMegatron(std::string_view text, const std::string
   TRIDENT_RETURN_IF_ERROR(ReadParallel(flags, options, &plan));
   if (Status valid = plan.Validate(); !valid.ok())
     return valid.WithPrefix(file + ": the plan it describes");
+  auto has = [&flags](const std::string& name) { return flags.Has(name); };
+  TRIDENT_ASSIGN_OR_RETURN(out.notes, MegatronOverlapNotes(has, plan, file));
   return out;
 }
 

@@ -9,14 +9,18 @@
 // the last of a repeated flag winning as in argparse. Megatron-LM's flags of the plan (the list of
 // megatron_export.h: the sharding ones too, the distributed optimizer as optimizer sharding,
 // Megatron FSDP's strategy as its level, --num-distributed-optimizer-instances as hybrid shard
-// groups), --vocab-size, and torchrun's --nnodes and --nproc-per-node are read; every
-// other flag is listed as ignored, never dropped silently. Nothing a comment says is read.
+// groups, the communication-overlap flags), --vocab-size, and torchrun's --nnodes and
+// --nproc-per-node are read; every other flag is listed as ignored, never dropped silently.
+// Nothing a comment says is read. An overlap flag a plan cannot hold, where Megatron-LM would
+// overlap more or less than Trident's cost model assumes, comes back as a note saying so
+// (MegatronOverlapNotes).
 //
 // Megatron-LM takes the vocabulary from the tokenizer, so a configuration without --vocab-size
 // needs MegatronImportOptions::vocab_size; the world size comes from torchrun's flags unless
 // `devices` is given.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +40,9 @@ struct MegatronImportOptions {
 struct MegatronImport {
   Plan plan;                         // predictions and provenance empty
   std::vector<std::string> ignored;  // flags read but not part of a plan, in file order
+  // Where Megatron-LM would run other than Trident predicts the plan: "FLAG: what Megatron-LM
+  // does; what Trident costs, so what the prediction misses".
+  std::vector<std::string> notes;
 };
 
 // The words of `text` as a shell splits them (no expansion: "$@" stays "$@").
@@ -49,6 +56,16 @@ std::vector<std::string> SubstituteVariables(std::vector<std::string> words);
 // for); the plan passes Plan::Check.
 StatusOr<MegatronImport> ImportMegatron(std::string_view text, const std::string& file,
                                         const MegatronImportOptions& options);
+
+// The overlap flags of a configuration (`has` says whether it gives a switch) against what
+// Trident's cost model assumes for `plan` (planner/README.md; the export writes exactly that,
+// megatron_export.cc): a note for each flag given or left out that makes Megatron-LM overlap
+// more or less communication than Trident credits. InvalidArgument naming `file` and the flag
+// for a combination Megatron-LM's validate_args refuses (--overlap-param-gather without the
+// distributed optimizer or Megatron FSDP, or without --overlap-grad-reduce; --tp-comm-overlap
+// without sequence parallelism; interleaving on pp 2 with --no-overlap-p2p-communication).
+StatusOr<std::vector<std::string>> MegatronOverlapNotes(
+    const std::function<bool(const std::string&)>& has, const Plan& plan, const std::string& file);
 
 // Megatron-LM's --pipeline-model-parallel-layout as the stages it lists, each a string of E, t
 // and L ("Et*3|(tt|)*2,L" -> "Ettt", "tt", "tt", "L"). InvalidArgument for other characters or

@@ -168,12 +168,29 @@ run "$bin" export "$WORK/m-full.yaml" --to megatron -o "$WORK/m-full.sh"
 expect_rc 0 && grep -qx "  --use-megatron-fsdp" "$WORK/m-full.sh" &&
   grep -qx "  --data-parallel-sharding-strategy optim_grads_params" "$WORK/m-full.sh" &&
   grep -qx "  --num-distributed-optimizer-instances 2" "$WORK/m-full.sh" &&
+  grep -qx "  --overlap-grad-reduce" "$WORK/m-full.sh" &&
+  grep -qx "  --overlap-param-gather" "$WORK/m-full.sh" &&
   run "$bin" import megatron "$WORK/m-full.sh" -o "$WORK/m-full-back.yaml" --cluster "$h100" \
     --vocab-size 128256 --name llama3-8b && expect_rc 0 &&
   grep -qx "dp_sharding: full" "$WORK/m-full-back.yaml" &&
   grep -qx "dp_shard: 2" "$WORK/m-full-back.yaml" &&
   same_step "$WORK/m-full.yaml" "$WORK/m-full-back.yaml"
 verdict "export --to megatron writes hybrid full sharding as Megatron FSDP and import reads it back"
+
+# Overlap: the distributed optimizer's plan exports none (Trident costs the reduction after the
+# backward); the line with --overlap-grad-reduce imports to the same plan with a note saying so.
+sharded "$WORK/shard.yaml" optimizer 4 "$WORK/m-opt.yaml"
+run "$bin" export "$WORK/m-opt.yaml" --to megatron -o "$WORK/m-opt.sh"
+expect_rc 0 && grep -qx "  --use-distributed-optimizer" "$WORK/m-opt.sh" &&
+  ! grep -q -- "^  --overlap" "$WORK/m-opt.sh" &&
+  grep -q "^# Overlap as Trident predicts:" "$WORK/m-opt.sh" &&
+  sed 's/^  --use-distributed-optimizer$/&\n  --overlap-grad-reduce/' "$WORK/m-opt.sh" >"$WORK/m-ovl.sh" &&
+  run "$bin" import megatron "$WORK/m-ovl.sh" -o "$WORK/m-ovl.yaml" --cluster "$h100" \
+    --vocab-size 128256 --name llama3-8b && expect_rc 0 &&
+  expect_match out "^note: --overlap-grad-reduce: Megatron-LM reduces the first pipeline stage's" &&
+  ! grep -q "^ignored.*--overlap" "$WORK/out" &&
+  same_step "$WORK/m-opt.yaml" "$WORK/m-ovl.yaml"
+verdict "export --to megatron writes the overlap Trident assumes; import notes the overlap it does not"
 
 sharded "$WORK/shard.yaml" full 2 "$WORK/tt-full.yaml"
 run "$bin" export "$WORK/tt-full.yaml" --to torchtitan -o "$WORK/tt-full.toml"

@@ -134,6 +134,42 @@ TEST(MegatronExportTest, ShardingLevelsAreTheDistributedOptimizerOrMegatronFsdp)
               ::testing::HasSubstr("leave CUDA_DEVICE_MAX_CONNECTIONS unset"));
 }
 
+// Exactly the overlap Trident's cost model assumes: none for the gradient reduction and the
+// optimizer's all-gather (each after the backward or step), Megatron FSDP's reduce-scatters
+// beside the compute and full sharding's prefetched all-gathers; never tp or p2p flags.
+TEST(MegatronExportTest, OverlapFlagsAreThoseTheCostModelAssumes) {
+  auto overlap_flags = [](const Plan& plan) {
+    std::vector<std::string> out;
+    for (const std::string& flag : Flags(ExportMegatron(plan).parallel_args)) {
+      if (flag.find("overlap") != std::string::npos || flag.find("align") != std::string::npos)
+        out.push_back(flag);
+    }
+    return out;
+  };
+  Plan base = MakePlan(Llama(32), 8, 4, {16, 16});
+  base.sequence_parallel = true;
+  EXPECT_THAT(overlap_flags(base), ElementsAre());
+  EXPECT_THAT(overlap_flags(Sharded(base, DpSharding::kOptimizer)), ElementsAre());
+  EXPECT_THAT(overlap_flags(Sharded(base, DpSharding::kGradients)),
+              ElementsAre("--overlap-grad-reduce"));
+  EXPECT_THAT(overlap_flags(Sharded(base, DpSharding::kFull, 2)),
+              ElementsAre("--overlap-grad-reduce", "--overlap-param-gather"));
+  EXPECT_THAT(
+      overlap_flags(MakePlan(Gpt(8), 1, 2, {2, 2, 2, 2}, 2, ScheduleKind::kInterleaved1F1B)),
+      ElementsAre());
+  // The script says which overlap its prediction assumes, and how to have more.
+  const Plan zero1 = Sharded(base, DpSharding::kOptimizer);
+  EXPECT_THAT(MegatronScript(zero1, ExportMegatron(zero1), "p.yaml"),
+              ::testing::HasSubstr("the parameter all-gather after the step (no "
+                                   "--overlap-grad-reduce, --overlap-param-gather;\n# adding "
+                                   "them hides more communication than Trident credits)"));
+  EXPECT_THAT(MegatronScript(base, ExportMegatron(base), "p.yaml"),
+              ::testing::HasSubstr("last backward\n# (no --overlap-grad-reduce; adding it hides"));
+  const Plan alone = MakePlan(Llama(32), 8, 1, {32});
+  EXPECT_THAT(MegatronScript(alone, ExportMegatron(alone), "p.yaml"),
+              ::testing::Not(::testing::HasSubstr("overlap")));
+}
+
 TEST(MegatronExportTest, StageCutsInMegatronsThreeWays) {
   const MegatronExport ends = ExportMegatron(MakePlan(Gpt(12), 1, 1, {3, 4, 4, 1}));
   EXPECT_EQ(ValueOf(ends.parallel_args, "--decoder-first-pipeline-num-layers"), "3");

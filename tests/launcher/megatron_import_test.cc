@@ -17,6 +17,7 @@
 namespace trident {
 namespace {
 
+using ::testing::AllOf;
 using testing::AsImported;
 using ::testing::ElementsAre;
 using testing::Gpt;
@@ -24,6 +25,7 @@ using ::testing::HasSubstr;
 using testing::Llama;
 using testing::MakePlan;
 using testing::Sharded;
+using ::testing::StartsWith;
 using testing::WithContextParallel;
 
 TEST(ShellWordsTest, SplitsAsAShellWould) {
@@ -59,6 +61,8 @@ void ExpectRoundTrip(const Plan& plan) {
   const Plan want = AsImported(plan);
   EXPECT_EQ(back->plan.ToString(), want.ToString());
   EXPECT_EQ(PlanToYaml(back->plan), PlanToYaml(want));
+  // The export writes the overlap Trident assumes, so nothing differs from the prediction.
+  EXPECT_THAT(back->notes, ElementsAre());
 }
 
 TEST(MegatronImportTest, ExportedPlansComeBackTheSame) {
@@ -183,10 +187,14 @@ TEST(MegatronImportTest, ReadsAHandWrittenScript) {
   EXPECT_EQ(p.model.kv_heads, 8);
   EXPECT_EQ(p.model.LayerAt(1), LayerKind::kLlamaBlock);
   EXPECT_THAT(in->ignored, ElementsAre("--train-iters", "--lr", "--data-path", "--tokenizer-type"));
+  // Its overlap hides more than Trident credits: the reduction and the all-gather.
+  EXPECT_THAT(in->notes, ElementsAre(StartsWith("--overlap-grad-reduce: Megatron-LM reduces the "
+                                                "gradients in buckets during the last backward"),
+                                     StartsWith("--overlap-param-gather:")));
 }
 
-// Megatron-LM's Megatron-FSDP user guide style: FSDP's flags, the hybrid instances, and the
-// performance flags that are not part of a plan listed.
+// Megatron-LM's Megatron-FSDP user guide style: FSDP's flags, the hybrid instances, its overlap,
+// and the performance flags that are not part of a plan listed.
 TEST(MegatronImportTest, ReadsAHandWrittenMegatronFsdpScript) {
   StatusOr<std::string> text =
       ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-70b-megatron-fsdp-hand.sh");
@@ -205,6 +213,7 @@ TEST(MegatronImportTest, ReadsAHandWrittenMegatronFsdpScript) {
                                        "--grad-reduce-in-bf16", "--no-gradient-accumulation-fusion",
                                        "--init-model-with-meta-device", "--fsdp-double-buffer",
                                        "--data-path", "--tokenizer-type"));
+  EXPECT_THAT(in->notes, ElementsAre());  // the overlap Trident assumes for full sharding
 }
 
 TEST(MegatronImportTest, TheOptionsGiveTheWorldWhenTorchrunsFlagsDoNot) {
@@ -219,6 +228,54 @@ TEST(MegatronImportTest, TheOptionsGiveTheWorldWhenTorchrunsFlagsDoNot) {
   ASSERT_TRUE(in.ok()) << in.status().ToString();
   EXPECT_EQ(in->plan.devices, 16);
   EXPECT_EQ(in->plan.devices_per_node, 8);
+}
+
+// The overlap flags are read (never listed as ignored); each one that makes Megatron-LM
+// overlap more or less than Trident credits the plan with comes back as a note naming it.
+TEST(MegatronImportTest, OverlapFlagsAreReadAndNoteWhatTheyChange) {
+  auto import = [](const std::string& extra) {
+    StatusOr<MegatronImport> in =
+        ImportMegatron(std::string(kArgs) + extra, "args.txt", WithVocab());
+    EXPECT_TRUE(in.ok()) << extra << ": " << in.status().ToString();
+    if (!in.ok()) return std::vector<std::string>{"failed"};
+    EXPECT_THAT(in->ignored, ElementsAre("--lr", "--data-path")) << extra;
+    return in->notes;
+  };
+  EXPECT_THAT(import(""), ElementsAre());  // as Trident costs it
+  EXPECT_THAT(import(" --overlap-grad-reduce"),
+              ElementsAre(AllOf(StartsWith("--overlap-grad-reduce: Megatron-LM reduces the first "
+                                           "pipeline stage's gradients"),
+                                HasSubstr("Trident costs the reduction after the backward"))));
+  EXPECT_THAT(import(" --overlap-grad-reduce --no-align-grad-reduce"),
+              ElementsAre(HasSubstr("reduces every pipeline stage's gradients")));
+  EXPECT_THAT(import(" --no-align-grad-reduce"), ElementsAre());  // only with overlap
+  EXPECT_THAT(import(" --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather"),
+              ElementsAre(StartsWith("--overlap-grad-reduce:"),
+                          AllOf(StartsWith("--overlap-param-gather: Megatron-LM all-gathers"),
+                                HasSubstr("after the optimizer step, never hidden"))));
+  const std::string fsdp =
+      " --use-megatron-fsdp --ckpt-format fsdp_dtensor --use-distributed-optimizer "
+      "--data-parallel-sharding-strategy ";
+  EXPECT_THAT(import(fsdp + "optim_grads_params --overlap-grad-reduce --overlap-param-gather"),
+              ElementsAre());
+  EXPECT_THAT(import(fsdp + "optim_grads_params"),
+              ElementsAre(StartsWith("no --overlap-grad-reduce: Megatron FSDP reduce-scatters"),
+                          StartsWith("no --overlap-param-gather: Megatron FSDP gathers")));
+  EXPECT_THAT(import(fsdp + "optim_grads --overlap-grad-reduce"), ElementsAre());
+  EXPECT_THAT(import(" --sequence-parallel --tp-comm-overlap"),
+              ElementsAre(AllOf(StartsWith("--tp-comm-overlap:"),
+                                HasSubstr("Trident costs them on the critical path"))));
+  EXPECT_THAT(import(" --no-overlap-p2p-communication"), ElementsAre());  // no interleaving
+  EXPECT_THAT(import(" --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+                     "--no-overlap-p2p-communication"),
+              ElementsAre(HasSubstr("Trident costs the transfers as asynchronous")));
+  // Without data parallelism there is no reduction to overlap.
+  StatusOr<MegatronImport> alone =
+      ImportMegatron(std::string(kArgs) + " --tensor-model-parallel-size 8 --overlap-grad-reduce",
+                     "args.txt", WithVocab());
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_EQ(alone->plan.mesh.dp, 1);
+  EXPECT_THAT(alone->notes, ElementsAre());
 }
 
 TEST(MegatronImportTest, BadConfigurationsNameTheFlag) {
@@ -256,6 +313,13 @@ TEST(MegatronImportTest, BadConfigurationsNameTheFlag) {
        "optim_grads_params --num-distributed-optimizer-instances 2 --outer-dp-sharding-strategy "
        "optim",
        "--outer-dp-sharding-strategy: optim shards the optimizer state across the shard groups"},
+      {" --overlap-grad-reduce --overlap-param-gather",
+       "--overlap-param-gather: Megatron-LM allows it only with --use-distributed-optimizer"},
+      {" --use-distributed-optimizer --overlap-param-gather",
+       "--overlap-param-gather: Megatron-LM requires --overlap-grad-reduce with it"},
+      {" --tp-comm-overlap", "--tp-comm-overlap: Megatron-LM requires --sequence-parallel"},
+      {" --num-virtual-stages-per-pipeline-rank 2 --no-overlap-p2p-communication",
+       "asks pp above 2 for the interleaved schedule without p2p overlap"},
   };
   for (const Case& c : cases) {
     StatusOr<MegatronImport> in =

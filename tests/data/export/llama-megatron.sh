@@ -5,6 +5,8 @@
 # Vocabulary: 128256 (the tokenizer's; Megatron-LM pads it to a multiple of 128 x tp).
 # Data, tokenizer, optimizer and checkpoint arguments: give them to this script ("$@"),
 # e.g. --data-path ... --tokenizer-type ... --train-iters ... --lr ...
+# Overlap as Trident predicts: each stage's gradient reduction after its last backward
+# (no --overlap-grad-reduce; adding it hides more communication than Trident credits).
 set -euo pipefail
 MODEL_ARGS=(
   --num-layers 32

@@ -47,6 +47,8 @@ FSDP_ARGS=(
     --init-model-with-meta-device
     --fsdp-double-buffer
     --num-distributed-optimizer-instances 2
+    --overlap-grad-reduce
+    --overlap-param-gather
 )
 MODEL_PARALLEL_ARGS=(
     --tensor-model-parallel-size 4

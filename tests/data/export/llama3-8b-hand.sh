@@ -1,6 +1,7 @@
 #!/bin/bash
 # Llama 3 8B on 8 nodes of 8 H100s, hand-picked: tp 8 inside a node, no pipeline, selective
-# recompute, the distributed optimizer (Megatron-LM's examples/llama style).
+# recompute, the distributed optimizer with its communication overlapped (Megatron-LM's
+# examples/llama style).
 GPUS_PER_NODE=8
 NUM_NODES=8
 DISTRIBUTED_ARGS=(
@@ -33,6 +34,8 @@ TRAINING_ARGS=(
     --bf16
     --recompute-activations
     --use-distributed-optimizer
+    --overlap-grad-reduce
+    --overlap-param-gather
 )
 MODEL_PARALLEL_ARGS=(
     --tensor-model-parallel-size 8
