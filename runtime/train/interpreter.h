@@ -63,7 +63,7 @@ struct StepRecord {
 // What the caller runs around each action (either may be empty): `before` just before its
 // layer work; `after` once it has run and its output is sent, told whether it completed its
 // stage's gradients of its step (the stage's last B of the step, or W when backward is split).
-// Inside backward actions (either may be empty; `layer` is the model's layer index): 
+// Inside backward actions (either may be empty; `layer` is the model's layer index):
 // `layer_grads_needed` before a layer's input or weight gradient, `layer_weights_done` after
 // its weight gradient.
 struct ActionHooks {
