@@ -179,7 +179,7 @@ class Searcher {
              std::vector<PlanStage> stages);
   const StageCosts* CostsFor(const Config& c);
   Plan MakePlan(const Scored& scored) const;
-  StatusOr<SearchResult> Rank();
+  Status Rank();
   std::vector<ScheduleKind> Schedules() const;
   std::vector<RecomputeMode> RecomputeModes() const;
 
@@ -611,7 +611,8 @@ auto CandidateKey(const Candidate& c) {
 
 std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes)); }
 
-StatusOr<SearchResult> Searcher::Rank() {
+// Fills result_.ranked (best first).
+Status Searcher::Rank() {
   std::stable_sort(pool_.begin(), pool_.end(), [](const Scored& a, const Scored& b) {
     return std::tuple(a.estimate_ms, a.config.Key()) < std::tuple(b.estimate_ms, b.config.Key());
   });
@@ -650,7 +651,7 @@ StatusOr<SearchResult> Searcher::Rank() {
   if (static_cast<int>(result_.ranked.size()) > request_.runners_up + 1) {
     result_.ranked.resize(request_.runners_up + 1);
   }
-  return result_;
+  return Status::Ok();
 }
 
 // "fits nowhere" with the shortfall and the devices that would give the leanest plan enough
@@ -682,12 +683,10 @@ Status Searcher::NothingFits(const SearchResult& result) const {
 StatusOr<SearchResult> Searcher::Run() {
   TRIDENT_RETURN_IF_ERROR(CheckRequest());
   for (int tp : costs_.TensorParallelDegrees()) ForTp(tp);
-  TRIDENT_ASSIGN_OR_RETURN(SearchResult result, Rank());
-  if (!result.ranked.empty()) return result;
+  TRIDENT_RETURN_IF_ERROR(Rank());
+  if (!result_.ranked.empty()) return std::move(result_);
   for (const Config& c : infeasible_) TrackLeastMemory(c);
-  result.least_memory_bytes = result_.least_memory_bytes;
-  result.least_memory_config = result_.least_memory_config;
-  if (result.least_memory_bytes > 0) return NothingFits(result);
+  if (result_.least_memory_bytes > 0) return NothingFits(result_);
   return InvalidArgument("no configuration of " + request_.model.name + " on " +
                          std::to_string(request_.devices) +
                          " devices satisfies the constraints (tp dividing the heads and the "

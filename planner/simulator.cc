@@ -139,9 +139,13 @@ int PeakLive(bool split_backward, const std::vector<Action>& actions) {
 SimulationResult Summarize(bool split_backward, const std::vector<Lane>& lanes,
                            const LaneTimes& times) {
   SimulationResult result;
+  size_t num_events = 0;
   for (const auto& lane : times) {
     if (!lane.empty()) result.makespan_ms = std::max(result.makespan_ms, lane.back().end_ms);
+    num_events += lane.size();
   }
+  result.events.reserve(num_events);  // a search simulates plans of 10^5 actions and more
+  result.lanes.reserve(lanes.size());
   double idle_ms = 0;
   for (size_t i = 0; i < lanes.size(); ++i) {
     LaneStats stats{lanes[i].position, lanes[i].replica, lanes[i].micro_batches};
@@ -181,6 +185,7 @@ StatusOr<LaneTimes> TimesOf(const SimulationInput& in, const Schedule& frame,
   }
   TRIDENT_ASSIGN_OR_RETURN(LaneTimes first_times, ReplayLanes(frame, in, first));
   LaneTimes times;
+  times.reserve(lanes.size());
   for (const Lane& lane : lanes) times.push_back(first_times[lane.position]);
   return times;
 }
@@ -204,6 +209,7 @@ StatusOr<SimulationResult> Replay(const SimulationInput& in, int steps) {
 SimulationResult TileSteps(const SimulationResult& one, int steps, int num_micro_batches) {
   SimulationResult out = one;
   out.events.clear();
+  out.events.reserve(one.events.size() * static_cast<size_t>(steps));
   for (int k = 0; k < steps; ++k) {
     for (TimelineEvent e : one.events) {
       e.action.micro_batch += k * num_micro_batches;
