@@ -200,7 +200,8 @@ double TermMs(const Problem& p, const Memo& memo, int i, int j, int u, int r, in
 
 // min(best_ms, the terms for every first layer i of a last stage on r units), trying the
 // shortest stage first. StageMs (the expensive part) is skipped where the prefix alone reaches
-// best_ms, and when stages grow with layers the scan ends at the first stage that does.
+// best_ms, and when stages grow with layers the scan ends at the first stage that does. Only a
+// stage below best_ms is read exactly (StageMsBelow): one at or above it changes nothing.
 double BestFirstLayer(const Problem& p, const Memo& memo, int j, int u, int r, int k,
                       double best_ms) {
   std::span<const double> prefix_ms = memo.ARow(u - r, k - 1);
@@ -212,7 +213,7 @@ double BestFirstLayer(const Problem& p, const Memo& memo, int j, int u, int r, i
     double before_ms = prefix_ms[static_cast<std::size_t>(i)];
     if (k > 1) before_ms = std::max(before_ms, boundary_ms[static_cast<std::size_t>(i - 1)]);
     if (before_ms >= best_ms) continue;
-    double stage_ms = p.costs->StageMs(i, j - 1, r, u - r, k - 1, p.stages);
+    double stage_ms = p.costs->StageMsBelow(i, j - 1, r, u - r, k - 1, p.stages, best_ms);
     if (stage_ms < best_ms) {
       best_ms = std::max(before_ms, stage_ms);
     } else if (p.stage_grows_with_layers) {

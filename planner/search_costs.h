@@ -125,13 +125,40 @@ class DpCosts : public PartitionCosts {
 
   int NumLayers() const override { return costs_.NumLayers(); }
 
+  // TimeMs, or +inf where the stage does not fit in memory.
   double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
                  int num_stages) const override {
+    if (!Fits(first, last, replicas, stage_index, num_stages)) return kInf;
+    return TimeMs(first, last, replicas, first_unit);
+  }
+
+  // StageMs is TimeMs or +inf, never below ComputeMs: the memory check and the communication
+  // wait until the compute is below the limit.
+  double StageMsBelow(int first, int last, int replicas, int first_unit, int stage_index,
+                      int num_stages, double limit_ms) const override {
+    const double compute_ms = ComputeMs(first, last, replicas);
+    if (compute_ms >= limit_ms) return compute_ms;
+    return StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+  }
+
+  // TimeMs without the communication: at most TimeMs, whose other terms are >= 0 (adding them
+  // rounds to no less).
+  double ComputeMs(int first, int last, int replicas) const {
+    const int lane = replicas == config_.dp ? context_.micro_batches
+                                            : LaneMicroBatches(config_.micro_batches, replicas, 0);
+    return costs_.Times(first, last).Total() * lane / config_.micro_batches;
+  }
+
+  bool Fits(int first, int last, int replicas, int stage_index, int num_stages) const {
     const int pp = num_stages / config_.v;
-    if (Memory(first, last, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
-    // Per micro-batch of the step: the busiest lane's ceil(M / r) micro-batches of compute
-    // (round robin) and the data-parallel communication the evaluation charges
-    // (planner/sharding_comm.h), the sharding's per-micro-batch part left exposed included.
+    return Memory(first, last, replicas, stage_index % pp, pp).Total() <= memory_limit_;
+  }
+
+  // The stage's time per micro-batch of the step, memory aside: the busiest lane's ceil(M / r)
+  // micro-batches of compute (round robin) and the data-parallel communication the evaluation
+  // charges (planner/sharding_comm.h), the sharding's per-micro-batch part left exposed
+  // included.
+  double TimeMs(int first, int last, int replicas, int first_unit) const {
     const double m = config_.micro_batches;
     const int lane = replicas == config_.dp ? context_.micro_batches
                                             : LaneMicroBatches(config_.micro_batches, replicas, 0);
