@@ -180,6 +180,7 @@ class Searcher {
   const StageCosts* CostsFor(const Config& c);
   Plan MakePlan(const Scored& scored) const;
   Status Rank();
+  Status AddTimelines();
   std::vector<ScheduleKind> Schedules() const;
   std::vector<RecomputeMode> RecomputeModes() const;
 
@@ -618,6 +619,7 @@ Status Searcher::Rank() {
   });
   EvaluateOptions options;
   options.memory_limit_bytes = memory_limit_;
+  options.timeline = false;  // only the kept candidates' timelines are built, at the end
   // Uniform and per-stage replication each get `rerank` simulations (of at most 4 · rerank
   // tries), so the more numerous per-stage candidates never crowd out a uniform plan.
   const int budget = 4 * request_.rerank;
@@ -650,6 +652,17 @@ Status Searcher::Rank() {
       [](const Candidate& a, const Candidate& b) { return CandidateKey(a) < CandidateKey(b); });
   if (static_cast<int>(result_.ranked.size()) > request_.runners_up + 1) {
     result_.ranked.resize(request_.runners_up + 1);
+  }
+  return AddTimelines();
+}
+
+// The simulated timeline of each ranked candidate, which Rank's evaluations left out.
+Status Searcher::AddTimelines() {
+  EvaluateOptions options;
+  options.memory_limit_bytes = memory_limit_;
+  for (Candidate& candidate : result_.ranked) {
+    TRIDENT_ASSIGN_OR_RETURN(Evaluation evaluation, EvaluatePlan(costs_, candidate.plan, options));
+    candidate.evaluation.simulation.events = std::move(evaluation.simulation.events);
   }
   return Status::Ok();
 }

@@ -136,7 +136,7 @@ int PeakLive(bool split_backward, const std::vector<Action>& actions) {
   return peak;
 }
 
-SimulationResult Summarize(bool split_backward, const std::vector<Lane>& lanes,
+SimulationResult Summarize(bool split_backward, bool timeline, const std::vector<Lane>& lanes,
                            const LaneTimes& times) {
   SimulationResult result;
   size_t num_events = 0;
@@ -144,7 +144,8 @@ SimulationResult Summarize(bool split_backward, const std::vector<Lane>& lanes,
     if (!lane.empty()) result.makespan_ms = std::max(result.makespan_ms, lane.back().end_ms);
     num_events += lane.size();
   }
-  result.events.reserve(num_events);  // a search simulates plans of 10^5 actions and more
+  // A search simulates plans of 10^5 actions and more, and reads no timeline.
+  if (timeline) result.events.reserve(num_events);
   result.lanes.reserve(lanes.size());
   double idle_ms = 0;
   for (size_t i = 0; i < lanes.size(); ++i) {
@@ -152,6 +153,7 @@ SimulationResult Summarize(bool split_backward, const std::vector<Lane>& lanes,
     for (size_t k = 0; k < times[i].size(); ++k) {
       const ActionInterval& t = times[i][k];
       stats.busy_ms += t.end_ms - t.start_ms;
+      if (!timeline) continue;
       result.events.push_back({static_cast<int>(i), lanes[i].actions[k], t.start_ms, t.end_ms});
     }
     stats.idle_ms = result.makespan_ms - stats.busy_ms;
@@ -202,7 +204,7 @@ StatusOr<SimulationResult> Replay(const SimulationInput& in, int steps) {
                            "; hint: these replica counts cannot run this schedule round robin, "
                            "try others or another schedule");
   }
-  return Summarize(split, lanes, *times);
+  return Summarize(split, in.timeline, lanes, *times);
 }
 
 // `steps` copies of a one-step result, each starting when the previous one has ended.
