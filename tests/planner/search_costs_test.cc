@@ -1,7 +1,8 @@
 // The partition DP's costs of a search configuration (planner/search_costs.h): StageMsBelow
 // keeps the contract of PartitionCosts (StageMs below the limit, bit for bit; at least the
-// limit otherwise) on every stage of real configurations, at every sharding level, with stages
-// that do and do not fit in memory.
+// limit otherwise), and the costs the schedules and levels of a mesh share are those each
+// would compute alone, on every stage of real configurations, at every sharding level, with
+// stages that do and do not fit in memory.
 #include "planner/search_costs.h"
 
 #include <gtest/gtest.h>
@@ -31,11 +32,13 @@ std::vector<double> LimitsAround(double ms) {
 void ExpectBelowKeepsTheContract(const CostModel& model, const StageCosts& sc, const Config& c,
                                  int64_t memory_limit, SharedCosts* shared, int* infeasible) {
   const DpCosts costs(model, sc, c, memory_limit, shared);
+  const DpCosts alone(model, sc, c, memory_limit);  // nothing shared
   const int num_stages = c.pp * c.v;
   for (int k = 0; k < num_stages; ++k) {
     for (int first = 0; first < sc.NumLayers(); ++first) {
       for (int last = first; last < sc.NumLayers(); ++last) {
         const double ms = costs.StageMs(first, last, c.dp, k * c.dp, k, num_stages);
+        EXPECT_EQ(ms, alone.StageMs(first, last, c.dp, k * c.dp, k, num_stages));
         *infeasible += ms == kInf ? 1 : 0;
         for (double limit : LimitsAround(ms)) {
           const double below =
@@ -58,8 +61,8 @@ TEST(DpCosts, StageMsBelowIsStageMsUnderTheLimitAndAtLeastTheLimitOtherwise) {
   const StageCosts sc = *StageCosts::Create(model, 1, 2, true, 1, RecomputeMode::kNone);
   int infeasible = 0, stages = 0;
   for (int pp : {1, 2, 4}) {
+    SharedCosts shared(sc);  // shared by the schedules and levels of a mesh, as in the search
     for (ScheduleKind schedule : {ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B}) {
-      SharedCosts shared(sc);  // shared by the levels, as the search shares it
       for (DpSharding level :
            {DpSharding::kNone, DpSharding::kOptimizer, DpSharding::kGradients, DpSharding::kFull}) {
         Config c;
