@@ -190,12 +190,15 @@ class Memo {
   std::vector<double> boundary_ms_;
 };
 
-// The term of the recurrence for the last stage [i, j - 1] on r units ending at unit u, as
-// stage k - 1.
-double TermMs(const Problem& p, const Memo& memo, int i, int j, int u, int r, int k) {
-  double ms = memo.A(i, u - r, k - 1);
-  if (k > 1) ms = std::max(ms, memo.BoundaryRow(u - r)[static_cast<std::size_t>(i - 1)]);
-  return std::max(ms, p.costs->StageMs(i, j - 1, r, u - r, k - 1, p.stages));
+// Whether the term of the recurrence for the last stage [i, j - 1] on r units ending at unit
+// u, as stage k - 1, is at most limit_ms: the prefix and the boundary first, then the stage
+// (StageMs <= limit exactly when it is below the next double up).
+bool TermWithin(const Problem& p, const Memo& memo, int i, int j, int u, int r, int k,
+                double limit_ms) {
+  if (memo.A(i, u - r, k - 1) > limit_ms) return false;
+  if (k > 1 && memo.BoundaryRow(u - r)[static_cast<std::size_t>(i - 1)] > limit_ms) return false;
+  const double above_ms = std::nextafter(limit_ms, kInf);
+  return p.costs->StageMsBelow(i, j - 1, r, u - r, k - 1, p.stages, above_ms) <= limit_ms;
 }
 
 // min(best_ms, the terms for every first layer i of a last stage on r units), trying the
@@ -252,7 +255,7 @@ Stage PickLastStage(const Problem& p, const Memo& memo, int j, int u, int k, dou
     for (int r : p.allowed) {
       if (r > u) break;
       if (!memo.Useful(k - 1, u - r)) continue;
-      if (TermMs(p, memo, i, j, u, r, k) <= limit_ms) return Stage{i, j - 1, r, u - r};
+      if (TermWithin(p, memo, i, j, u, r, k, limit_ms)) return Stage{i, j - 1, r, u - r};
     }
   }
   TRIDENT_CHECK(false) << "no stage " << k - 1 << " ends at layer " << j - 1 << " and unit "
