@@ -158,12 +158,18 @@ class DpCosts : public PartitionCosts {
   }
 
   // StageMs is TimeMs or +inf, never below ComputeMs: the memory check and the communication
-  // wait until the compute is below the limit.
+  // wait until the compute, then a time already known, is below the limit.
   double StageMsBelow(int first, int last, int replicas, int first_unit, int stage_index,
                       int num_stages, double limit_ms) const override {
     const double compute_ms = ComputeMs(first, last, replicas);
     if (compute_ms >= limit_ms) return compute_ms;
-    return StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+    double* time_ms = TimeSlot(first, last, replicas, first_unit);
+    if (time_ms == nullptr)
+      return StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+    if (*time_ms >= limit_ms) return *time_ms;  // false while NaN: not yet known
+    if (!Fits(first, last, replicas, stage_index, num_stages)) return kInf;
+    if (std::isnan(*time_ms)) *time_ms = NewTimeMs(first, last, replicas, first_unit);
+    return *time_ms;
   }
 
   // TimeMs without the communication: at most TimeMs, whose other terms are >= 0 (adding them
@@ -186,12 +192,16 @@ class DpCosts : public PartitionCosts {
   // charges (planner/sharding_comm.h), the sharding's per-micro-batch part left exposed
   // included. From the shared costs where they apply.
   double TimeMs(int first, int last, int replicas, int first_unit) const {
-    if (shared_ == nullptr || !Uniform(replicas, first_unit)) {
-      return NewTimeMs(first, last, replicas, first_unit);
-    }
-    double& ms = TimeTableAt(first_unit)->At(first, last);
-    if (std::isnan(ms)) ms = NewTimeMs(first, last, replicas, first_unit);
-    return ms;
+    double* ms = TimeSlot(first, last, replicas, first_unit);
+    if (ms == nullptr) return NewTimeMs(first, last, replicas, first_unit);
+    if (std::isnan(*ms)) *ms = NewTimeMs(first, last, replicas, first_unit);
+    return *ms;
+  }
+
+  // The shared TimeMs of the stage (NaN until known), or nullptr where none is shared.
+  double* TimeSlot(int first, int last, int replicas, int first_unit) const {
+    if (shared_ == nullptr || !Uniform(replicas, first_unit)) return nullptr;
+    return &TimeTableAt(first_unit)->At(first, last);
   }
 
   double NewTimeMs(int first, int last, int replicas, int first_unit) const {
