@@ -69,24 +69,38 @@ struct Problem {
   double start_ms = kInf;
 };
 
-// reach[m]: the sums of exactly m allowed counts that are at most U, ascending. Built from the
+// Lists of ints, one per index m, stored one after another (a DP asks for P + 1 of them).
+struct Lists {
+  std::vector<int> values;
+  std::vector<std::size_t> ends;  // ends[m]: one past list m's last value
+  std::span<const int> Of(int m) const {
+    const std::size_t begin = m == 0 ? 0 : ends[static_cast<std::size_t>(m) - 1];
+    return {values.data() + begin, ends[static_cast<std::size_t>(m)] - begin};
+  }
+};
+
+// Of(m): the sums of exactly m allowed counts that are at most U, ascending. Built from the
 // sums themselves, not by scanning every v <= U: the uniform variant has one per m.
-std::vector<std::vector<int>> ReachableSums(const Problem& p) {
-  std::vector<std::vector<int>> reach(p.stages + 1);
-  reach[0] = {0};
+Lists ReachableSums(const Problem& p) {
+  Lists reach;
+  reach.values = {0};
+  reach.ends = {1};
   std::vector<char> seen(static_cast<std::size_t>(p.units) + 1, 0);
   for (int m = 1; m <= p.stages; ++m) {
-    for (int v : reach[m - 1]) {
+    const std::size_t begin = reach.values.size();
+    for (std::size_t at = begin - reach.Of(m - 1).size(); at < begin; ++at) {
+      const int v = reach.values[at];
       for (int r : p.allowed) {
         if (v + r > p.units) break;  // allowed is ascending
         if (!seen[v + r]) {
           seen[v + r] = 1;
-          reach[m].push_back(v + r);
+          reach.values.push_back(v + r);
         }
       }
     }
-    std::sort(reach[m].begin(), reach[m].end());
-    for (int v : reach[m]) seen[v] = 0;
+    std::sort(reach.values.begin() + static_cast<std::ptrdiff_t>(begin), reach.values.end());
+    for (std::size_t at = begin; at < reach.values.size(); ++at) seen[reach.values[at]] = 0;
+    reach.ends.push_back(reach.values.size());
   }
   return reach;
 }
@@ -96,23 +110,23 @@ std::vector<std::vector<int>> ReachableSums(const Problem& p) {
 // some k, -1 for the rest, so that the memo has no U-sized dimension (the uniform variant has
 // P + 1 slots).
 struct UnitCounts {
-  std::vector<std::vector<int>> useful_list;  // per k, ascending
+  Lists useful;  // per k, ascending
   std::vector<int> slot;
   int num_slots = 0;
 };
 
 UnitCounts FindUnitCounts(const Problem& p) {
-  std::vector<std::vector<int>> reach = ReachableSums(p);
+  const Lists reach = ReachableSums(p);
   UnitCounts counts;
-  counts.useful_list.resize(p.stages + 1);
   counts.slot.assign(p.units + 1, -1);
   for (int k = 0; k <= p.stages; ++k) {
-    const std::vector<int>& rest = reach[p.stages - k];
-    for (int u : reach[k]) {
+    const std::span<const int> rest = reach.Of(p.stages - k);
+    for (int u : reach.Of(k)) {
       if (!std::binary_search(rest.begin(), rest.end(), p.units - u)) continue;
-      counts.useful_list[k].push_back(u);
+      counts.useful.values.push_back(u);
       if (counts.slot[u] < 0) counts.slot[u] = counts.num_slots++;
     }
+    counts.useful.ends.push_back(counts.useful.values.size());
   }
   return counts;
 }
@@ -131,7 +145,7 @@ class Memo {
         boundary_ms_(static_cast<std::size_t>(counts_.num_slots) * row_, kInf) {
     std::size_t rows = 1;  // row 0: +inf
     for (int k = 0; k <= p.stages; ++k) {
-      for (int u : counts_.useful_list[k]) a_row_[ARowIndex(k, u)] = rows++;
+      for (int u : counts_.useful.Of(k)) a_row_[ARowIndex(k, u)] = rows++;
     }
     a_ms_.assign(rows * row_, kInf);
     jump_.assign(rows * row_, -1);
@@ -143,7 +157,7 @@ class Memo {
   }
 
   bool Useful(int k, int u) const { return counts_.slot[u] >= 0 && a_row_[ARowIndex(k, u)] != 0; }
-  const std::vector<int>& UsefulUnits(int k) const { return counts_.useful_list[k]; }
+  std::span<const int> UsefulUnits(int k) const { return counts_.useful.Of(k); }
   // A(j, u, k) for j in [0, L]. REQUIRES: Useful(k', u) for some k'; so below.
   std::span<const double> ARow(int u, int k) const { return {&a_ms_[ARowStart(k, u)], row_}; }
   double A(int j, int u, int k) const { return ARow(u, k)[static_cast<std::size_t>(j)]; }
@@ -279,7 +293,7 @@ std::vector<Stage> ReadBack(const Problem& p, const Memo& memo, double bottlenec
 Partition Solve(const Problem& p) {
   if (p.stages > p.layers) return Partition{};
   UnitCounts counts = FindUnitCounts(p);
-  if (counts.useful_list[p.stages].empty()) return Partition{};  // holds U alone, if anything
+  if (counts.useful.Of(p.stages).empty()) return Partition{};  // holds U alone, if anything
   Memo memo(p, std::move(counts));
   FillMemo(p, memo);
   double bottleneck_ms = memo.A(p.layers, p.units, p.stages);
