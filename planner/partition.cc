@@ -148,6 +148,7 @@ class Memo {
       for (int u : counts_.useful.Of(k)) a_row_[ARowIndex(k, u)] = rows++;
     }
     a_ms_.assign(rows * row_, kInf);
+    before_ms_.assign(rows * row_, kInf);
     jump_.assign(rows * row_, -1);
     for (int unit = 1; unit < p.units; ++unit) {
       if (counts_.slot[unit] < 0) continue;
@@ -165,19 +166,28 @@ class Memo {
   void SetA(int j, int u, int k, double ms) {
     a_ms_[ARowStart(k, u) + static_cast<std::size_t>(j)] = ms;
   }
-  // Jumps(u, k)[i]: the largest i' <= i whose value before a last stage from layer i' (see
-  // BestFirstLayer) is below start_ms, -1 if none. REQUIRES: SetJumps(u, k) ran.
+  // REQUIRES: Useful(k, u).
+  std::span<double> MutableARow(int u, int k) { return {&a_ms_[ARowStart(k, u)], row_}; }
+  // Before(u, k)[i]: the value before a last stage from layer i, after k stages on u units:
+  // A(i, u, k) and, when k > 0 and i > 0, the boundary at unit u after layer i - 1.
+  // Jumps(u, k)[i]: the largest i' <= i whose Before is below start_ms, -1 if none.
+  // REQUIRES: SetJumps(u, k) ran.
+  std::span<const double> Before(int u, int k) const {
+    return {&before_ms_[ARowStart(k, u)], row_};
+  }
   std::span<const int> Jumps(int u, int k) const { return {&jump_[ARowStart(k, u)], row_}; }
   // REQUIRES: Useful(k, u), and A(j, u, k) set for every j.
   void SetJumps(int u, int k, double start_ms) {
     std::span<const double> a = ARow(u, k);
     std::span<const double> boundary = BoundaryRow(u);
+    double* before = &before_ms_[ARowStart(k, u)];
     int* jump = &jump_[ARowStart(k, u)];
     int last = -1;
     for (std::size_t i = 0; i < row_; ++i) {
       double before_ms = a[i];
       if (k > 0 && i > 0) before_ms = std::max(before_ms, boundary[i - 1]);
       if (before_ms < start_ms) last = static_cast<int>(i);
+      before[i] = before_ms;
       jump[i] = last;
     }
   }
@@ -200,7 +210,8 @@ class Memo {
   UnitCounts counts_;
   std::vector<std::size_t> a_row_;  // per (k, slot): the row of A, 0 (all +inf) if not useful
   std::vector<double> a_ms_;
-  std::vector<int> jump_;  // per row of A: see Jumps
+  std::vector<double> before_ms_;  // per row of A: see Before
+  std::vector<int> jump_;          // per row of A: see Jumps
   std::vector<double> boundary_ms_;
 };
 
@@ -215,20 +226,24 @@ bool TermWithin(const Problem& p, const Memo& memo, int i, int j, int u, int r, 
   return p.costs->StageMsBelow(i, j - 1, r, u - r, k - 1, p.stages, above_ms) <= limit_ms;
 }
 
-// min(best_ms, the terms for every first layer i of a last stage on r units), trying the
+// What a state (j, u, k) reads of the filled entries with k - 1 stages on u - r units, for a
+// last stage on r units: the same for every j.
+struct Source {
+  int r;
+  std::span<const double> before_ms;  // Memo::Before(u - r, k - 1)
+  std::span<const int> jumps;         // Memo::Jumps(u - r, k - 1)
+};
+
+// min(best_ms, the terms for every first layer i of a last stage on src.r units), trying the
 // shortest stage first. StageMs (the expensive part) is skipped where the prefix alone reaches
 // best_ms, and when stages grow with layers the scan ends at the first stage that does. Only a
 // stage below best_ms is read exactly (StageMsBelow): one at or above it changes nothing.
-double BestFirstLayer(const Problem& p, const Memo& memo, int j, int u, int r, int k,
-                      double best_ms) {
-  std::span<const double> prefix_ms = memo.ARow(u - r, k - 1);
-  std::span<const double> boundary_ms = memo.BoundaryRow(u - r);
-  std::span<const int> jumps = memo.Jumps(u - r, k - 1);
+double BestFirstLayer(const Problem& p, const Source& src, int j, int u, int k, double best_ms) {
+  const int r = src.r;
   // The jumps pass over the first layers whose prefix alone reaches start_ms >= best_ms.
-  for (int i = jumps[static_cast<std::size_t>(j - 1)]; i >= k - 1;
-       i = i > 0 ? jumps[static_cast<std::size_t>(i - 1)] : -1) {
-    double before_ms = prefix_ms[static_cast<std::size_t>(i)];
-    if (k > 1) before_ms = std::max(before_ms, boundary_ms[static_cast<std::size_t>(i - 1)]);
+  for (int i = src.jumps[static_cast<std::size_t>(j - 1)]; i >= k - 1;
+       i = i > 0 ? src.jumps[static_cast<std::size_t>(i - 1)] : -1) {
+    const double before_ms = src.before_ms[static_cast<std::size_t>(i)];
     if (before_ms >= best_ms) continue;
     double stage_ms = p.costs->StageMsBelow(i, j - 1, r, u - r, k - 1, p.stages, best_ms);
     if (stage_ms < best_ms) {
@@ -240,24 +255,29 @@ double BestFirstLayer(const Problem& p, const Memo& memo, int j, int u, int r, i
   return best_ms;
 }
 
-// A(j, u, k) from the filled entries with k - 1 stages.
-double BestLastStage(const Problem& p, const Memo& memo, int j, int u, int k) {
-  double best_ms = p.start_ms;
+// A(j, u, k) for every j, from the filled entries with k - 1 stages.
+void FillRow(const Problem& p, Memo& memo, int u, int k, std::vector<Source>& sources) {
+  sources.clear();
   for (int r : p.allowed) {
     if (r > u) break;
-    if (memo.Useful(k - 1, u - r)) best_ms = BestFirstLayer(p, memo, j, u, r, k, best_ms);
+    if (!memo.Useful(k - 1, u - r)) continue;
+    sources.push_back({r, memo.Before(u - r, k - 1), memo.Jumps(u - r, k - 1)});
   }
-  return best_ms;
+  std::span<double> a = memo.MutableARow(u, k);
+  for (int j = k; j <= p.layers - (p.stages - k); ++j) {
+    double best_ms = p.start_ms;
+    for (const Source& src : sources) best_ms = BestFirstLayer(p, src, j, u, k, best_ms);
+    a[static_cast<std::size_t>(j)] = best_ms;
+  }
 }
 
 // Fills A in order of k. REQUIRES: memo.Useful(P, U).
 void FillMemo(const Problem& p, Memo& memo) {
   memo.SetA(0, 0, 0, 0.0);
   memo.SetJumps(0, 0, p.start_ms);
+  std::vector<Source> sources;
   for (int k = 1; k <= p.stages; ++k) {
-    for (int j = k; j <= p.layers - (p.stages - k); ++j) {
-      for (int u : memo.UsefulUnits(k)) memo.SetA(j, u, k, BestLastStage(p, memo, j, u, k));
-    }
+    for (int u : memo.UsefulUnits(k)) FillRow(p, memo, u, k, sources);
     for (int u : memo.UsefulUnits(k)) memo.SetJumps(u, k, p.start_ms);
   }
 }
