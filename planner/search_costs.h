@@ -164,8 +164,9 @@ class DpCosts : public PartitionCosts {
     const double compute_ms = ComputeMs(first, last, replicas);
     if (compute_ms >= limit_ms) return compute_ms;
     double* time_ms = TimeSlot(first, last, replicas, first_unit);
-    if (time_ms == nullptr)
+    if (time_ms == nullptr) {
       return StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+    }
     if (*time_ms >= limit_ms) return *time_ms;  // false while NaN: not yet known
     if (!Fits(first, last, replicas, stage_index, num_stages)) return kInf;
     if (std::isnan(*time_ms)) *time_ms = NewTimeMs(first, last, replicas, first_unit);
