@@ -281,6 +281,7 @@ StatusOr<Evaluation> EvaluatePlan(const CostModel& costs, const Plan& plan,
   input.send_activation_ms = BoundaryMs(costs, plan, ranks, by_mode);
   input.replicas = plan.PositionReplicas();
   if (plan.schedule == ScheduleKind::kPipeDream) input.steps = options.pipedream_steps;
+  input.timeline = options.timeline;
   TRIDENT_ASSIGN_OR_RETURN(ev.simulation, Simulate(input));
   for (const StageTimes& t : input.stages) ev.stage_ms.push_back(t.fwd_ms + t.bwd_ms + t.weight_ms);
   ev.bottleneck_stage = BottleneckStage(plan, ev.stage_ms);

@@ -99,6 +99,7 @@ struct Evaluation {
 struct EvaluateOptions {
   int64_t memory_limit_bytes = 0;  // 0: the device's memory
   int pipedream_steps = 4;         // steps replayed to reach PipeDream's steady state
+  bool timeline = true;            // false: simulation.events left empty, all else the same
 };
 
 // REQUIRES: plan.Validate() is ok. Fails when the cost model lacks a layer's costs at the

@@ -69,24 +69,38 @@ struct Problem {
   double start_ms = kInf;
 };
 
-// reach[m]: the sums of exactly m allowed counts that are at most U, ascending. Built from the
+// Lists of ints, one per index m, stored one after another (a DP asks for P + 1 of them).
+struct Lists {
+  std::vector<int> values;
+  std::vector<std::size_t> ends;  // ends[m]: one past list m's last value
+  std::span<const int> Of(int m) const {
+    const std::size_t begin = m == 0 ? 0 : ends[static_cast<std::size_t>(m) - 1];
+    return {values.data() + begin, ends[static_cast<std::size_t>(m)] - begin};
+  }
+};
+
+// Of(m): the sums of exactly m allowed counts that are at most U, ascending. Built from the
 // sums themselves, not by scanning every v <= U: the uniform variant has one per m.
-std::vector<std::vector<int>> ReachableSums(const Problem& p) {
-  std::vector<std::vector<int>> reach(p.stages + 1);
-  reach[0] = {0};
+Lists ReachableSums(const Problem& p) {
+  Lists reach;
+  reach.values = {0};
+  reach.ends = {1};
   std::vector<char> seen(static_cast<std::size_t>(p.units) + 1, 0);
   for (int m = 1; m <= p.stages; ++m) {
-    for (int v : reach[m - 1]) {
+    const std::size_t begin = reach.values.size();
+    for (std::size_t at = begin - reach.Of(m - 1).size(); at < begin; ++at) {
+      const int v = reach.values[at];
       for (int r : p.allowed) {
         if (v + r > p.units) break;  // allowed is ascending
         if (!seen[v + r]) {
           seen[v + r] = 1;
-          reach[m].push_back(v + r);
+          reach.values.push_back(v + r);
         }
       }
     }
-    std::sort(reach[m].begin(), reach[m].end());
-    for (int v : reach[m]) seen[v] = 0;
+    std::sort(reach.values.begin() + static_cast<std::ptrdiff_t>(begin), reach.values.end());
+    for (std::size_t at = begin; at < reach.values.size(); ++at) seen[reach.values[at]] = 0;
+    reach.ends.push_back(reach.values.size());
   }
   return reach;
 }
@@ -96,23 +110,23 @@ std::vector<std::vector<int>> ReachableSums(const Problem& p) {
 // some k, -1 for the rest, so that the memo has no U-sized dimension (the uniform variant has
 // P + 1 slots).
 struct UnitCounts {
-  std::vector<std::vector<int>> useful_list;  // per k, ascending
+  Lists useful;  // per k, ascending
   std::vector<int> slot;
   int num_slots = 0;
 };
 
 UnitCounts FindUnitCounts(const Problem& p) {
-  std::vector<std::vector<int>> reach = ReachableSums(p);
+  const Lists reach = ReachableSums(p);
   UnitCounts counts;
-  counts.useful_list.resize(p.stages + 1);
   counts.slot.assign(p.units + 1, -1);
   for (int k = 0; k <= p.stages; ++k) {
-    const std::vector<int>& rest = reach[p.stages - k];
-    for (int u : reach[k]) {
+    const std::span<const int> rest = reach.Of(p.stages - k);
+    for (int u : reach.Of(k)) {
       if (!std::binary_search(rest.begin(), rest.end(), p.units - u)) continue;
-      counts.useful_list[k].push_back(u);
+      counts.useful.values.push_back(u);
       if (counts.slot[u] < 0) counts.slot[u] = counts.num_slots++;
     }
+    counts.useful.ends.push_back(counts.useful.values.size());
   }
   return counts;
 }
@@ -131,9 +145,10 @@ class Memo {
         boundary_ms_(static_cast<std::size_t>(counts_.num_slots) * row_, kInf) {
     std::size_t rows = 1;  // row 0: +inf
     for (int k = 0; k <= p.stages; ++k) {
-      for (int u : counts_.useful_list[k]) a_row_[ARowIndex(k, u)] = rows++;
+      for (int u : counts_.useful.Of(k)) a_row_[ARowIndex(k, u)] = rows++;
     }
     a_ms_.assign(rows * row_, kInf);
+    before_ms_.assign(rows * row_, kInf);
     jump_.assign(rows * row_, -1);
     for (int unit = 1; unit < p.units; ++unit) {
       if (counts_.slot[unit] < 0) continue;
@@ -143,7 +158,7 @@ class Memo {
   }
 
   bool Useful(int k, int u) const { return counts_.slot[u] >= 0 && a_row_[ARowIndex(k, u)] != 0; }
-  const std::vector<int>& UsefulUnits(int k) const { return counts_.useful_list[k]; }
+  std::span<const int> UsefulUnits(int k) const { return counts_.useful.Of(k); }
   // A(j, u, k) for j in [0, L]. REQUIRES: Useful(k', u) for some k'; so below.
   std::span<const double> ARow(int u, int k) const { return {&a_ms_[ARowStart(k, u)], row_}; }
   double A(int j, int u, int k) const { return ARow(u, k)[static_cast<std::size_t>(j)]; }
@@ -151,19 +166,28 @@ class Memo {
   void SetA(int j, int u, int k, double ms) {
     a_ms_[ARowStart(k, u) + static_cast<std::size_t>(j)] = ms;
   }
-  // Jumps(u, k)[i]: the largest i' <= i whose value before a last stage from layer i' (see
-  // BestFirstLayer) is below start_ms, -1 if none. REQUIRES: SetJumps(u, k) ran.
+  // REQUIRES: Useful(k, u).
+  std::span<double> MutableARow(int u, int k) { return {&a_ms_[ARowStart(k, u)], row_}; }
+  // Before(u, k)[i]: the value before a last stage from layer i, after k stages on u units:
+  // A(i, u, k) and, when k > 0 and i > 0, the boundary at unit u after layer i - 1.
+  // Jumps(u, k)[i]: the largest i' <= i whose Before is below start_ms, -1 if none.
+  // REQUIRES: SetJumps(u, k) ran.
+  std::span<const double> Before(int u, int k) const {
+    return {&before_ms_[ARowStart(k, u)], row_};
+  }
   std::span<const int> Jumps(int u, int k) const { return {&jump_[ARowStart(k, u)], row_}; }
   // REQUIRES: Useful(k, u), and A(j, u, k) set for every j.
   void SetJumps(int u, int k, double start_ms) {
     std::span<const double> a = ARow(u, k);
     std::span<const double> boundary = BoundaryRow(u);
+    double* before = &before_ms_[ARowStart(k, u)];
     int* jump = &jump_[ARowStart(k, u)];
     int last = -1;
     for (std::size_t i = 0; i < row_; ++i) {
       double before_ms = a[i];
       if (k > 0 && i > 0) before_ms = std::max(before_ms, boundary[i - 1]);
       if (before_ms < start_ms) last = static_cast<int>(i);
+      before[i] = before_ms;
       jump[i] = last;
     }
   }
@@ -186,33 +210,42 @@ class Memo {
   UnitCounts counts_;
   std::vector<std::size_t> a_row_;  // per (k, slot): the row of A, 0 (all +inf) if not useful
   std::vector<double> a_ms_;
-  std::vector<int> jump_;  // per row of A: see Jumps
+  std::vector<double> before_ms_;  // per row of A: see Before
+  std::vector<int> jump_;          // per row of A: see Jumps
   std::vector<double> boundary_ms_;
 };
 
-// The term of the recurrence for the last stage [i, j - 1] on r units ending at unit u, as
-// stage k - 1.
-double TermMs(const Problem& p, const Memo& memo, int i, int j, int u, int r, int k) {
-  double ms = memo.A(i, u - r, k - 1);
-  if (k > 1) ms = std::max(ms, memo.BoundaryRow(u - r)[static_cast<std::size_t>(i - 1)]);
-  return std::max(ms, p.costs->StageMs(i, j - 1, r, u - r, k - 1, p.stages));
+// Whether the term of the recurrence for the last stage [i, j - 1] on r units ending at unit
+// u, as stage k - 1, is at most limit_ms: the prefix and the boundary first, then the stage
+// (StageMs <= limit exactly when it is below the next double up).
+bool TermWithin(const Problem& p, const Memo& memo, int i, int j, int u, int r, int k,
+                double limit_ms) {
+  if (memo.A(i, u - r, k - 1) > limit_ms) return false;
+  if (k > 1 && memo.BoundaryRow(u - r)[static_cast<std::size_t>(i - 1)] > limit_ms) return false;
+  const double above_ms = std::nextafter(limit_ms, kInf);
+  return p.costs->StageMsBelow(i, j - 1, r, u - r, k - 1, p.stages, above_ms) <= limit_ms;
 }
 
-// min(best_ms, the terms for every first layer i of a last stage on r units), trying the
+// What a state (j, u, k) reads of the filled entries with k - 1 stages on u - r units, for a
+// last stage on r units: the same for every j.
+struct Source {
+  int r;
+  std::span<const double> before_ms;  // Memo::Before(u - r, k - 1)
+  std::span<const int> jumps;         // Memo::Jumps(u - r, k - 1)
+};
+
+// min(best_ms, the terms for every first layer i of a last stage on src.r units), trying the
 // shortest stage first. StageMs (the expensive part) is skipped where the prefix alone reaches
-// best_ms, and when stages grow with layers the scan ends at the first stage that does.
-double BestFirstLayer(const Problem& p, const Memo& memo, int j, int u, int r, int k,
-                      double best_ms) {
-  std::span<const double> prefix_ms = memo.ARow(u - r, k - 1);
-  std::span<const double> boundary_ms = memo.BoundaryRow(u - r);
-  std::span<const int> jumps = memo.Jumps(u - r, k - 1);
+// best_ms, and when stages grow with layers the scan ends at the first stage that does. Only a
+// stage below best_ms is read exactly (StageMsBelow): one at or above it changes nothing.
+double BestFirstLayer(const Problem& p, const Source& src, int j, int u, int k, double best_ms) {
+  const int r = src.r;
   // The jumps pass over the first layers whose prefix alone reaches start_ms >= best_ms.
-  for (int i = jumps[static_cast<std::size_t>(j - 1)]; i >= k - 1;
-       i = i > 0 ? jumps[static_cast<std::size_t>(i - 1)] : -1) {
-    double before_ms = prefix_ms[static_cast<std::size_t>(i)];
-    if (k > 1) before_ms = std::max(before_ms, boundary_ms[static_cast<std::size_t>(i - 1)]);
+  for (int i = src.jumps[static_cast<std::size_t>(j - 1)]; i >= k - 1;
+       i = i > 0 ? src.jumps[static_cast<std::size_t>(i - 1)] : -1) {
+    const double before_ms = src.before_ms[static_cast<std::size_t>(i)];
     if (before_ms >= best_ms) continue;
-    double stage_ms = p.costs->StageMs(i, j - 1, r, u - r, k - 1, p.stages);
+    double stage_ms = p.costs->StageMsBelow(i, j - 1, r, u - r, k - 1, p.stages, best_ms);
     if (stage_ms < best_ms) {
       best_ms = std::max(before_ms, stage_ms);
     } else if (p.stage_grows_with_layers) {
@@ -222,24 +255,29 @@ double BestFirstLayer(const Problem& p, const Memo& memo, int j, int u, int r, i
   return best_ms;
 }
 
-// A(j, u, k) from the filled entries with k - 1 stages.
-double BestLastStage(const Problem& p, const Memo& memo, int j, int u, int k) {
-  double best_ms = p.start_ms;
+// A(j, u, k) for every j, from the filled entries with k - 1 stages.
+void FillRow(const Problem& p, Memo& memo, int u, int k, std::vector<Source>& sources) {
+  sources.clear();
   for (int r : p.allowed) {
     if (r > u) break;
-    if (memo.Useful(k - 1, u - r)) best_ms = BestFirstLayer(p, memo, j, u, r, k, best_ms);
+    if (!memo.Useful(k - 1, u - r)) continue;
+    sources.push_back({r, memo.Before(u - r, k - 1), memo.Jumps(u - r, k - 1)});
   }
-  return best_ms;
+  std::span<double> a = memo.MutableARow(u, k);
+  for (int j = k; j <= p.layers - (p.stages - k); ++j) {
+    double best_ms = p.start_ms;
+    for (const Source& src : sources) best_ms = BestFirstLayer(p, src, j, u, k, best_ms);
+    a[static_cast<std::size_t>(j)] = best_ms;
+  }
 }
 
 // Fills A in order of k. REQUIRES: memo.Useful(P, U).
 void FillMemo(const Problem& p, Memo& memo) {
   memo.SetA(0, 0, 0, 0.0);
   memo.SetJumps(0, 0, p.start_ms);
+  std::vector<Source> sources;
   for (int k = 1; k <= p.stages; ++k) {
-    for (int j = k; j <= p.layers - (p.stages - k); ++j) {
-      for (int u : memo.UsefulUnits(k)) memo.SetA(j, u, k, BestLastStage(p, memo, j, u, k));
-    }
+    for (int u : memo.UsefulUnits(k)) FillRow(p, memo, u, k, sources);
     for (int u : memo.UsefulUnits(k)) memo.SetJumps(u, k, p.start_ms);
   }
 }
@@ -251,7 +289,7 @@ Stage PickLastStage(const Problem& p, const Memo& memo, int j, int u, int k, dou
     for (int r : p.allowed) {
       if (r > u) break;
       if (!memo.Useful(k - 1, u - r)) continue;
-      if (TermMs(p, memo, i, j, u, r, k) <= limit_ms) return Stage{i, j - 1, r, u - r};
+      if (TermWithin(p, memo, i, j, u, r, k, limit_ms)) return Stage{i, j - 1, r, u - r};
     }
   }
   TRIDENT_CHECK(false) << "no stage " << k - 1 << " ends at layer " << j - 1 << " and unit "
@@ -275,7 +313,7 @@ std::vector<Stage> ReadBack(const Problem& p, const Memo& memo, double bottlenec
 Partition Solve(const Problem& p) {
   if (p.stages > p.layers) return Partition{};
   UnitCounts counts = FindUnitCounts(p);
-  if (counts.useful_list[p.stages].empty()) return Partition{};  // holds U alone, if anything
+  if (counts.useful.Of(p.stages).empty()) return Partition{};  // holds U alone, if anything
   Memo memo(p, std::move(counts));
   FillMemo(p, memo);
   double bottleneck_ms = memo.A(p.layers, p.units, p.stages);

@@ -48,6 +48,13 @@ class PartitionCosts {
   // if infeasible.
   virtual double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
                          int num_stages) const = 0;
+  // StageMs when it is below `limit_ms`, else any value >= limit_ms: what the DP reads of a
+  // candidate stage it compares with the best found, so that costs may leave out the work (a
+  // memory check, say) that cannot bring a stage under the limit. Default: StageMs.
+  virtual double StageMsBelow(int first, int last, int replicas, int first_unit, int stage_index,
+                              int num_stages, double /*limit_ms*/) const {
+    return StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+  }
   // Time to move the activation across the cut after layer `last_of_left` when the right
   // stage starts at unit `boundary_unit` (a two-level network: the cost may depend on whether
   // the boundary crosses a node); per direction.

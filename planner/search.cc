@@ -179,7 +179,8 @@ class Searcher {
              std::vector<PlanStage> stages);
   const StageCosts* CostsFor(const Config& c);
   Plan MakePlan(const Scored& scored) const;
-  StatusOr<SearchResult> Rank();
+  Status Rank();
+  Status AddTimelines();
   std::vector<ScheduleKind> Schedules() const;
   std::vector<RecomputeMode> RecomputeModes() const;
 
@@ -611,12 +612,14 @@ auto CandidateKey(const Candidate& c) {
 
 std::string GiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes)); }
 
-StatusOr<SearchResult> Searcher::Rank() {
+// Fills result_.ranked (best first).
+Status Searcher::Rank() {
   std::stable_sort(pool_.begin(), pool_.end(), [](const Scored& a, const Scored& b) {
     return std::tuple(a.estimate_ms, a.config.Key()) < std::tuple(b.estimate_ms, b.config.Key());
   });
   EvaluateOptions options;
   options.memory_limit_bytes = memory_limit_;
+  options.timeline = false;  // only the kept candidates' timelines are built, at the end
   // Uniform and per-stage replication each get `rerank` simulations (of at most 4 · rerank
   // tries), so the more numerous per-stage candidates never crowd out a uniform plan.
   const int budget = 4 * request_.rerank;
@@ -650,7 +653,18 @@ StatusOr<SearchResult> Searcher::Rank() {
   if (static_cast<int>(result_.ranked.size()) > request_.runners_up + 1) {
     result_.ranked.resize(request_.runners_up + 1);
   }
-  return result_;
+  return AddTimelines();
+}
+
+// The simulated timeline of each ranked candidate, which Rank's evaluations left out.
+Status Searcher::AddTimelines() {
+  EvaluateOptions options;
+  options.memory_limit_bytes = memory_limit_;
+  for (Candidate& candidate : result_.ranked) {
+    TRIDENT_ASSIGN_OR_RETURN(Evaluation evaluation, EvaluatePlan(costs_, candidate.plan, options));
+    candidate.evaluation.simulation.events = std::move(evaluation.simulation.events);
+  }
+  return Status::Ok();
 }
 
 // "fits nowhere" with the shortfall and the devices that would give the leanest plan enough
@@ -682,12 +696,10 @@ Status Searcher::NothingFits(const SearchResult& result) const {
 StatusOr<SearchResult> Searcher::Run() {
   TRIDENT_RETURN_IF_ERROR(CheckRequest());
   for (int tp : costs_.TensorParallelDegrees()) ForTp(tp);
-  TRIDENT_ASSIGN_OR_RETURN(SearchResult result, Rank());
-  if (!result.ranked.empty()) return result;
+  TRIDENT_RETURN_IF_ERROR(Rank());
+  if (!result_.ranked.empty()) return std::move(result_);
   for (const Config& c : infeasible_) TrackLeastMemory(c);
-  result.least_memory_bytes = result_.least_memory_bytes;
-  result.least_memory_config = result_.least_memory_config;
-  if (result.least_memory_bytes > 0) return NothingFits(result);
+  if (result_.least_memory_bytes > 0) return NothingFits(result_);
   return InvalidArgument("no configuration of " + request_.model.name + " on " +
                          std::to_string(request_.devices) +
                          " devices satisfies the constraints (tp dividing the heads and the "

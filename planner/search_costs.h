@@ -47,8 +47,9 @@ std::string Describe(const Config& c);
 
 // What the partition DPs of one mesh, micro-batch size and recompute mode share across their
 // schedules and sharding levels, filled as they ask: each layer range's collectives on each set
-// of links (ShardCollectivesOf: its bytes and links alone decide them) and each cut's boundary
-// transfer (the mesh alone places it). The values are those the DPs would compute, bit for bit.
+// of links (ShardCollectivesOf: its bytes and links alone decide them), its time at each level
+// on each set of links (DpCosts::TimeMs) and each cut's boundary transfer (the mesh alone
+// places it). The values are those the DPs would compute, bit for bit.
 class SharedCosts {
  public:
   explicit SharedCosts(const StageCosts& costs) : costs_(costs) {}
@@ -73,6 +74,29 @@ class SharedCosts {
     // rows_[first][last - first], allocated as the DPs reach them.
     std::vector<std::vector<std::optional<ShardCollectives>>> rows_;
   };
+
+  // DpCosts::TimeMs of layers [first, last] at one sharding level on one set of links (NaN: not
+  // yet known): it reads neither the schedule nor v, so the DPs of every schedule share it.
+  class TimeTable {
+   public:
+    explicit TimeTable(int layers) : rows_(static_cast<size_t>(layers)) {}
+    double& At(int first, int last) {
+      std::vector<double>& row = rows_[first];
+      if (row.empty()) row.assign(rows_.size() - first, std::numeric_limits<double>::quiet_NaN());
+      return row[last - first];
+    }
+
+   private:
+    // rows_[first][last - first], allocated as the DPs reach them.
+    std::vector<std::vector<double>> rows_;
+  };
+
+  TimeTable* TimesFor(DpSharding level, const ShardGroupLinks& links) {
+    auto key = std::tuple(level, links.ranks, links.level, links.shard_ranks, links.shard_level);
+    auto it = times_.find(key);
+    if (it == times_.end()) it = times_.emplace(key, TimeTable(costs_.NumLayers())).first;
+    return &it->second;
+  }
 
   Table* TableFor(bool sharded, const ShardGroupLinks& links) {
     auto key = std::tuple(sharded, links.ranks, links.level, links.shard_ranks, links.shard_level);
@@ -106,6 +130,7 @@ class SharedCosts {
  private:
   const StageCosts& costs_;
   std::map<std::tuple<bool, int, int, int, int>, Table> tables_;
+  std::map<std::tuple<DpSharding, int, int, int, int>, TimeTable> times_;
   std::map<int, std::vector<double>> boundaries_;
   std::map<std::pair<DpSharding, int>, Partition> one_f_one_b_;
 };
@@ -125,13 +150,62 @@ class DpCosts : public PartitionCosts {
 
   int NumLayers() const override { return costs_.NumLayers(); }
 
+  // TimeMs, or +inf where the stage does not fit in memory.
   double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
                  int num_stages) const override {
-    const int pp = num_stages / config_.v;
-    if (Memory(first, last, replicas, stage_index % pp, pp).Total() > memory_limit_) return kInf;
-    // Per micro-batch of the step: the busiest lane's ceil(M / r) micro-batches of compute
-    // (round robin) and the data-parallel communication the evaluation charges
-    // (planner/sharding_comm.h), the sharding's per-micro-batch part left exposed included.
+    if (!Fits(first, last, replicas, stage_index, num_stages)) return kInf;
+    return TimeMs(first, last, replicas, first_unit);
+  }
+
+  // StageMs is TimeMs or +inf, never below ComputeMs: the memory check and the communication
+  // wait until the compute, then a time already known, is below the limit.
+  double StageMsBelow(int first, int last, int replicas, int first_unit, int stage_index,
+                      int num_stages, double limit_ms) const override {
+    const double compute_ms = ComputeMs(first, last, replicas);
+    if (compute_ms >= limit_ms) return compute_ms;
+    double* time_ms = TimeSlot(first, last, replicas, first_unit);
+    if (time_ms == nullptr) {
+      return StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+    }
+    if (*time_ms >= limit_ms) return *time_ms;  // false while NaN: not yet known
+    if (!Fits(first, last, replicas, stage_index, num_stages)) return kInf;
+    if (std::isnan(*time_ms)) *time_ms = NewTimeMs(first, last, replicas, first_unit);
+    return *time_ms;
+  }
+
+  // TimeMs without the communication: at most TimeMs, whose other terms are >= 0 (adding them
+  // rounds to no less).
+  double ComputeMs(int first, int last, int replicas) const {
+    const int lane = replicas == config_.dp ? context_.micro_batches
+                                            : LaneMicroBatches(config_.micro_batches, replicas, 0);
+    return costs_.Times(first, last).Total() * lane / config_.micro_batches;
+  }
+
+  bool Fits(int first, int last, int replicas, int stage_index, int num_stages) const {
+    // num_stages / v and stage_index % pp, without dividing where the DP is c's own.
+    const int pp = num_stages == config_.pp * config_.v ? config_.pp : num_stages / config_.v;
+    const int position = stage_index < pp ? stage_index : stage_index % pp;
+    return Memory(first, last, replicas, position, pp).Total() <= memory_limit_;
+  }
+
+  // The stage's time per micro-batch of the step, memory aside: the busiest lane's ceil(M / r)
+  // micro-batches of compute (round robin) and the data-parallel communication the evaluation
+  // charges (planner/sharding_comm.h), the sharding's per-micro-batch part left exposed
+  // included. From the shared costs where they apply.
+  double TimeMs(int first, int last, int replicas, int first_unit) const {
+    double* ms = TimeSlot(first, last, replicas, first_unit);
+    if (ms == nullptr) return NewTimeMs(first, last, replicas, first_unit);
+    if (std::isnan(*ms)) *ms = NewTimeMs(first, last, replicas, first_unit);
+    return *ms;
+  }
+
+  // The shared TimeMs of the stage (NaN until known), or nullptr where none is shared.
+  double* TimeSlot(int first, int last, int replicas, int first_unit) const {
+    if (shared_ == nullptr || !Uniform(replicas, first_unit)) return nullptr;
+    return &TimeTableAt(first_unit)->At(first, last);
+  }
+
+  double NewTimeMs(int first, int last, int replicas, int first_unit) const {
     const double m = config_.micro_batches;
     const int lane = replicas == config_.dp ? context_.micro_batches
                                             : LaneMicroBatches(config_.micro_batches, replicas, 0);
@@ -261,6 +335,17 @@ class DpCosts : public PartitionCosts {
     return table;
   }
 
+  // REQUIRES: Uniform(dp, first_unit).
+  SharedCosts::TimeTable* TimeTableAt(int first_unit) const {
+    const size_t stage = static_cast<size_t>(first_unit / config_.dp);
+    if (time_tables_.size() <= stage) time_tables_.resize(stage + 1);
+    SharedCosts::TimeTable*& table = time_tables_[stage];
+    if (table == nullptr) {
+      table = shared_->TimesFor(config_.sharding, Links(config_.dp, first_unit));
+    }
+    return table;
+  }
+
   const CostModel& model_;
   const StageCosts& costs_;
   Config config_;
@@ -269,6 +354,7 @@ class DpCosts : public PartitionCosts {
   SharedCosts* shared_;
   mutable std::vector<std::optional<ShardGroupLinks>> links_;
   mutable std::vector<SharedCosts::Table*> tables_;
+  mutable std::vector<SharedCosts::TimeTable*> time_tables_;
   mutable std::vector<double>* boundary_row_ = nullptr;
   mutable int boundary_unit_ = -1;
 };

@@ -60,6 +60,7 @@ struct SimulationInput {
   std::vector<double> send_activation_ms;  // one per boundary s -> s+1, s < NumStages() - 1
   std::vector<int> replicas;               // one per position, 1..M; empty: one replica each
   int steps = 1;                           // consecutive steps to replay
+  bool timeline = true;                    // false: SimulationResult::events left empty
 };
 
 struct LaneStats {

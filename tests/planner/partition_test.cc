@@ -152,6 +152,35 @@ class RaisedCosts : public PartitionCosts {
   HashedCosts hashed_;
 };
 
+// The same costs answering StageMsBelow loosely: at or above the limit, the limit, the stage's
+// own cost or infinity, as a hash of the arguments picks.
+class LooseAboveLimit : public PartitionCosts {
+ public:
+  LooseAboveLimit(const PartitionCosts& costs, std::uint64_t seed)
+      : costs_(costs), hashed_(costs.NumLayers(), seed) {}
+  int NumLayers() const override { return costs_.NumLayers(); }
+  double StageMs(int first, int last, int replicas, int first_unit, int stage_index,
+                 int num_stages) const override {
+    return costs_.StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+  }
+  double StageMsBelow(int first, int last, int replicas, int first_unit, int stage_index,
+                      int num_stages, double limit_ms) const override {
+    const double ms = StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+    if (ms < limit_ms) return ms;
+    const double h = hashed_.StageMs(first, last, replicas, first_unit, stage_index, num_stages);
+    const int pick = h == kInf ? 0 : static_cast<int>(h) % 3;
+    return pick == 0 ? kInf : pick == 1 ? limit_ms : ms;
+  }
+  double BoundaryMs(int last_of_left, int boundary_unit) const override {
+    return costs_.BoundaryMs(last_of_left, boundary_unit);
+  }
+  bool StageMsGrowsWithLayers() const override { return costs_.StageMsGrowsWithLayers(); }
+
+ private:
+  const PartitionCosts& costs_;
+  HashedCosts hashed_;
+};
+
 // ---- Seeded random instances against the brute force ----
 
 struct RandomShape {
@@ -271,6 +300,12 @@ void CheckRandomInstance(std::uint32_t seed, const RandomShape& shape, Tally& ta
   int replicas = Uniform(rng, 1, units / num_stages);
   CheckVariants(costs, num_stages, units, replicas, tally);
   CheckVariants(ExhaustiveScan(costs), num_stages, units, replicas, tally);
+  // Costs that skip work at or above the DP's limit (StageMsBelow) give the same partitions.
+  const LooseAboveLimit loose(costs, seed);
+  CheckVariants(loose, num_stages, units, replicas, tally);
+  CheckVariants(LooseAboveLimit(ExhaustiveScan(costs), seed), num_stages, units, replicas, tally);
+  ExpectAboveKeepsTheResult(loose, num_stages, replicas, seed, &tally.kept);
+  tally.above_runs += 3;
   ExpectAboveKeepsTheResult(costs, num_stages, replicas, seed, &tally.kept);
   tally.above_runs += 3;
   ++tally.instances;
@@ -292,7 +327,7 @@ Tally CheckRandomInstances(std::uint32_t first_seed, int count, const RandomShap
 }
 
 // 4 x 600 = 2,400 table-cost instances (+ 400 hashed below), each checked for uniform, {1..U}
-// and powers-of-two replication, with and without pruning.
+// and powers-of-two replication, with and without pruning, with exact and loose StageMsBelow.
 TEST(PartitionRandom, OneLevelNetworkMatchesBruteForce) {
   EXPECT_EQ(CheckRandomInstances(1000, 600, {.two_level = false}).instances, 600);
 }
@@ -320,8 +355,10 @@ TEST(PartitionRandom, HashedCostsMatchBruteForce) {
     int num_layers = Uniform(rng, 1, 8);
     int units = Uniform(rng, 1, 12);
     int num_stages = Uniform(rng, 1, std::min(num_layers, units));
-    CheckVariants(HashedCosts(num_layers, seed), num_stages, units,
-                  Uniform(rng, 1, units / num_stages), tally);
+    const HashedCosts hashed(num_layers, seed);
+    const int replicas = Uniform(rng, 1, units / num_stages);
+    CheckVariants(hashed, num_stages, units, replicas, tally);
+    CheckVariants(LooseAboveLimit(hashed, seed + 1), num_stages, units, replicas, tally);
     ++tally.instances;
   }
   EXPECT_GT(tally.infeasible, 0);
