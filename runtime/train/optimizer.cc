@@ -68,8 +68,7 @@ void Optimizer::Step(int64_t step, int64_t update, double grad_scale) {
   Step(step, update, grad_scale, std::move(grads));
 }
 
-void Optimizer::Step(int64_t step, int64_t update, double grad_scale,
-                     std::vector<Tensor> grads) {
+void Optimizer::Step(int64_t step, int64_t update, double grad_scale, std::vector<Tensor> grads) {
   const float lr = static_cast<float>(options_.schedule.At(step));
   for (size_t i = 0; i < parameters_->size(); ++i) {
     Parameter& p = (*parameters_)[i].param;

@@ -35,7 +35,8 @@ struct RankRun {
   std::vector<StepSummary> steps;   // from on_step, in order
   std::vector<size_t> stats_sizes;  // StepResult::ranks.size() of each step
   int64_t start_step = -1;
-  int64_t peak_bytes = 0;  // the highest RankStepStats::peak_memory_bytes of any rank and step (rank 0)
+  int64_t peak_bytes =
+      0;  // the highest RankStepStats::peak_memory_bytes of any rank and step (rank 0)
 };
 
 struct TrainRun {
