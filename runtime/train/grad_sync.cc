@@ -216,8 +216,9 @@ Status GradSync::Finish(std::chrono::milliseconds timeout) {
 
 Status GradSync::GatherParameters() {
   if (!shard_.sharded()) return Status::Ok();
-  for (Bucket& b : buckets_)
+  for (Bucket& b : buckets_) {
     TRIDENT_RETURN_IF_ERROR(GatherChunks(b.params, b.chunks, b.mine, b.flat));
+  }
   for (const LayerGrads& layer : layers_) {
     if (layer.own == 0) continue;
     const std::vector<Parameter*> own(layer.params.begin(), layer.params.begin() + layer.own);
