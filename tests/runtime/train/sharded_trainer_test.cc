@@ -153,9 +153,9 @@ TEST(DpShardTest, GroupsAreBlocksOfTheGradGroup) {
   EXPECT_EQ(ReplicateGroupOf(grad, 6, 13), (std::vector<int>{13}));
 }
 
-// A checkpoint written after 3 sharded dp 2 steps resumes under dp 4 sharded in groups of 2,
-// under dp 1 and under dp 2 unsharded, and every resumed run's next losses equal those of the
-// run that never stopped.
+// A checkpoint written after 3 sharded dp 2 steps resumes under dp 4 sharded in groups of 2
+// (the optimizer state, or also the gradients), under dp 1 and under dp 2 unsharded, and every
+// resumed run's next losses equal those of the run that never stopped.
 TEST(ShardedCheckpointTest, ResumesUnderAnotherShardingAndDp) {
   TempDir dir;
   const std::string path = dir.path() + "/ckpt";
@@ -172,6 +172,7 @@ TEST(ShardedCheckpointTest, ResumesUnderAnotherShardingAndDp) {
   ASSERT_TRUE(first.status.ok()) << first.status.ToString();
   const std::vector<std::pair<ShardCase, DpSharding>> resumes = {
       {ShardCase{"dp4_shard2", PlanShape{.replicas = {4}}, 1, 2}, DpSharding::kOptimizer},
+      {ShardCase{"dp4_shard2_gradients", PlanShape{.replicas = {4}}, 1, 2}, DpSharding::kGradients},
       {ShardCase{"dp1", PlanShape{}}, DpSharding::kNone},
       {dp2, DpSharding::kNone}};
   for (const auto& [shape, level] : resumes) {
