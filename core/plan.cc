@@ -333,6 +333,12 @@ std::string Plan::ToString() const {
          Str(mesh.pp) + (mesh.cp > 1 ? " × cp " + Str(mesh.cp) : "") + " × tp " + Str(mesh.tp) +
          (sequence_parallel ? " + sp" : "") + ", " + NameOf(ScheduleKindNames(), schedule) +
          ", micro-batch " + Str(micro_batch_size) + " × " + Str(num_micro_batches) + ", seq " +
-         Str(seq_len);
+         Str(seq_len) + ShardingText();
+}
+
+std::string Plan::ShardingText() const {
+  if (dp_sharding == DpSharding::kNone) return "";
+  const std::string groups = dp_shard > 0 ? " in groups of " + Str(dp_shard) : "";
+  return ", dp_sharding " + NameOf(DpShardingNames(), dp_sharding) + groups;
 }
 }  // namespace trident

@@ -116,6 +116,8 @@ struct Plan {
   FieldCheck Check() const;
   Status Validate() const { return ToStatus(Check()); }
   std::string ToString() const;
+  // ", dp_sharding LEVEL" (with " in groups of N" for hybrid groups), or "" without sharding.
+  std::string ShardingText() const;
 };
 
 // Whether every stage has the same replica count (uniform replication).

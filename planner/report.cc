@@ -67,9 +67,7 @@ std::string ConfigLine(const Plan& plan) {
               ? "per stage"
               : NameOf(RecomputeModeNames(), plan.stages.front().recompute);
   if (!UniformReplication(plan.stages)) text += ", per-stage replication";
-  if (plan.dp_sharding == DpSharding::kNone) return text;
-  text += ", dp_sharding " + NameOf(DpShardingNames(), plan.dp_sharding);
-  return plan.dp_shard > 0 ? text + " in groups of " + std::to_string(plan.dp_shard) : text;
+  return text + plan.ShardingText();
 }
 
 std::string StepBreakdown(const Plan& plan, const Evaluation& ev) {

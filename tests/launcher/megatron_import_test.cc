@@ -181,7 +181,8 @@ TEST(MegatronImportTest, ReadsAHandWrittenScript) {
   ASSERT_TRUE(in.ok()) << in.status().ToString();
   const Plan& p = in->plan;
   EXPECT_EQ(p.ToString(),
-            "megatron on 64 devices: dp 8 × pp 1 × tp 8, 1f1b, micro-batch 1 × 512, seq 8192");
+            "megatron on 64 devices: dp 8 × pp 1 × tp 8, 1f1b, micro-batch 1 × 512, seq 8192, "
+            "dp_sharding optimizer");
   EXPECT_EQ(p.dp_sharding, DpSharding::kOptimizer);
   EXPECT_EQ(p.stages[0].recompute, RecomputeMode::kSelective);
   EXPECT_EQ(p.model.kv_heads, 8);
