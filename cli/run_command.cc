@@ -37,7 +37,7 @@ struct RunFlags {
   std::vector<std::string> fix;
   std::vector<std::string> schedules;
   std::string sequence_parallel = "auto";
-  std::string dp_sharding = "none,optimizer,gradients";
+  std::string dp_sharding = "none,optimizer";
   std::string out = "run";
   std::string cache;
   double time_limit_s = 0;
@@ -204,7 +204,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--dp-sharding", f->dp_sharding,
                   "Sharding levels the planner considers, comma-separated: none, optimizer, "
-                  "gradients (the runtime runs these three; see trident plan)")
+                  "gradients (the runtime runs these three; gradients only when asked, as its "
+                  "reduce-scatters do not yet overlap the compute as the plan assumes)")
       ->capture_default_str()
       ->check(CLI::Validator(
           [](const std::string& list) -> std::string {

@@ -41,8 +41,10 @@ struct RunFlowOptions {
   std::vector<std::string> fix;            // the planner's --fix values
   std::vector<std::string> schedules;      // the planner's --schedule values
   std::string sequence_parallel = "auto";  // the planner's --sequence-parallel
-  // The planner's --dp-sharding: the levels the runtime executes.
-  std::string dp_sharding = "none,optimizer,gradients";
+  // The planner's --dp-sharding: by default the levels whose predicted step time the runtime
+  // carries out (gradients runs too, but its per-layer reduce-scatter waits where the model
+  // overlaps it: runtime/train/README.md).
+  std::string dp_sharding = "none,optimizer";
   std::string out = "run";  // folder of the plan, metrics, summary and trace
   std::string cache;        // folder of cached profiles
   std::string machine;      // this machine's CPU and trident's build: part of every cache key
