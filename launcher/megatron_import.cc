@@ -28,15 +28,62 @@ const std::map<std::string, Kind>& FlagKinds() {
 
 std::string Str(int64_t value) { return std::to_string(value); }
 
+// Which words are Megatron-LM's arguments: in a command that gives one of the flags read or
+// names a Python script (pretrain_gpt.py), the words after the script, or without one all of
+// an array's words and an argument list's from the first word that begins with '-' on. The rest is
+// the script's shell (set -e, mkdir -p, unset NAME) and the launcher's (torchrun before the
+// script).
+std::vector<bool> MegatronArguments(const std::vector<std::string>& words,
+                                    const std::vector<int>& commands) {
+  std::vector<bool> out(words.size(), false);
+  auto ends_with_py = [](const std::string& w) {
+    return w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0;
+  };
+  for (size_t begin = 0, end = 0; begin < words.size(); begin = end) {
+    bool flags = false;
+    size_t script = words.size(), first_dash = words.size();
+    for (end = begin; end < words.size() && commands[end] == commands[begin]; ++end) {
+      const std::string& w = words[end];
+      if (FlagKinds().count(w.substr(0, w.find('='))) > 0) flags = true;
+      if (ends_with_py(w)) script = end;
+      if (w.rfind("-", 0) == 0 && first_dash == words.size()) first_dash = end;
+    }
+    if (!flags && script == words.size()) continue;
+    // An array's words (NAME=( ... ), the word before them NAME=) are all arguments.
+    const bool array = begin > 0 && commands[begin - 1] + 1 == commands[begin] &&
+                       !words[begin - 1].empty() && words[begin - 1].back() == '=';
+    const size_t from = script < words.size() ? script + 1 : array ? begin : first_dash;
+    for (size_t i = from; i < end; ++i) out[i] = true;
+  }
+  return out;
+}
+
 // The flags of one configuration, typed, with the file for messages.
 class Flags {
  public:
   explicit Flags(std::string file) : file_(std::move(file)) {}
 
-  // Reads every `--flag [value]` of `words`.
-  Status Read(const std::vector<std::string>& words, std::vector<std::string>* ignored) {
+  // Reads every `--flag [value]` of `words` (`commands` numbers the command of each, as
+  // ShellWords says). A value is the next word of the same command that does not begin with
+  // '-'. In Megatron-LM's arguments (MegatronArguments) a word that is neither a flag nor a
+  // flag's value, a single-dash flag among them, is listed with the flags not read.
+  Status Read(const std::vector<std::string>& words, const std::vector<int>& commands,
+              std::vector<std::string>* ignored) {
+    const std::vector<bool> megatron = MegatronArguments(words, commands);
+    auto list = [ignored](const std::string& word) {
+      if (std::find(ignored->begin(), ignored->end(), word) == ignored->end()) {
+        ignored->push_back(word);
+      }
+    };
     for (size_t i = 0; i < words.size(); ++i) {
-      if (words[i].rfind("--", 0) != 0 || words[i].size() == 2) continue;
+      const bool next_is_value =
+          i + 1 < words.size() && commands[i + 1] == commands[i] && words[i + 1].rfind("-", 0) != 0;
+      if (words[i].rfind("--", 0) != 0 || words[i].size() == 2) {
+        if (!megatron[i] || words[i].rfind("$", 0) == 0) continue;
+        list(words[i]);
+        if (words[i].size() > 1 && words[i][0] == '-' && next_is_value) ++i;
+        continue;
+      }
       std::string name = words[i];
       std::optional<std::string> value;
       if (size_t eq = name.find('='); eq != std::string::npos) {
@@ -44,11 +91,8 @@ class Flags {
         name.resize(eq);
       }
       auto known = FlagKinds().find(name);
-      const bool next_is_value = i + 1 < words.size() && words[i + 1].rfind("-", 0) != 0;
       if (known == FlagKinds().end()) {
-        if (std::find(ignored->begin(), ignored->end(), name) == ignored->end()) {
-          ignored->push_back(name);
-        }
+        list(name);
         if (!value && next_is_value) ++i;
         continue;
       }
@@ -172,11 +216,56 @@ Status ReadModel(const Flags& f, const MegatronImportOptions& o, Plan* plan) {
   return Status::Ok();
 }
 
+// The transformer layers of each stage, in model order, for --decoder-first/last-pipeline-num-
+// layers: as Megatron-LM's get_transformer_layer_offset counts them, the first and the last
+// pipeline rank hold those many (split evenly over the rank's virtual stages) and the middle
+// ranks the rest evenly; the model's stage c · pp + r is virtual stage c of rank r.
+StatusOr<std::vector<int>> UnevenBlocks(const Flags& f, int64_t blocks, int64_t pp, int64_t v) {
+  TRIDENT_ASSIGN_OR_RETURN(int64_t first, f.Int("--decoder-first-pipeline-num-layers", 0));
+  TRIDENT_ASSIGN_OR_RETURN(int64_t last, f.Int("--decoder-last-pipeline-num-layers", 0));
+  const int64_t ends = (first > 0) + (last > 0);
+  const int64_t middle = blocks - first - last;
+  if (pp <= ends && middle != 0) {
+    return f.Error("--decoder-first-pipeline-num-layers",
+                   "with --decoder-last-pipeline-num-layers leaves " + Str(middle) + " of the " +
+                       Str(blocks) + " transformer layers and no stage for them");
+  }
+  if (pp > ends && middle % (pp - ends) != 0) {
+    return f.Error("--num-layers", Str(middle) + " transformer layers do not split evenly over " +
+                                       Str(pp - ends) + " stages");
+  }
+  std::vector<int64_t> rank(pp, pp > ends ? middle / (pp - ends) : 0);
+  if (first > 0) rank.front() = first;
+  if (last > 0) rank.back() = last;
+  for (int64_t r = 0; r < pp; ++r) {
+    if (rank[r] % v != 0) {
+      return f.Error(r == 0 && first > 0       ? "--decoder-first-pipeline-num-layers"
+                     : r == pp - 1 && last > 0 ? "--decoder-last-pipeline-num-layers"
+                                               : "--num-layers",
+                     "pipeline rank " + Str(r) + "'s " + Str(rank[r]) +
+                         " transformer layers do not split evenly over its " + Str(v) +
+                         " virtual stages");
+    }
+  }
+  std::vector<int> out;
+  for (int64_t c = 0; c < v; ++c) {
+    for (int64_t r = 0; r < pp; ++r) out.push_back(static_cast<int>(rank[r] / v));
+  }
+  return out;
+}
+
 // The transformer layers of each stage, in model order (pp · virtual stages of them).
 StatusOr<std::vector<int>> StageBlocks(const Flags& f, int64_t blocks, int64_t pp,
                                        int* virtual_stages) {
   TRIDENT_ASSIGN_OR_RETURN(int64_t v, f.Int("--num-virtual-stages-per-pipeline-rank", 1));
+  if (v < 1) return f.Error("--num-virtual-stages-per-pipeline-rank", "must be 1 or more");
   if (f.Has("--num-layers-per-virtual-pipeline-stage")) {
+    if (f.Has("--decoder-first-pipeline-num-layers") ||
+        f.Has("--decoder-last-pipeline-num-layers")) {
+      return f.Error("--num-layers-per-virtual-pipeline-stage",
+                     "Megatron-LM refuses it with --decoder-first/last-pipeline-num-layers "
+                     "(give --num-virtual-stages-per-pipeline-rank)");
+    }
     TRIDENT_ASSIGN_OR_RETURN(int64_t per, f.Int("--num-layers-per-virtual-pipeline-stage", 1));
     if (per < 1 || blocks % (pp * per) != 0)
       return f.Error("--num-layers-per-virtual-pipeline-stage", "must divide --num-layers / pp");
@@ -202,28 +291,7 @@ StatusOr<std::vector<int>> StageBlocks(const Flags& f, int64_t blocks, int64_t p
     }
     v = static_cast<int64_t>(stages.size()) / pp;
   } else {
-    const int64_t n = pp * v;
-    TRIDENT_ASSIGN_OR_RETURN(int64_t first, f.Int("--decoder-first-pipeline-num-layers", 0));
-    TRIDENT_ASSIGN_OR_RETURN(int64_t last, f.Int("--decoder-last-pipeline-num-layers", 0));
-    const int64_t ends = (first > 0) + (last > 0);
-    const int64_t middle = blocks - first - last;
-    if (n <= ends && middle != 0) {
-      return f.Error("--decoder-first-pipeline-num-layers",
-                     "with --decoder-last-pipeline-num-layers leaves " + Str(middle) + " of the " +
-                         Str(blocks) + " transformer layers and no stage for them");
-    }
-    if (n > ends && middle % (n - ends) != 0) {
-      return f.Error("--num-layers", Str(middle) + " transformer layers do not split evenly over " +
-                                         Str(n - ends) + " stages");
-    }
-    for (int64_t s = 0; s < n; ++s) {
-      if (s == 0 && first > 0)
-        out.push_back(static_cast<int>(first));
-      else if (s == n - 1 && last > 0)
-        out.push_back(static_cast<int>(last));
-      else
-        out.push_back(static_cast<int>(middle / (n - ends)));
-    }
+    TRIDENT_ASSIGN_OR_RETURN(out, UnevenBlocks(f, blocks, pp, v));
   }
   int64_t total = 0;
   for (int b : out) total += b;
@@ -393,7 +461,9 @@ StatusOr<MegatronImport> ImportMegatron(std::string_view text, const std::string
                                         const MegatronImportOptions& options) {
   MegatronImport out;
   Flags flags(file);
-  TRIDENT_RETURN_IF_ERROR(flags.Read(SubstituteVariables(ShellWords(text)), &out.ignored));
+  std::vector<int> commands;
+  std::vector<std::string> words = SubstituteVariables(ShellWords(text, &commands));
+  TRIDENT_RETURN_IF_ERROR(flags.Read(words, commands, &out.ignored));
   Plan& plan = out.plan;
   plan.cluster = options.cluster;
   TRIDENT_RETURN_IF_ERROR(ReadModel(flags, options, &plan));

@@ -10,7 +10,11 @@
 // megatron_export.h: the sharding ones too, the distributed optimizer as optimizer sharding,
 // Megatron FSDP's strategy as its level, --num-distributed-optimizer-instances as hybrid shard
 // groups, the communication-overlap flags), --vocab-size, and torchrun's --nnodes and
-// --nproc-per-node are read; every other flag is listed as ignored, never dropped silently.
+// --nproc-per-node are read; every other flag is listed as ignored, never dropped silently, and
+// so is every other word of Megatron-LM's arguments (those after the training script, or of an
+// array or argument list of its flags): a single-dash flag (-x) or a stray word that is no
+// flag's value. The script's own shell (set -e, mkdir -p DIR, unset NAME) and torchrun's words
+// before the training script are not Megatron-LM's, so not listed.
 // Nothing a comment says is read. An overlap flag a plan cannot hold, where Megatron-LM would
 // overlap more or less than Trident's cost model assumes, comes back as a note saying so
 // (MegatronOverlapNotes).
@@ -45,8 +49,11 @@ struct MegatronImport {
   std::vector<std::string> notes;
 };
 
-// The words of `text` as a shell splits them (no expansion: "$@" stays "$@").
-std::vector<std::string> ShellWords(std::string_view text);
+// The words of `text` as a shell splits them (no expansion: "$@" stays "$@"). With `commands`,
+// the command of each word, numbered in order: a newline, ';', '(' and ')' end one, but a
+// newline inside an array (NAME=( ... )) does not, and an array's words are a command of their
+// own.
+std::vector<std::string> ShellWords(std::string_view text, std::vector<int>* commands = nullptr);
 // `words` with $NAME and ${NAME} replaced by the value of an earlier word NAME=value (a
 // script's plain variables, e.g. GPUS_PER_NODE=8); anything else stays as written.
 std::vector<std::string> SubstituteVariables(std::vector<std::string> words);

@@ -70,10 +70,20 @@ StatusOr<std::string> Expand(std::string_view layout, size_t* i, bool nested) {
 
 }  // namespace
 
-std::vector<std::string> ShellWords(std::string_view text) {
+std::vector<std::string> ShellWords(std::string_view text, std::vector<int>* commands) {
   std::vector<std::string> words;
   std::string word;
   bool in_word = false;
+  int command = 0;
+  std::vector<bool> arrays;  // the open parentheses: an array's (NAME=( ... )) or a command's
+  auto end_word = [&] {
+    if (in_word) {
+      words.push_back(std::move(word));
+      if (commands) commands->push_back(command);
+    }
+    word.clear();
+    in_word = false;
+  };
   for (size_t i = 0; i < text.size();) {
     const char c = text[i];
     if (c == '#' && !in_word) {
@@ -88,9 +98,14 @@ std::vector<std::string> ShellWords(std::string_view text) {
       i = TakeQuoted(text, i, &word);
       in_word = true;
     } else if (Separates(c)) {
-      if (in_word) words.push_back(std::move(word));
-      word.clear();
-      in_word = false;
+      const bool array = c == '(' && in_word && !word.empty() && word.back() == '=';
+      end_word();
+      if (c == '(') arrays.push_back(array);
+      if (c == ')' && !arrays.empty()) arrays.pop_back();
+      // A newline inside an array continues it; every other separator but a blank ends a
+      // command.
+      const bool in_array = !arrays.empty() && arrays.back();
+      if (c == '(' || c == ')' || c == ';' || (c == '\n' && !in_array)) ++command;
       ++i;
     } else {
       word += c;
@@ -98,7 +113,7 @@ std::vector<std::string> ShellWords(std::string_view text) {
       ++i;
     }
   }
-  if (in_word) words.push_back(std::move(word));
+  end_word();
   return words;
 }
 

@@ -35,6 +35,14 @@ TEST(ShellWordsTest, SplitsAsAShellWould) {
               ElementsAre("torchrun", "a.py", "$@", "echo"));
 }
 
+TEST(ShellWordsTest, NumbersTheCommands) {
+  std::vector<int> commands;
+  EXPECT_THAT(
+      ShellWords("set -e\nA=(\n  --x 1\n)\nh=$(head -n 1); torchrun a.py", &commands),
+      ElementsAre("set", "-e", "A=", "--x", "1", "h=$", "head", "-n", "1", "torchrun", "a.py"));
+  EXPECT_THAT(commands, ElementsAre(0, 0, 1, 2, 2, 4, 5, 5, 5, 7, 7));
+}
+
 TEST(ShellWordsTest, SubstitutesPlainVariables) {
   EXPECT_THAT(SubstituteVariables(ShellWords("N=8\nX=$N ${N}x $NODE \"$N\" ${ARGS[@]}")),
               ElementsAre("N=8", "X=8", "8x", "$NODE", "8", "${ARGS[@]}"));
@@ -159,6 +167,31 @@ TEST(MegatronImportTest, TheAttentionBackendSaysFlashOrUnfused) {
               HasSubstr("--attention-backend: cudnn is not one of Megatron-LM's"));
 }
 
+// Every word of Megatron-LM's arguments that is not read is listed: a single-dash flag (with
+// its value) and a stray word that is no flag's value, in an argument list, an array or after
+// the training script; the shell around them and torchrun's words before the script are not.
+TEST(MegatronImportTest, ListsSingleDashFlagsAndStrayWords) {
+  StatusOr<MegatronImport> in =
+      ImportMegatron(std::string(kArgs) + " -x 3 --bf16 stray -q", "args.txt", WithVocab());
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_THAT(in->ignored, ElementsAre("--lr", "--data-path", "-x", "stray", "-q"));
+  const std::string script =
+      "#!/bin/bash\nset -euo pipefail\nmkdir -p $DIR\nunset CUDA_DEVICE_MAX_CONNECTIONS\n"
+      "ARGS=(\n  --num-layers 8\n  -v\n  --hidden-size 2048 extra\n)\n"
+      "python -m torch.distributed.run --nnodes 2 --nproc-per-node 8 pretrain_gpt.py "
+      "${ARGS[@]} --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 -y 5 "
+      "leftover \"$@\"";
+  StatusOr<MegatronImport> scripted = ImportMegatron(script, "run.sh", WithVocab());
+  ASSERT_TRUE(scripted.ok()) << scripted.status().ToString();
+  EXPECT_THAT(scripted->ignored, ElementsAre("-v", "extra", "-y", "leftover"));
+  // A flag's value is a word of its own command: a switch closing an array takes none.
+  StatusOr<MegatronImport> closed =
+      ImportMegatron("A=(\n  --my-switch\n)\nB=(\n  word --num-layers 8\n)\n" + std::string(kArgs),
+                     "args.txt", WithVocab());
+  ASSERT_TRUE(closed.ok()) << closed.status().ToString();
+  EXPECT_THAT(closed->ignored, ElementsAre("--my-switch", "word", "--lr", "--data-path"));
+}
+
 // --vocab-size in the file is read, and the import options override it.
 TEST(MegatronImportTest, ReadsVocabSizeFromTheFileUnlessTheOptionsGiveIt) {
   const std::string args = std::string(kArgs) + " --vocab-size 51200";
@@ -215,6 +248,86 @@ TEST(MegatronImportTest, ReadsAHandWrittenMegatronFsdpScript) {
                                        "--init-model-with-meta-device", "--fsdp-double-buffer",
                                        "--data-path", "--tokenizer-type"));
   EXPECT_THAT(in->notes, ElementsAre());  // the overlap Trident assumes for full sharding
+}
+
+// Megatron-LM's examples/llama style with every model-parallel flag a dense model has: tp with
+// sequence parallelism, context parallelism, a pipeline of virtual stages whose first and last
+// ranks hold their own layer counts, the distributed optimizer and full recompute.
+TEST(MegatronImportTest, ReadsAHandWrittenPipelineScript) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-70b-megatron-pipeline-hand.sh");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  MegatronImportOptions options = WithVocab();
+  options.vocab_size = 128256;
+  StatusOr<MegatronImport> in = ImportMegatron(*text, "pipeline.sh", options);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  const Plan& p = in->plan;
+  EXPECT_EQ(p.devices, 64);
+  EXPECT_EQ(p.devices_per_node, 8);
+  EXPECT_EQ(p.mesh, (Mesh{2, 4, 4, 2}));
+  EXPECT_TRUE(p.sequence_parallel);
+  EXPECT_EQ(p.virtual_stages, 2);
+  EXPECT_EQ(p.schedule, ScheduleKind::kInterleaved1F1B);
+  EXPECT_EQ(p.micro_batch_size, 1);
+  EXPECT_EQ(p.global_batch, 128);
+  EXPECT_EQ(p.num_micro_batches, 128);
+  EXPECT_EQ(p.seq_len, 8192);
+  EXPECT_EQ(p.dp_sharding, DpSharding::kOptimizer);
+  EXPECT_EQ(p.dp_shard, 0);
+  EXPECT_EQ(p.dtype, DType::kBf16);
+  // Ranks 0 and 3 hold 18 layers, 9 a virtual stage; ranks 1 and 2 the other 44, 11 a virtual
+  // stage; model stage c · 4 + r is rank r's virtual stage c. The first stage adds the
+  // embedding, the last the final norm and the output layer.
+  std::vector<int> layers, first;
+  for (const PlanStage& s : p.stages) {
+    layers.push_back(s.num_layers);
+    first.push_back(s.first_layer);
+    EXPECT_EQ(s.recompute, RecomputeMode::kFull);
+    EXPECT_EQ(s.replicas, 2);
+  }
+  EXPECT_THAT(layers, ElementsAre(10, 11, 11, 9, 9, 11, 11, 11));
+  EXPECT_THAT(first, ElementsAre(0, 10, 21, 32, 41, 50, 61, 72));
+  EXPECT_EQ(p.model.NumLayers(), 83);
+  EXPECT_EQ(p.model.kv_heads, 8);
+  EXPECT_THAT(in->ignored,
+              ElementsAre("--master_addr", "--master_port", "--kv-channels", "--train-iters",
+                          "--lr", "--min-lr", "--lr-decay-style", "--weight-decay", "--clip-grad",
+                          "--tokenizer-type", "--tokenizer-model", "--data-path", "--split",
+                          "--log-interval", "--save-interval", "--eval-interval", "--eval-iters",
+                          "--save", "--load"));
+  EXPECT_THAT(in->notes, ElementsAre());
+}
+
+// With virtual stages the end counts are the end ranks', split over their virtual stages.
+TEST(MegatronImportTest, EndLayerCountsWithVirtualStagesAreTheEndRanks) {
+  auto blocks = [](const std::string& extra) -> StatusOr<std::vector<int>> {
+    TRIDENT_ASSIGN_OR_RETURN(
+        MegatronImport in,
+        ImportMegatron(std::string(kArgs) + " --num-layers 18 --pipeline-model-parallel-size 4 " +
+                           "--tensor-model-parallel-size 1" + extra,
+                       "a.sh", WithVocab()));
+    std::vector<int> out;
+    for (const PlanStage& s : in.plan.stages) out.push_back(s.num_layers);
+    return out;
+  };
+  // Rank 0: 2 transformer layers (1 a virtual stage), rank 3: 4 (2), ranks 1 and 2 the other
+  // 12 (3); the first stage adds the embedding, the last the final norm and output layer.
+  StatusOr<std::vector<int>> split = blocks(
+      " --num-virtual-stages-per-pipeline-rank 2 --decoder-first-pipeline-num-layers 2 "
+      "--decoder-last-pipeline-num-layers 4");
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  EXPECT_THAT(*split, ElementsAre(2, 3, 3, 2, 1, 3, 3, 4));
+  EXPECT_THAT(blocks(" --num-virtual-stages-per-pipeline-rank 2 "
+                     "--decoder-first-pipeline-num-layers 3")
+                  .status()
+                  .message(),
+              HasSubstr("--decoder-first-pipeline-num-layers: pipeline rank 0's 3 transformer "
+                        "layers do not split evenly over its 2 virtual stages"));
+  EXPECT_THAT(blocks(" --num-layers-per-virtual-pipeline-stage 2 "
+                     "--decoder-first-pipeline-num-layers 2")
+                  .status()
+                  .message(),
+              HasSubstr("Megatron-LM refuses it with --decoder-first/last-pipeline-num-layers"));
 }
 
 TEST(MegatronImportTest, TheOptionsGiveTheWorldWhenTorchrunsFlagsDoNot) {
@@ -294,6 +407,8 @@ TEST(MegatronImportTest, BadConfigurationsNameTheFlag) {
       {" --decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 3",
        "leaves 2 of the 8 transformer layers and no stage for them"},
       {" --num-layers 9", "9 transformer layers do not split evenly over 2 stages"},
+      {" --num-virtual-stages-per-pipeline-rank 0",
+       "--num-virtual-stages-per-pipeline-rank: must be 1 or more"},
       {" --recompute-granularity full --recompute-num-layers 2", "Trident recomputes none"},
       {" --micro-batch-size", "--micro-batch-size: needs a value"},
       {" --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads",
