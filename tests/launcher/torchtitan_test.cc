@@ -264,6 +264,47 @@ TEST(TorchtitanImportTest, HandWrittenHsdpJobFile) {
                   "training.compile", "training.dataset", "training.max_norm", "training.steps"));
 }
 
+// Every parallelism torchtitan has for a dense model in one job file: FSDP, context, tensor and
+// a 1F1B pipeline cut at explicit split points.
+TEST(TorchtitanImportTest, HandWrittenContextAndPipelineJobFile) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-torchtitan-cp-pipeline-hand.toml");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  StatusOr<TorchtitanImport> imported = Import(*text, 64);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const Plan& plan = imported->plan;
+  EXPECT_EQ(plan.model.name, "llama3-8b");
+  EXPECT_EQ(plan.devices, 64);
+  EXPECT_EQ(plan.mesh, (Mesh{4, 4, 2, 2}));
+  EXPECT_TRUE(plan.sequence_parallel);  // torchtitan's tensor parallelism always is
+  EXPECT_EQ(plan.dp_sharding, DpSharding::kFull);
+  EXPECT_EQ(plan.dp_shard, 0);  // no replicate degree: one shard group
+  EXPECT_EQ(plan.virtual_stages, 1);
+  EXPECT_EQ(plan.schedule, ScheduleKind::k1F1B);
+  EXPECT_EQ(plan.micro_batch_size, 1);
+  EXPECT_EQ(plan.global_batch, 32);
+  EXPECT_EQ(plan.num_micro_batches, 32);
+  EXPECT_EQ(plan.seq_len, 8192);
+  EXPECT_EQ(plan.dtype, DType::kBf16);
+  // Split before blocks 7, 16 and 25: 7, 9, 9 and 7 blocks, the embedding on the first stage,
+  // the final norm and the output layer on the last.
+  std::vector<int> layers, first;
+  for (const PlanStage& s : plan.stages) {
+    layers.push_back(s.num_layers);
+    first.push_back(s.first_layer);
+    EXPECT_EQ(s.recompute, RecomputeMode::kFull);
+    EXPECT_EQ(s.replicas, 4);
+  }
+  EXPECT_THAT(layers, ElementsAre(8, 9, 9, 9));
+  EXPECT_THAT(first, ElementsAre(0, 8, 17, 26));
+  EXPECT_THAT(
+      imported->ignored,
+      ElementsAre("checkpoint.enable_checkpoint", "checkpoint.interval", "job.dump_folder",
+                  "lr_scheduler.warmup_steps", "metrics.log_freq", "model.tokenizer_path",
+                  "optimizer.lr", "optimizer.name", "parallelism.enable_async_tensor_parallel",
+                  "training.dataset", "training.max_norm", "training.steps"));
+}
+
 TEST(TorchtitanImportTest, BadFilesNameTheKey) {
   auto error = [](const std::string& toml, int devices = 8) {
     StatusOr<TorchtitanImport> r = Import(toml, devices);
