@@ -123,6 +123,39 @@ TEST(DeepSpeedImportTest, HandWrittenZero3MicsConfig) {
                           "zero_optimization.stage3_prefetch_bucket_size"));
 }
 
+// DeepSpeed's AutoTP training style: tensor_parallel.autotp_size 8 inside a node beside ZeRO-2
+// over the 8 replicas, all three batch keys (consistent), no pipeline.
+TEST(DeepSpeedImportTest, HandWrittenAutoTpConfig) {
+  StatusOr<std::string> text =
+      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-deepspeed-autotp-hand.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", OnH100s(1));
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const Plan& plan = imported->plan;
+  EXPECT_EQ(plan.devices, 64);
+  EXPECT_EQ(plan.mesh, (Mesh{8, 1, 8}));
+  EXPECT_FALSE(plan.sequence_parallel);
+  EXPECT_EQ(plan.virtual_stages, 1);
+  EXPECT_EQ(plan.schedule, ScheduleKind::k1F1B);
+  EXPECT_EQ(plan.micro_batch_size, 2);
+  EXPECT_EQ(plan.global_batch, 256);
+  EXPECT_EQ(plan.num_micro_batches, 128);  // 256 / 2: gas 16 on each of 8 replicas
+  EXPECT_EQ(plan.dp_sharding, DpSharding::kGradients);
+  EXPECT_EQ(plan.dp_shard, 0);
+  EXPECT_EQ(plan.dtype, DType::kBf16);
+  ASSERT_EQ(plan.stages.size(), 1u);
+  EXPECT_EQ(plan.stages[0].first_layer, 0);
+  EXPECT_EQ(plan.stages[0].num_layers, 35);
+  EXPECT_EQ(plan.stages[0].replicas, 8);
+  EXPECT_EQ(plan.stages[0].recompute, RecomputeMode::kNone);
+  EXPECT_THAT(
+      imported->ignored,
+      ElementsAre("gradient_clipping", "optimizer.params", "optimizer.type", "steps_per_print",
+                  "zero_optimization.contiguous_gradients",
+                  "zero_optimization.gather_16bit_weights_on_model_save",
+                  "zero_optimization.overlap_comm", "zero_optimization.reduce_bucket_size"));
+}
+
 // A 4-block Llama in 2 stages on `devices` ranks of one node, sequence 128.
 DeepSpeedImportOptions TwoStageLlama(int devices, const std::string& partition_method) {
   DeepSpeedImportOptions o;
