@@ -4,12 +4,12 @@
 // each stage's first layer for deepspeed.pipe.PipelineModule) and DIR/launch.sh (the `deepspeed`
 // launcher) — or each of the plan's choices DeepSpeed cannot express, with its field and why.
 //
-// Facts (deepspeedai/DeepSpeed, 2025): train_batch_size = micro-batch × gradient accumulation
-// × data-parallel size, and the pipeline engine runs gradient-accumulation-steps micro-batches
-// per step with its 1F1B TrainSchedule, no interleaved or zero-bubble schedule; ZeRO-2 and 3
-// are refused by the pipeline engine, so a plan sharding gradients or parameters runs without a
-// PipelineModule; ZeRO stage 3's hybrid shard groups are MiCS's (mics_shard_size, consecutive
-// ranks); PipelineModule's partition_method takes "uniform",
+// Facts (deepspeedai/DeepSpeed v0.16.4, pinned in DeepSpeedKeys()): train_batch_size = micro-batch
+// × gradient accumulation × data-parallel size, and the pipeline engine runs
+// gradient-accumulation-steps micro-batches per step with its 1F1B TrainSchedule, no interleaved or
+// zero-bubble schedule; ZeRO-2 and 3 are refused by the pipeline engine, so a plan sharding
+// gradients or parameters runs without a PipelineModule; ZeRO stage 3's hybrid shard groups are
+// MiCS's (mics_shard_size, consecutive ranks); PipelineModule's partition_method takes "uniform",
 // "parameters" or "type:regex", never explicit cuts, so pipeline.json gives them for a
 // PipelineModule whose _partition_layers sets `parts` from it (launcher/README.md shows how);
 // tensor parallelism is AutoTP ("tensor_parallel": {"autotp_size"}, deepspeed >= 0.16.4),

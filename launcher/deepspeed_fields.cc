@@ -70,6 +70,14 @@ const std::map<std::string_view, std::string_view>& DeepSpeedFieldMapping() {
   return mapping;
 }
 
+// The ds_config keys Trident writes and reads, DeepSpeed's as of release v0.16.4
+// (deepspeedai/DeepSpeed tag v0.16.4, February 2025): the first release with AutoTP training,
+// whose tensor_parallel.autotp_size is read by deepspeed/runtime/tensor_parallel/config.py
+// TPTrainingConfig (pull request #6922; DeepSpeed's AutoTP blog names "deepspeed >= 0.16.4");
+// the others are older and unchanged there: the batch keys in runtime/config.py
+// (_set_batch_related_parameters), zero_optimization.stage and mics_shard_size in
+// runtime/zero/config.py (MiCS from v0.9.0), bf16.enabled and fp16.enabled, and
+// pipeline.activation_checkpoint_interval in runtime/config.py's pipeline section.
 const std::vector<std::string_view>& DeepSpeedKeys() {
   static const std::vector<std::string_view> keys = {"train_batch_size",
                                                      "train_micro_batch_size_per_gpu",

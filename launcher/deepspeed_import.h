@@ -12,14 +12,14 @@
 // fp16.enabled, tensor_parallel.autotp_size and pipeline.activation_checkpoint_interval; every
 // other key is listed as ignored.
 //
-// Facts (deepspeedai/DeepSpeed, 2025): deepspeed/runtime/config.py _set_batch_related_parameters
-// and _batch_assertion (world size there is the data-parallel size of the pipeline grid);
-// deepspeed/runtime/pipe/module.py PipelineModule(partition_method='parameters',
-// activation_checkpoint_interval=0) and _partition_layers; deepspeed/runtime/utils.py
-// partition_uniform and partition_balanced (the dynamic program that minimises the spread
-// between the heaviest and the lightest stage); pipe/engine.py refuses ZeRO-2 and 3 (as the
-// import does with num_stages above 1); zero/mics_utils.py makes MiCS shard groups of
-// consecutive ranks.
+// Facts (deepspeedai/DeepSpeed v0.16.4, pinned in DeepSpeedKeys()): deepspeed/runtime/config.py
+// _set_batch_related_parameters and _batch_assertion (world size there is the data-parallel size of
+// the pipeline grid); deepspeed/runtime/pipe/module.py
+// PipelineModule(partition_method='parameters', activation_checkpoint_interval=0) and
+// _partition_layers; deepspeed/runtime/utils.py partition_uniform and partition_balanced (the
+// dynamic program that minimises the spread between the heaviest and the lightest stage);
+// pipe/engine.py refuses ZeRO-2 and 3 (as the import does with num_stages above 1);
+// zero/mics_utils.py makes MiCS shard groups of consecutive ranks.
 #pragma once
 
 #include <string>
