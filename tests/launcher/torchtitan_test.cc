@@ -53,6 +53,13 @@ StatusOr<TorchtitanImport> Import(const std::string& toml, int devices) {
   return ImportTorchtitan(toml, "job.toml", {"test", devices, std::min(devices, 8)});
 }
 
+// The hand-written job file tests/data/export/`name`, imported for 64 devices.
+StatusOr<TorchtitanImport> ImportHandFile(const std::string& name) {
+  StatusOr<std::string> text = ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/" + name);
+  if (!text.ok()) return text.status();
+  return Import(*text, 64);
+}
+
 // `plan` as the torchtitan import gives it back: with torchtitan's max_seq_len too.
 Plan AsTorchtitanImported(const Plan& plan) {
   Plan back = AsImported(plan);
@@ -225,10 +232,7 @@ TEST(TorchtitanImportTest, ShardDegreesAreFullSharding) {
 }
 
 TEST(TorchtitanImportTest, HandWrittenJobFile) {
-  StatusOr<std::string> text =
-      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-70b-torchtitan-hand.toml");
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  StatusOr<TorchtitanImport> imported = Import(*text, 64);
+  StatusOr<TorchtitanImport> imported = ImportHandFile("llama3-70b-torchtitan-hand.toml");
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   const Plan& plan = imported->plan;
   EXPECT_EQ(plan.model.name, "llama3-70b");
@@ -247,10 +251,7 @@ TEST(TorchtitanImportTest, HandWrittenJobFile) {
 }
 
 TEST(TorchtitanImportTest, HandWrittenHsdpJobFile) {
-  StatusOr<std::string> text =
-      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-torchtitan-hsdp-hand.toml");
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  StatusOr<TorchtitanImport> imported = Import(*text, 64);
+  StatusOr<TorchtitanImport> imported = ImportHandFile("llama3-8b-torchtitan-hsdp-hand.toml");
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   const Plan& plan = imported->plan;
   EXPECT_EQ(plan.mesh, (Mesh{64, 1, 1}));
@@ -267,10 +268,8 @@ TEST(TorchtitanImportTest, HandWrittenHsdpJobFile) {
 // Every parallelism torchtitan has for a dense model in one job file: FSDP, context, tensor and
 // a 1F1B pipeline cut at explicit split points.
 TEST(TorchtitanImportTest, HandWrittenContextAndPipelineJobFile) {
-  StatusOr<std::string> text =
-      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-torchtitan-cp-pipeline-hand.toml");
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  StatusOr<TorchtitanImport> imported = Import(*text, 64);
+  StatusOr<TorchtitanImport> imported =
+      ImportHandFile("llama3-8b-torchtitan-cp-pipeline-hand.toml");
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   const Plan& plan = imported->plan;
   EXPECT_EQ(plan.model.name, "llama3-8b");
