@@ -48,8 +48,9 @@ const std::vector<PlanFieldUse>& PlanFieldUses() {
       {"dtype", kRestricted, "fp32 only: the runtime trains in fp32"},
       {"schedule", kExecuted, "each rank's list of forward and backward actions"},
       {"dp_sharding", kRestricted,
-       "none or optimizer (each rank of a shard group keeps and steps its chunk of the state); "
-       "not with pipedream"},
+       "each rank of a shard group keeps and steps its chunk of the optimizer state, with "
+       "gradients also of the summed gradients, with full also of the parameters; none only "
+       "under pipedream"},
       {"dp_shard", kExecuted,
        "the replicas of a shard group; the groups sum the shards' "
        "gradients across"},

@@ -27,11 +27,13 @@ struct EmbeddingStash {
 class Embedding final : public Layer {
  public:
   Embedding(const ModelSpec& model, const LayerShapes& shapes, const LayerContext& context)
-      : context_(context), shapes_(shapes) {
+      : context_(context),
+        shapes_(shapes),
+        learned_positions_(model.positions == PositionKind::kLearned) {
     token_ = MakeParameter(context, shapes.Param("token.weight"), WeightInit());
     TRIDENT_CHECK(shapes.vocab_shard.Rows() > 0)
         << "tp " << context.tp_size << " leaves rank " << context.tp_rank << " no vocabulary rows";
-    if (model.positions == PositionKind::kLearned) {
+    if (learned_positions_) {
       position_ = MakeParameter(context, shapes.Param("position.weight"), WeightInit());
     }
   }
@@ -48,7 +50,7 @@ class Embedding final : public Layer {
       compute.Fill(0.0f, row);
     }
     x_BSH = TpReduce(context_, std::move(x_BSH));
-    if (position_.value.defined()) AddPositions(x_BSH);
+    if (learned_positions_) AddPositions(x_BSH);
     stashes_.Put(micro_batch, std::move(stash));
     return x_BSH;
   }
@@ -62,7 +64,7 @@ class Embedding final : public Layer {
     Compute& compute = *context_.compute;
     EmbeddingStash& st = stashes_.Get(micro_batch);
     Tensor dy_BSH = TpGatherKept(context_, st.dy_BSH);
-    if (position_.value.defined()) {
+    if (learned_positions_) {
       const TokenBlock tb = TokensOf(dy_BSH);
       Tensor positions_BS = PositionIds(tb, 0, tb.seq);
       compute.EmbeddingBackward(positions_BS, dy_BSH, position_.grad);
@@ -79,7 +81,7 @@ class Embedding final : public Layer {
 
   std::vector<Parameter> Parameters() override {
     std::vector<Parameter> out = {token_.Ref()};
-    if (position_.value.defined()) out.push_back(position_.Ref());
+    if (learned_positions_) out.push_back(position_.Ref());
     return out;
   }
 
@@ -110,7 +112,7 @@ class Embedding final : public Layer {
   // sequence of `local_seq` tokens.
   Tensor PositionIds(const TokenBlock& tb, int64_t first, int64_t local_seq) {
     const std::vector<int64_t> positions = SequencePositions(context_, local_seq);
-    const int64_t rows = position_.value.dim(0);
+    const int64_t rows = position_.full_shape[0];  // whole on every rank
     std::vector<int32_t> ids(static_cast<size_t>(tb.Tokens()));
     for (size_t n = 0; n < ids.size(); ++n) {
       const int64_t p = positions[first + static_cast<int64_t>(n) % tb.seq];
@@ -135,6 +137,7 @@ class Embedding final : public Layer {
 
   LayerContext context_;
   LayerShapes shapes_;
+  bool learned_positions_;   // else RoPE in the blocks: no position table
   OwnedParameter token_;     // [V, H] -> [Vl, H]
   OwnedParameter position_;  // [max_seq_len, H], whole; undefined with RoPE
   StashMap<EmbeddingStash> stashes_;

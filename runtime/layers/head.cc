@@ -43,7 +43,7 @@ class FinalNorm final : public Layer {
     NormStash st;
     st.rstd_N = compute.Allocate(stat_N);
     Tensor y_BSH = compute.Allocate(x_BSH.shape());
-    if (bias_.value.defined()) {
+    if (shapes_.layer_norm) {
       st.mean_N = compute.Allocate(stat_N);
       compute.LayerNorm(x_BSH, weight_.value, bias_.value, eps_, y_BSH, st.mean_N, st.rstd_N);
     } else {
@@ -58,7 +58,7 @@ class FinalNorm final : public Layer {
     Compute& compute = *context_.compute;
     NormStash& st = stashes_.Get(micro_batch);
     Tensor dx_BSH = compute.Allocate(st.x_BSH.shape());  // zero: the norms' dx accumulates
-    if (bias_.value.defined()) {
+    if (shapes_.layer_norm) {
       compute.LayerNormBackward(st.x_BSH, weight_.value, st.mean_N, st.rstd_N, dy_BSH, dx_BSH,
                                 weight_.grad, bias_.grad);
     } else {
@@ -78,7 +78,7 @@ class FinalNorm final : public Layer {
 
   std::vector<Parameter> Parameters() override {
     std::vector<Parameter> out = {weight_.Ref()};
-    if (bias_.value.defined()) out.push_back(bias_.Ref());
+    if (shapes_.layer_norm) out.push_back(bias_.Ref());
     return out;
   }
 
@@ -168,7 +168,7 @@ class LmHead final : public Layer {
   void Discard(int micro_batch) override { stashes_.Erase(micro_batch); }
 
   std::vector<Parameter> Parameters() override {
-    if (!own_.value.defined()) return {};
+    if (context_.tied_weight != nullptr) return {};
     return {own_.Ref()};
   }
 

@@ -31,6 +31,11 @@
 // accumulate across them until the caller zeroes the grads (after the optimizer step).
 // Norm weights get their gradient during BackwardInput: the fused norm backward of Compute
 // yields dx and dgamma together, and both are cheap vector work.
+// The caller may release a parameter's value and gradient tensors between these calls (they
+// are then undefined) and set them again before a call that needs them: values before Forward
+// and BackwardInput, gradients before BackwardInput and BackwardWeight (runtime/train/
+// grad_sync.h, sharded data parallelism). So a layer reads values in no other call, and never
+// tells what it holds by whether a tensor is defined.
 //
 // Tensor parallelism (Megatron-LM): QKV and FC1 are column-parallel (weight rows split),
 // attention projection and FC2 row-parallel (weight columns split) with an all-reduce of the
@@ -107,6 +112,11 @@ struct Parameter {
   // The gradient covers this rank's share of the sequence only (a norm's weight under
   // sequence parallelism): the caller sums it over the tp group before the optimizer step.
   bool tp_partial_grad = false;
+
+  // The shape and size of `value`, also while the value is released (a layer's parameters
+  // under dp_sharding full exist only while it runs: runtime/train/grad_sync.h).
+  Shape shape() const { return SliceShape(full_shape, slice); }
+  int64_t numel() const { return NumElements(shape()); }
 };
 
 class Layer {

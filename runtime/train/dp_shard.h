@@ -16,7 +16,8 @@
 // only, steps its chunks, and the parameters are all-gathered after the step. The gradients
 // stay whole on each rank; only their chunk is summed over the group. With gradient sharding
 // (ZeRO-2) a rank also keeps only its chunks of the summed gradients, reduce-scattered layer by
-// layer (runtime/train/grad_sync.h).
+// layer (runtime/train/grad_sync.h). With parameter sharding (ZeRO-3, FSDP) a rank keeps only
+// its chunks of the parameters too, and a layer's whole parameters exist while it runs.
 // Thread-safety: one thread at a time.
 #pragma once
 
@@ -45,13 +46,21 @@ ShardSpan ShardOf(int64_t numel, int n, int r);
 std::vector<int> ShardGroupOf(const std::vector<int>& grad_group, int shard_ranks, int rank);
 std::vector<int> ReplicateGroupOf(const std::vector<int>& grad_group, int shard_ranks, int rank);
 
+// The chunk (DpShard::Of) of each parameter's summed gradient and of its value, in the order of
+// StageModel::parameters() (undefined tensors for an empty chunk): what the optimizer steps.
+struct ParamChunks {
+  std::vector<Tensor> grads;
+  std::vector<Tensor> values;
+};
+
 struct DpShard {
   int n = 1;  // ranks of the shard group
   int r = 0;  // this rank's index in it
   // Whether this rank's block is the grad group's first: the one whose chunks count once in
   // the job's gradient norm (without sharding: dp rank 0, cp rank 0).
   bool first_block = true;
-  bool shard_grads = false;        // gradient sharding (ZeRO-2): dp_sharding gradients
+  bool shard_grads = false;        // gradient sharding (ZeRO-2): dp_sharding gradients or full
+  bool shard_params = false;       // parameter sharding (ZeRO-3, FSDP): dp_sharding full
   Comm* shard_comm = nullptr;      // null when n == 1
   Comm* replicate_comm = nullptr;  // null without hybrid groups
 

@@ -35,9 +35,10 @@ GradSync::GradSync(Compute* compute, StageModel* model, Comm* grad_comm, Comm* t
     if (!released_.contains(p.param.grad)) continue;
     if (p.also_layer >= 0) Release(p.also_stage, p.also_layer, &p.param, false);
     released_[p.param.grad] = at;
-    at += shard_.Of(p.param.value->numel()).chunk;
+    at += shard_.Of(p.param.numel()).chunk;
   }
   if (at > 0) sums_ = compute_->Allocate({at});
+  if (at > 0 && shard_.shard_params) TakeValueChunks(at);
   for (Bucket& b : buckets_) {
     b.flat = compute_->Allocate({std::max(b.numel, shard_.n * b.chunks)});
     if (shard_.sharded()) b.mine = compute_->Allocate({b.chunks});
@@ -53,7 +54,7 @@ void GradSync::Release(int stage, int layer, Parameter* param, bool own) {
     grads->stage = stage;
     grads->layer = layer;
   }
-  const int64_t chunk = shard_.Of(param->value->numel()).chunk;
+  const int64_t chunk = shard_.Of(param->numel()).chunk;
   grads->params.push_back(param);
   grads->chunks += chunk;
   if (own) {
@@ -75,7 +76,7 @@ void GradSync::LayerGradsNeeded(int stage, int layer) {
   LayerGrads* grads = FindLayer(stage, layer);
   if (grads == nullptr) return;
   for (Parameter* p : grads->params) {
-    if (!p->grad->defined()) *p->grad = compute_->Allocate(p->value->shape());
+    if (!p->grad->defined()) *p->grad = compute_->Allocate(p->shape());
   }
 }
 
@@ -91,7 +92,7 @@ Status GradSync::LayerWeightsDone(int stage, int layer, std::chrono::millisecond
   TRIDENT_RETURN_IF_ERROR(shard_.shard_comm->Wait(request, timeout));
   int64_t at = 0;
   for (Parameter* p : grads->params) {
-    const int64_t chunk = shard_.Of(p->value->numel()).chunk;
+    const int64_t chunk = shard_.Of(p->numel()).chunk;
     Tensor sum = sums_.View(released_.at(p->grad), {chunk});
     compute_->Axpy(1.0f, mine.View(at, {chunk}), sum);
     at += chunk;
@@ -219,6 +220,7 @@ Status GradSync::GatherParameters() {
   for (Bucket& b : buckets_) {
     TRIDENT_RETURN_IF_ERROR(GatherChunks(b.params, b.chunks, b.mine, b.flat));
   }
+  if (values_.defined()) return Status::Ok();  // the next forward gathers them
   for (const LayerGrads& layer : layers_) {
     if (layer.own == 0) continue;
     const std::vector<Parameter*> own(layer.params.begin(), layer.params.begin() + layer.own);
@@ -233,20 +235,25 @@ Status GradSync::GatherChunks(const std::vector<Parameter*>& params, int64_t chu
                               Tensor& blocks) {
   int64_t at = 0;
   for (Parameter* p : params) {
-    const ShardSpan span = shard_.Of(p->value->numel());
+    const ShardSpan span = shard_.Of(p->numel());
     if (span.length > 0) {
       Tensor slot = mine.View(at, {span.length});
       compute_->Copy(DpShard::Chunk(*p->value, span), slot);
     }
     at += span.chunk;
   }
+  return GatherInto(params, chunks, mine, blocks);
+}
+
+Status GradSync::GatherInto(const std::vector<Parameter*>& params, int64_t chunks,
+                            const Tensor& mine, Tensor& blocks) {
   compute_->Synchronize();
   Tensor all = blocks.View(0, {shard_.n * chunks});
   TRIDENT_RETURN_IF_ERROR(shard_.shard_comm->AllGather(mine.span<float>(), all.span<float>()));
   for (int k = 0; k < shard_.n; ++k) {
-    at = k * chunks;
+    int64_t at = k * chunks;
     for (Parameter* p : params) {
-      const ShardSpan span = ShardOf(p->value->numel(), shard_.n, k);
+      const ShardSpan span = ShardOf(p->numel(), shard_.n, k);
       if (span.length > 0) {
         Tensor chunk = DpShard::Chunk(*p->value, span);
         compute_->Copy(all.View(at, {span.length}), chunk);
@@ -257,17 +264,59 @@ Status GradSync::GatherChunks(const std::vector<Parameter*>& params, int64_t chu
   return Status::Ok();
 }
 
-std::vector<Tensor> GradSync::GradChunks() {
-  std::vector<Tensor> chunks;
+void GradSync::TakeValueChunks(int64_t numel) {
+  values_ = compute_->Allocate({numel});
   for (ModelParameter& p : model_->parameters()) {
-    const ShardSpan span = shard_.Of(p.param.value->numel());
-    if (span.length == 0) {
-      chunks.emplace_back();
-    } else if (auto it = released_.find(p.param.grad); it != released_.end()) {
-      chunks.push_back(sums_.View(it->second, {span.length}));
-    } else {
-      chunks.push_back(DpShard::Chunk(*p.param.grad, span));
+    auto it = released_.find(p.param.grad);
+    if (it == released_.end()) continue;
+    const ShardSpan span = shard_.Of(p.param.numel());
+    if (span.length > 0) {
+      Tensor slot = values_.View(it->second, {span.length});
+      compute_->Copy(DpShard::Chunk(*p.param.value, span), slot);
     }
+    *p.param.value = Tensor();  // the allocator reuses it in stream order
+  }
+}
+
+Status GradSync::LayerParamsNeeded(int stage, int layer) {
+  LayerGrads* group = FindLayer(stage, layer);
+  if (group == nullptr || !values_.defined()) return Status::Ok();
+  Tensor mine = compute_->Allocate({group->chunks});
+  int64_t at = 0;
+  for (Parameter* p : group->params) {
+    const ShardSpan span = shard_.Of(p->numel());
+    if (span.length > 0) {
+      Tensor slot = mine.View(at, {span.length});
+      compute_->Copy(values_.View(released_.at(p->grad), {span.length}), slot);
+    }
+    at += span.chunk;
+    *p->value = compute_->Allocate(p->shape());
+  }
+  Tensor blocks = compute_->Allocate({shard_.n * group->chunks});
+  return GatherInto(group->params, group->chunks, mine, blocks);
+}
+
+void GradSync::LayerParamsDone(int stage, int layer) {
+  LayerGrads* group = FindLayer(stage, layer);
+  if (group == nullptr || !values_.defined()) return;
+  for (Parameter* p : group->params) *p->value = Tensor();
+}
+
+ParamChunks GradSync::Chunks() {
+  ParamChunks chunks;
+  for (ModelParameter& p : model_->parameters()) {
+    const ShardSpan span = shard_.Of(p.param.numel());
+    const auto it = released_.find(p.param.grad);
+    const bool released = it != released_.end();
+    if (span.length == 0) {
+      chunks.grads.emplace_back();
+      chunks.values.emplace_back();
+      continue;
+    }
+    chunks.grads.push_back(released ? sums_.View(it->second, {span.length})
+                                    : DpShard::Chunk(*p.param.grad, span));
+    chunks.values.push_back(released && values_.defined() ? values_.View(it->second, {span.length})
+                                                          : DpShard::Chunk(*p.param.value, span));
   }
   return chunks;
 }

@@ -42,6 +42,15 @@
 // group (hybrid groups), and GatherParameters gathers these layers' parameters one layer at a
 // time through buffers it frees again. Gradients summed whole (see above) keep whole
 // gradients, as under optimizer sharding.
+//
+// Parameter sharding (DpShard::shard_params, ZeRO-3 and FSDP): the parameters whose gradients
+// are released are released too, once the weights are final (GradSync is made after any
+// checkpoint load); the rank keeps its chunk of each, flat, beside its gradient chunks. Before
+// a layer's forward and before its input gradient the interpreter asks for its parameters
+// (and a table it shares with the embedding), which are all-gathered over the shard group into
+// whole tensors; once that work is done they are released again (the weight gradient needs
+// no parameter). The optimizer steps the chunks (Chunks), and nothing is gathered after the
+// step: the next forward does it, layer by layer.
 // Thread-safety: one thread at a time.
 #pragma once
 
@@ -80,10 +89,14 @@ class GradSync {
   // without released gradients, or without gradient sharding.
   void LayerGradsNeeded(int stage, int layer);
   Status LayerWeightsDone(int stage, int layer, std::chrono::milliseconds timeout);
-  // The chunk (DpShard::Of) of each parameter's summed gradient, in model->parameters() order
-  // (an undefined tensor for an empty chunk), after Finish: what the optimizer steps and the
-  // gradient norm reads.
-  std::vector<Tensor> GradChunks();
+  // Parameter sharding: before `layer`'s forward or input gradient, all-gathers its released
+  // parameters into whole tensors (one blocking all-gather); after it, LayerParamsDone
+  // releases them. Nothing to do without parameter sharding.
+  Status LayerParamsNeeded(int stage, int layer);
+  void LayerParamsDone(int stage, int layer);
+  // This rank's chunk of each parameter's summed gradient (after Finish) and of its value:
+  // what the optimizer steps, the gradient norm reads and a checkpoint gathers.
+  ParamChunks Chunks();
   // Zeroes every gradient this rank holds and the accumulated chunks, for the next step.
   void ZeroGrads();
 
@@ -127,6 +140,12 @@ class GradSync {
   // elements), everyone's into `blocks` (n · chunks, block layout), then into the parameters.
   Status GatherChunks(const std::vector<Parameter*>& params, int64_t chunks, Tensor& mine,
                       Tensor& blocks);
+  // The second half of GatherChunks: `mine` already holds this rank's chunks.
+  Status GatherInto(const std::vector<Parameter*>& params, int64_t chunks, const Tensor& mine,
+                    Tensor& blocks);
+  // Parameter sharding: copies this rank's chunk of every released gradient's parameter into
+  // values_ and releases the parameter.
+  void TakeValueChunks(int64_t numel);
 
   Compute* compute_;
   StageModel* model_;
@@ -142,6 +161,8 @@ class GradSync {
   // and each gradient's offset in it.
   Tensor sums_;
   std::map<const Tensor*, int64_t> released_;
+  // Parameter sharding: this rank's chunks of those gradients' parameters, at the same offsets.
+  Tensor values_;
 };
 
 }  // namespace trident

@@ -201,15 +201,21 @@ void Interpreter::NoteNonFinite(const Action& a, const Tensor& x, StepRecord* re
   }
 }
 
-Status Interpreter::Forward(size_t index, int64_t first_step, StepRecord* record, double* wait_ms) {
+Status Interpreter::Forward(size_t index, int64_t first_step, const ActionHooks& hooks,
+                            StepRecord* record, double* wait_ms) {
   const Action& a = (*program_)[index];
   Tensor x = ReadBatch(a, first_step);
   if (a.stage > 0) {
     TRIDENT_ASSIGN_OR_RETURN(x, TakeInput(index, wait_ms));
   }
   const Tensor* targets = a.stage == layout_->LastStage() ? &targets_.at(a.micro_batch) : nullptr;
-  for (auto& layer : model_->Stage(a.stage).layers) {
-    x = layer->Forward(a.micro_batch, std::move(x), targets);
+  StageLayers& stage = model_->Stage(a.stage);
+  for (size_t i = 0; i < stage.layers.size(); ++i) {
+    const int layer = stage.first_layer + static_cast<int>(i);
+    if (hooks.layer_params_needed)
+      TRIDENT_RETURN_IF_ERROR(hooks.layer_params_needed(a.stage, layer));
+    x = stage.layers[i]->Forward(a.micro_batch, std::move(x), targets);
+    if (hooks.layer_params_done) hooks.layer_params_done(a.stage, layer);
   }
   NoteNonFinite(a, x, record);
   if (a.stage < layout_->LastStage()) return Send(a, std::move(x));
@@ -236,8 +242,11 @@ Status Interpreter::Backward(size_t index, bool with_weights, const ActionHooks&
   StageLayers& stage = model_->Stage(a.stage);
   for (int i = static_cast<int>(stage.layers.size()) - 1; i >= 0; --i) {
     const int layer = stage.first_layer + i;
+    if (hooks.layer_params_needed)
+      TRIDENT_RETURN_IF_ERROR(hooks.layer_params_needed(a.stage, layer));
     if (hooks.layer_grads_needed) hooks.layer_grads_needed(a.stage, layer);
     dy = stage.layers[i]->BackwardInput(a.micro_batch, std::move(dy));
+    if (hooks.layer_params_done) hooks.layer_params_done(a.stage, layer);
     if (with_weights) {
       TRIDENT_RETURN_IF_ERROR(LayerWeights(a.stage, layer, *stage.layers[i], a.micro_batch, hooks));
     }
@@ -274,7 +283,7 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
   if (prefetch && !options_.in_order_transfers) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
   if (hooks.before) TRIDENT_RETURN_IF_ERROR(hooks.before(a));
   if (a.kind == ActionKind::kForward) {
-    TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, record, &rec.wait_ms));
+    TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, hooks, record, &rec.wait_ms));
   } else if (a.kind == ActionKind::kBackward) {
     TRIDENT_RETURN_IF_ERROR(Backward(index, !layout_->SplitBackward(), hooks, &rec.wait_ms));
   } else {

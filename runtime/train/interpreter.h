@@ -63,12 +63,15 @@ struct StepRecord {
 // What the caller runs around each action (either may be empty): `before` just before its
 // layer work; `after` once it has run and its output is sent, told whether it completed its
 // stage's gradients of its step (the stage's last B of the step, or W when backward is split).
-// Inside backward actions (either may be empty; `layer` is the model's layer index):
-// `layer_grads_needed` before a layer's input or weight gradient, `layer_weights_done` after
-// its weight gradient.
+// Around each layer's work (any may be empty; `layer` is the model's layer index):
+// `layer_params_needed` before its forward or input gradient and `layer_params_done` after
+// it; `layer_grads_needed` before its input or weight gradient, `layer_weights_done` after its
+// weight gradient.
 struct ActionHooks {
   std::function<Status(const Action&)> before;
   std::function<Status(const Action&, bool completes_stage)> after;
+  std::function<Status(int stage, int layer)> layer_params_needed;
+  std::function<void(int stage, int layer)> layer_params_done;
   std::function<void(int stage, int layer)> layer_grads_needed;
   std::function<Status(int stage, int layer)> layer_weights_done;
 };
@@ -109,7 +112,8 @@ class Interpreter {
   Tensor ReadBatch(const Action& a, int64_t first_step);
   std::vector<int32_t> MyTokens(const std::vector<int32_t>& tokens_BS) const;
   void NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record);
-  Status Forward(size_t index, int64_t first_step, StepRecord* record, double* wait_ms);
+  Status Forward(size_t index, int64_t first_step, const ActionHooks& hooks, StepRecord* record,
+                 double* wait_ms);
   Status Backward(size_t index, bool with_weights, const ActionHooks& hooks, double* wait_ms);
   Status Weights(const Action& a, const ActionHooks& hooks);
   // One layer's weight gradient, between the hooks.

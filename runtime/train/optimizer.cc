@@ -53,31 +53,32 @@ Optimizer::Optimizer(Compute* compute, std::vector<ModelParameter>* parameters,
   for (ModelParameter& p : *parameters_) {
     const bool adam = options_.kind == OptimizerKind::kAdamW;
     const bool needs_buf = adam || options_.momentum > 0;
-    const int64_t length = shard_.Of(p.param.value->numel()).length;
+    const int64_t length = shard_.Of(p.param.numel()).length;
     exp_avg_.push_back(needs_buf ? compute_->Allocate({length}) : Tensor());
     exp_avg_sq_.push_back(adam ? compute_->Allocate({length}) : Tensor());
   }
 }
 
 void Optimizer::Step(int64_t step, int64_t update, double grad_scale) {
-  std::vector<Tensor> grads;
+  ParamChunks chunks;
   for (ModelParameter& p : *parameters_) {
-    const ShardSpan span = shard_.Of(p.param.value->numel());
-    grads.push_back(span.length > 0 ? DpShard::Chunk(*p.param.grad, span) : Tensor());
+    const ShardSpan span = shard_.Of(p.param.numel());
+    const bool empty = span.length == 0;
+    chunks.grads.push_back(empty ? Tensor() : DpShard::Chunk(*p.param.grad, span));
+    chunks.values.push_back(empty ? Tensor() : DpShard::Chunk(*p.param.value, span));
   }
-  Step(step, update, grad_scale, std::move(grads));
+  Step(step, update, grad_scale, std::move(chunks));
 }
 
-void Optimizer::Step(int64_t step, int64_t update, double grad_scale, std::vector<Tensor> grads) {
+void Optimizer::Step(int64_t step, int64_t update, double grad_scale, ParamChunks chunks) {
   const float lr = static_cast<float>(options_.schedule.At(step));
   for (size_t i = 0; i < parameters_->size(); ++i) {
-    Parameter& p = (*parameters_)[i].param;
-    const ShardSpan span = shard_.Of(p.value->numel());
-    if (span.length == 0) continue;
-    Tensor& grad = grads[i];
-    Tensor value = DpShard::Chunk(*p.value, span);
+    const Parameter& p = (*parameters_)[i].param;
+    Tensor& grad = chunks.grads[i];
+    Tensor& value = chunks.values[i];
+    if (!value.defined()) continue;  // an empty chunk
     if (grad_scale != 1.0) compute_->Scale(static_cast<float>(grad_scale), grad);
-    const float decay = p.value->rank() >= 2 ? static_cast<float>(options_.weight_decay) : 0.0f;
+    const float decay = p.full_shape.size() >= 2 ? static_cast<float>(options_.weight_decay) : 0.0f;
     if (options_.kind == OptimizerKind::kAdamW) {
       AdamWConfig c{lr, static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
                     static_cast<float>(options_.eps), decay};

@@ -3,7 +3,7 @@
 // gradient norm.
 //
 // With optimizer sharding (runtime/train/dp_shard.h) each parameter's state covers this rank's
-// chunk, and Step updates that chunk only, from the chunk of its gradient.
+// chunk, and Step updates that chunk of the value only, from the chunk of its gradient.
 // Weight decay applies to matrices only (parameters of rank >= 2), not to biases and norm
 // weights, as in Megatron-LM and nanoGPT.
 // Thread-safety: one thread at a time.
@@ -68,9 +68,9 @@ class Optimizer {
   // counts the updates these parameters have taken, AdamW's bias-correction step. A flushing
   // schedule updates once a step (update == step); PipeDream once per micro-batch group.
   void Step(int64_t step, int64_t update, double grad_scale);
-  // The same from `grads`: the chunk of each parameter's gradient, in the parameters' order
-  // (GradSync::GradChunks; an undefined tensor for an empty chunk).
-  void Step(int64_t step, int64_t update, double grad_scale, std::vector<Tensor> grads);
+  // The same on `chunks` (GradSync::Chunks): with gradient or parameter sharding the chunks
+  // live outside the parameters' tensors.
+  void Step(int64_t step, int64_t update, double grad_scale, ParamChunks chunks);
 
   const OptimizerOptions& options() const { return options_; }
   // AdamW's moments, or SGD's momentum buffer as exp_avg (undefined exp_avg_sq), of parameter

@@ -8,18 +8,11 @@ namespace {
 
 std::string Str(int64_t value) { return std::to_string(value); }
 
-// The runtime shards the optimizer state and the gradients (runtime/train/dp_shard.h), not yet
-// the parameters, and PipeDream's per-replica updates not at all.
+// The runtime shards the optimizer state, the gradients and the parameters
+// (runtime/train/dp_shard.h), but not under PipeDream, whose replicas update on their own.
 void CheckSharding(const Plan& plan, std::vector<FieldError>* out) {
-  const std::string& level = NameOf(DpShardingNames(), plan.dp_sharding);
-  if (plan.dp_sharding == DpSharding::kFull) {
-    out->push_back({"dp_sharding",
-                    "full sharding is not implemented by the runtime (it shards the optimizer "
-                    "state and the gradients): every replica would keep whole parameters, more "
-                    "memory than planned",
-                    "plan again with --dp-sharding none,optimizer,gradients, or export the plan "
-                    "(trident export --to deepspeed|torchtitan|megatron)"});
-  } else if (plan.dp_sharding != DpSharding::kNone && plan.schedule == ScheduleKind::kPipeDream) {
+  if (plan.dp_sharding != DpSharding::kNone && plan.schedule == ScheduleKind::kPipeDream) {
+    const std::string& level = NameOf(DpShardingNames(), plan.dp_sharding);
     out->push_back({"dp_sharding",
                     level + " sharding is not implemented for pipedream, whose replicas update "
                             "after every backward",

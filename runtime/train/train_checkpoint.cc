@@ -36,6 +36,7 @@ struct Shard {
 StatusOr<std::vector<float>> EncodeShards(const TrainState& s) {
   FloatWriter w;
   std::vector<ModelParameter>& params = s.model->parameters();
+  const ParamChunks chunks = s.grad_sync != nullptr ? s.grad_sync->Chunks() : ParamChunks{};
   for (size_t i = 0; i < params.size(); ++i) {
     const ModelParameter& p = params[i];
     if (p.tied_copy) continue;
@@ -44,10 +45,17 @@ StatusOr<std::vector<float>> EncodeShards(const TrainState& s) {
     w.Int(static_cast<int>(p.param.slice.axis));
     w.Int(static_cast<int64_t>(p.param.full_shape.size()));
     for (int64_t d : p.param.full_shape) w.Int(d);
-    w.Int(static_cast<int64_t>(p.param.value->shape().size()));
-    for (int64_t d : p.param.value->shape()) w.Int(d);
-    w.Floats(ToHost(*s.compute, *p.param.value));
-    const int64_t numel = p.param.value->numel();
+    const Shape shape = p.param.shape();
+    w.Int(static_cast<int64_t>(shape.size()));
+    for (int64_t d : shape) w.Int(d);
+    const int64_t numel = p.param.numel();
+    if (p.param.value->defined()) {
+      w.Floats(ToHost(*s.compute, *p.param.value));
+    } else {  // released: every rank of the shard group gathers it
+      TRIDENT_ASSIGN_OR_RETURN(std::vector<float> value,
+                               s.optimizer->shard().Gather(*s.compute, chunks.values[i], numel));
+      w.Floats(value);
+    }
     TRIDENT_ASSIGN_OR_RETURN(std::vector<float> avg, StateToHost(s, s.optimizer->ExpAvg(i), numel));
     TRIDENT_ASSIGN_OR_RETURN(std::vector<float> sq,
                              StateToHost(s, s.optimizer->ExpAvgSq(i), numel));

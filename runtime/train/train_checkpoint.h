@@ -9,8 +9,10 @@
 // model and optimizer state while it writes.
 //
 // With optimizer sharding the ranks of each shard group first all-gather the optimizer state
-// of their chunks, so the file holds whole tensors whatever the sharding; loading takes this
-// rank's chunk. A file written under one sharding, dp or mesh loads under any other.
+// of their chunks (and with parameter sharding the parameters too), so the file holds whole
+// tensors whatever the sharding; loading takes this rank's chunk of the state, and whole
+// parameters (the trainer loads before it releases them). A file written under one sharding,
+// dp or mesh loads under any other.
 //
 // Loading: every rank reads its own slices from the file (so every host needs the file, on a
 // shared file system or copied), whatever plan wrote it: other tp, pp, dp or cuts.
@@ -24,6 +26,7 @@
 
 #include "runtime/comm/comm.h"
 #include "runtime/compute/compute.h"
+#include "runtime/train/grad_sync.h"
 #include "runtime/train/job_layout.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/stage_model.h"
@@ -37,6 +40,9 @@ struct TrainState {
   Comm* world = nullptr;
   StageModel* model = nullptr;
   Optimizer* optimizer = nullptr;
+  // Its value chunks, for parameters released between uses (dp_sharding full); may be null
+  // before any is released.
+  GradSync* grad_sync = nullptr;
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };
 

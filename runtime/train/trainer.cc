@@ -101,7 +101,8 @@ Status Trainer::State::SplitShardComms(const std::vector<int>& grad_group) {
   std::vector<int> group = ShardGroupOf(grad_group, shard_ranks, rank);
   std::vector<int> replicate = ReplicateGroupOf(grad_group, shard_ranks, rank);
   shard.n = shard_ranks;
-  shard.shard_grads = plan.dp_sharding == DpSharding::kGradients;
+  shard.shard_grads = plan.dp_sharding >= DpSharding::kGradients;
+  shard.shard_params = plan.dp_sharding == DpSharding::kFull;
   shard.r = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
   shard.first_block = group.front() == grad_group.front();
   if (shard.n > 1) {
@@ -128,14 +129,16 @@ Status Trainer::State::Build() {
   model = std::make_unique<StageModel>(*layout, rank, compute, tp_comm.get(), cp_comm.get(),
                                        options.seed);
   optimizer = std::make_unique<Optimizer>(compute, &model->parameters(), options.optimizer, shard);
-  grad_sync = std::make_unique<GradSync>(compute, model.get(), grad_comm.get(), tie_comm.get(),
-                                         plan.mesh.tp > 1 ? tp_comm.get() : nullptr, shard,
-                                         options.bucket_bytes);
   if (plan.schedule != ScheduleKind::kPipeDream) {  // PipeDream's segments make their own
     interpreter = std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(),
                                                 data.get(), MakeInterpreterOptions());
   }
-  return InitializeWeights();
+  TRIDENT_RETURN_IF_ERROR(InitializeWeights());
+  // Once the weights are final: with parameter sharding it keeps this rank's chunks of them.
+  grad_sync = std::make_unique<GradSync>(compute, model.get(), grad_comm.get(), tie_comm.get(),
+                                         plan.mesh.tp > 1 ? tp_comm.get() : nullptr, shard,
+                                         options.bucket_bytes);
+  return Status::Ok();
 }
 
 InterpreterOptions Trainer::State::MakeInterpreterOptions() const {
@@ -169,7 +172,7 @@ Status Trainer::State::InitializeWeights() {
 double Trainer::State::LocalNormSquared() {
   double sum = 0;
   if (!shard.first_block) return 0;
-  const std::vector<Tensor> chunks = grad_sync->GradChunks();
+  const std::vector<Tensor> chunks = grad_sync->Chunks().grads;
   const std::vector<ModelParameter>& params = model->parameters();
   for (size_t i = 0; i < params.size(); ++i) {
     const ModelParameter& p = params[i];
@@ -241,6 +244,14 @@ StatusOr<StepResult> Trainer::State::RunStep(int64_t step) {
       return grad_sync->LayerWeightsDone(stage, layer, options.comm_timeout);
     };
   }
+  if (shard.shard_params) {
+    hooks.layer_params_needed = [this](int stage, int layer) {
+      return grad_sync->LayerParamsNeeded(stage, layer);
+    };
+    hooks.layer_params_done = [this](int stage, int layer) {
+      grad_sync->LayerParamsDone(stage, layer);
+    };
+  }
   TRIDENT_RETURN_IF_ERROR(interpreter->Run(step - 1, hooks, &record));
   const auto sync_start = Clock::now();
   TRIDENT_RETURN_IF_ERROR(grad_sync->Finish(options.comm_timeout));
@@ -251,7 +262,7 @@ StatusOr<StepResult> Trainer::State::RunStep(int64_t step) {
   const auto opt_start = Clock::now();
   optimizer->Step(step, step,
                   ClipCoefficient(result.summary.grad_norm, options.optimizer.clip_grad_norm),
-                  grad_sync->GradChunks());
+                  grad_sync->Chunks());
   TRIDENT_RETURN_IF_ERROR(grad_sync->GatherParameters());
   ZeroGrads();
   compute->Synchronize();

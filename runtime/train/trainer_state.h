@@ -51,13 +51,10 @@ struct Trainer::State {
   Status SplitShardComms(const std::vector<int>& grad_group);
   Status InitializeWeights();
   TrainState CheckpointState() const {
-    return {&*layout,
-            rank,
-            compute,
-            ctl_comm.get(),
-            model.get(),
-            optimizer.get(),
-            options.comm_timeout};
+    return {&*layout,        rank,
+            compute,         ctl_comm.get(),
+            model.get(),     optimizer.get(),
+            grad_sync.get(), options.comm_timeout};
   }
   InterpreterOptions MakeInterpreterOptions() const;
 

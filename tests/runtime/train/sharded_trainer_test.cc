@@ -1,9 +1,10 @@
-// Optimizer and gradient sharding (Plan::dp_sharding optimizer and gradients,
+// Optimizer, gradient and parameter sharding (Plan::dp_sharding optimizer, gradients and full,
 // runtime/train/dp_shard.h) over in-process ranks: each layout trains 20 steps with and without
 // sharding, and each sharded run's losses and gradient norms equal the unsharded run's (1e-5
 // relative) under AdamW with clipping and weight decay and under SGD with momentum; gradient
-// sharding lowers each rank's peak memory; the optimizer state a rank keeps is its chunk; a
-// checkpoint written under one sharding resumes under another.
+// sharding lowers rank 0's peak memory below optimizer sharding, and full sharding below
+// gradient sharding where the parameters it shards outweigh a gathered layer; a checkpoint
+// written under one sharding resumes under another.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,6 +26,10 @@ struct ShardCase {
   int cp = 1;
   int dp_shard = 0;  // 0: every replica
   bool sequence_parallel = false;
+  // Whether full sharding lowers rank 0's peak below gradient sharding: not where the rank's
+  // sharded parameters are so few (the split tie's table stays whole) that the chunks it saves
+  // weigh less than one layer gathered, whose all-gather buffer and whole tensors coexist.
+  bool full_saves = true;
 };
 void PrintTo(const ShardCase& c, std::ostream* os) { *os << c.name; }
 
@@ -86,10 +91,10 @@ TEST_P(ShardedTrainerTest, SameLossesAsUnshardedUnderAdamWAndSgd) {
   for (const TrainOptions& options : {AdamW(), SgdMomentum()}) {
     TrainRun whole = TrainInProcess(CasePlan(GetParam(), DpSharding::kNone), options);
     ASSERT_TRUE(whole.status.ok()) << whole.status.ToString();
-    int64_t optimizer_peak = 0;
-    for (DpSharding level : {DpSharding::kOptimizer, DpSharding::kGradients}) {
+    int64_t previous_peak = 0;
+    for (DpSharding level : {DpSharding::kOptimizer, DpSharding::kGradients, DpSharding::kFull}) {
       const Plan sharded = CasePlan(GetParam(), level);
-      if (level == DpSharding::kGradients && !EqualLanes(sharded)) {
+      if (level != DpSharding::kOptimizer && !EqualLanes(sharded)) {
         EXPECT_NE(sharded.Validate().ToString().find("replicas do not divide"), std::string::npos)
             << sharded.Validate().ToString();
         continue;
@@ -101,10 +106,12 @@ TEST_P(ShardedTrainerTest, SameLossesAsUnshardedUnderAdamWAndSgd) {
       ExpectSameSteps(run, whole);
       // The steps changed the weights (synthetic tokens are random: the loss stays near ln 256).
       EXPECT_NE(run.Losses().back(), run.Losses().front());
-      if (level == DpSharding::kOptimizer) optimizer_peak = run.ranks.front().peak_bytes;
-      if (level == DpSharding::kGradients) {
-        EXPECT_LT(run.ranks.front().peak_bytes, optimizer_peak);
+      const int64_t peak = run.ranks.front().peak_bytes;
+      if (level == DpSharding::kGradients ||
+          (level == DpSharding::kFull && GetParam().full_saves)) {
+        EXPECT_LT(peak, previous_peak);
       }
+      previous_peak = peak;
     }
   }
 }
@@ -121,10 +128,12 @@ INSTANTIATE_TEST_SUITE_P(
         ShardCase{"cp2_dp2", PlanShape{.replicas = {2}}, 2},
         ShardCase{"pp2_r31_round_robin", PlanShape{.replicas = {3, 1}}},
         ShardCase{"pp2_zb_h1_dp2", PlanShape{.schedule = ScheduleKind::kZbH1, .replicas = {2, 2}}},
-        ShardCase{"pp2_interleaved_dp2", PlanShape{.schedule = ScheduleKind::kInterleaved1F1B,
-                                                   .replicas = {2, 2},
-                                                   .virtual_stages = 2,
-                                                   .num_micro_batches = 4}}),
+        ShardCase{"pp2_interleaved_dp2",
+                  PlanShape{.schedule = ScheduleKind::kInterleaved1F1B,
+                            .replicas = {2, 2},
+                            .virtual_stages = 2,
+                            .num_micro_batches = 4},
+                  1, 0, false, false}),
     [](const ::testing::TestParamInfo<ShardCase>& param_info) { return param_info.param.name; });
 
 TEST(DpShardTest, ChunksCoverEveryElementOnce) {
@@ -153,9 +162,9 @@ TEST(DpShardTest, GroupsAreBlocksOfTheGradGroup) {
   EXPECT_EQ(ReplicateGroupOf(grad, 6, 13), (std::vector<int>{13}));
 }
 
-// A checkpoint written after 3 sharded dp 2 steps resumes under dp 4 sharded in groups of 2
-// (the optimizer state, or also the gradients), under dp 1 and under dp 2 unsharded, and every
-// resumed run's next losses equal those of the run that never stopped.
+// A checkpoint written after 3 fully sharded dp 2 steps resumes under dp 4 sharded in groups of
+// 2 (the optimizer state, also the gradients, or everything), under dp 1 and under dp 2
+// unsharded, and every resumed run's next losses equal those of the run that never stopped.
 TEST(ShardedCheckpointTest, ResumesUnderAnotherShardingAndDp) {
   TempDir dir;
   const std::string path = dir.path() + "/ckpt";
@@ -168,11 +177,12 @@ TEST(ShardedCheckpointTest, ResumesUnderAnotherShardingAndDp) {
   save.steps = 3;
   save.save_dir = path;
   save.save_every = 3;
-  TrainRun first = TrainInProcess(CasePlan(dp2, DpSharding::kOptimizer), save);
+  TrainRun first = TrainInProcess(CasePlan(dp2, DpSharding::kFull), save);
   ASSERT_TRUE(first.status.ok()) << first.status.ToString();
   const std::vector<std::pair<ShardCase, DpSharding>> resumes = {
       {ShardCase{"dp4_shard2", PlanShape{.replicas = {4}}, 1, 2}, DpSharding::kOptimizer},
       {ShardCase{"dp4_shard2_gradients", PlanShape{.replicas = {4}}, 1, 2}, DpSharding::kGradients},
+      {ShardCase{"dp4_shard2_full", PlanShape{.replicas = {4}}, 1, 2}, DpSharding::kFull},
       {ShardCase{"dp1", PlanShape{}}, DpSharding::kNone},
       {dp2, DpSharding::kNone}};
   for (const auto& [shape, level] : resumes) {
