@@ -40,7 +40,7 @@ for road in needed resolved symbols strings; do
   verdict "$name has no device library by $road"
 done
 if [[ $expect_device == --expect-device ]]; then
-  [[ -n $any ]] || REASON="no device library found by any road"
+  [[ -n $any ]] || { REASON="no device library found by any road" && false; }
   verdict "$name shows its device libraries by:${any:- nothing}"
   summary 1
 else

@@ -26,7 +26,7 @@ verdict "profile --efficiency prints the table and the memory line"
 
 [[ $(grep -c '^      - {gflop: [0-9.e-]*, fraction: 0\.[0-9e-]*}$' "$out") -eq 7 ]] &&
   grep -q '^    fp32: 10$' "$out" && grep -Eq '^    memory: 0\.[0-9]+$' "$out" ||
-  REASON="the written file lacks the 7 points, the peak or the memory fraction"
+  { REASON="the written file lacks the 7 points, the peak or the memory fraction" && false; }
 verdict "the written file holds one point per size and keeps the datasheet figures"
 
 run "$bin" validate "$out"
