@@ -15,6 +15,7 @@
 #include "core/cluster.h"
 #include "core/file_util.h"
 #include "core/model_spec.h"
+#include "core/plan.h"
 #include "core/version.h"
 #include "launcher/local_machine.h"
 #include "launcher/run_flow.h"
@@ -204,16 +205,16 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--dp-sharding", f->dp_sharding,
                   "Sharding levels the planner considers, comma-separated: none, optimizer, "
-                  "gradients (the runtime runs these three; gradients only when asked, as its "
-                  "reduce-scatters do not yet overlap the compute as the plan assumes)")
+                  "gradients, full (gradients and full only when asked, as the runtime's "
+                  "per-layer reduce-scatters and gathers do not yet overlap the compute as the "
+                  "plan assumes)")
       ->capture_default_str()
       ->check(CLI::Validator(
           [](const std::string& list) -> std::string {
             std::stringstream items(list);
             for (std::string item; std::getline(items, item, ',');) {
-              if (item != "none" && item != "optimizer" && item != "gradients") {
-                return "'" + item +
-                       "' is not a level the runtime runs (none, optimizer, gradients)";
+              if (!ValueOf(DpShardingNames(), item).has_value()) {
+                return "'" + item + "' is not a sharding level (none, optimizer, gradients, full)";
               }
             }
             return list.empty() ? "give at least one level" : "";

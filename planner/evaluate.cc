@@ -91,6 +91,7 @@ PositionFootprint PositionFootprintOf(const Plan& plan, const CostsByMode& by_mo
     total.layer_param_bytes = std::max(total.layer_param_bytes, f.layer_param_bytes);
     total.layer_grad_bytes = std::max(total.layer_grad_bytes, f.layer_grad_bytes);
     total.grad_transient_bytes = std::max(total.grad_transient_bytes, f.grad_transient_bytes);
+    total.param_transient_bytes = std::max(total.param_transient_bytes, f.param_transient_bytes);
   }
   return total;
 }
@@ -130,6 +131,7 @@ void AddMemory(const CostModel& costs, const Plan& plan, const CostsByMode& by_m
     }
     if (TiedAcrossPositions(plan) && (holds_head || p == 0)) {
       f.tied_grad_bytes = embedding.grad_bytes;
+      f.tied_param_bytes = embedding.param_bytes;
     }
     ev->memory.push_back(PositionMemory(f, p, MemoryContextOf(costs, plan, p)));
     ev->peak_memory_bytes = std::max(ev->peak_memory_bytes, ev->memory.back().Total());

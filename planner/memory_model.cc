@@ -47,9 +47,7 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
   m.grads = Shards(c.sharding, DpSharding::kGradients) ? CeilDiv(f.grad_bytes, n) : f.grad_bytes;
   m.optimizer = Shards(c.sharding, DpSharding::kOptimizer) ? CeilDiv(f.optimizer_bytes, n)
                                                            : f.optimizer_bytes;
-  if (c.sharding == DpSharding::kFull) {
-    m.gathered_layers = 2 * (f.layer_param_bytes + f.layer_grad_bytes);
-  } else if (c.sharding == DpSharding::kGradients) {
+  if (Shards(c.sharding, DpSharding::kGradients)) {
     // A split tie's table stays whole, and is gathered through a bucket of its own.
     const int64_t tied = f.tied_grad_bytes;
     m.grads += tied - CeilDiv(tied, n);
@@ -58,6 +56,12 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
     m.grad_buckets = f.grad_bytes + CeilDiv(f.grad_bytes, n);
   } else if (c.GradBuckets()) {
     m.grad_buckets = f.grad_bytes - f.tied_grad_bytes;
+  }
+  if (c.sharding == DpSharding::kFull) {
+    // One layer's parameters at a time, gathered without prefetch, as the runtime runs it, and
+    // released before its gradients are summed: the larger of the two transients counts.
+    m.params += f.tied_param_bytes - CeilDiv(f.tied_param_bytes, n);
+    m.gathered_layers = std::max<int64_t>(0, f.param_transient_bytes - f.grad_transient_bytes);
   }
   m.activations = static_cast<int64_t>(std::ceil(live * static_cast<double>(f.stash_bytes)));
   if (c.schedule == ScheduleKind::kPipeDream) {

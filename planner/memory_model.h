@@ -63,7 +63,8 @@ double LiveActivationFactor(ScheduleKind kind, int position, int pp, int micro_b
 struct PositionFootprint {
   int64_t param_bytes = 0;
   int64_t grad_bytes = 0;
-  int64_t tied_grad_bytes = 0;  // of grad_bytes, a tied table's summed outside the buckets
+  int64_t tied_grad_bytes = 0;   // of grad_bytes, a tied table's summed outside the buckets
+  int64_t tied_param_bytes = 0;  // and its parameters, which full sharding keeps whole
   int64_t optimizer_bytes = 0;
   int64_t stash_bytes = 0;        // per micro-batch, for the position's recompute mode
   int64_t workspace_bytes = 0;    // the largest single layer's
@@ -73,6 +74,10 @@ struct PositionFootprint {
   // (2 · its gradient bytes) add at the end of its backward, above the stash of the micro-batch
   // that this layer and the later ones of its chunk have freed by then (0 when never above).
   int64_t grad_transient_bytes = 0;
+  // Full sharding: the most gathering one layer's parameters (the whole tensors and the
+  // all-gather buffer, 2 · its parameter bytes) adds before its input gradient, above the stash
+  // that the later layers of its chunk have freed by then (0 when never above).
+  int64_t param_transient_bytes = 0;
 };
 
 struct MemoryBreakdown {

@@ -17,6 +17,7 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
   c.layer_param_.assign(1, {});
   c.layer_grad_.assign(1, {});
   c.grad_transient_.assign(1, {});
+  c.param_transient_.assign(1, {});
   for (int i = 0; i < n; ++i) {
     const ProfileEntry* e = model.Layer(i, micro_batch, tp, sequence_parallel, cp);
     if (e == nullptr) {
@@ -38,9 +39,11 @@ StatusOr<StageCosts> StageCosts::Create(const CostModel& model, int micro_batch,
     c.layer_param_[0].push_back(e->param_bytes);
     c.layer_grad_[0].push_back(e->grad_bytes);
     c.grad_transient_[0].push_back(2 * e->grad_bytes + c.stash_[i]);
+    c.param_transient_[0].push_back(2 * e->param_bytes + c.stash_[i + 1]);
     c.output_bytes_.push_back(e->output_bytes);
   }
-  for (RangeMax* table : {&c.workspace_, &c.layer_param_, &c.layer_grad_, &c.grad_transient_}) {
+  for (RangeMax* table :
+       {&c.workspace_, &c.layer_param_, &c.layer_grad_, &c.grad_transient_, &c.param_transient_}) {
     BuildRangeMax(table);
   }
   return c;

@@ -47,6 +47,8 @@ class StageCosts {
     f.layer_grad_bytes = MaxOf(layer_grad_, first, last);
     f.grad_transient_bytes =
         std::max<int64_t>(0, MaxOf(grad_transient_, first, last) - stash_[last + 1]);
+    f.param_transient_bytes =
+        std::max<int64_t>(0, MaxOf(param_transient_, first, last) - stash_[last + 1]);
     return f;
   }
   int64_t OutputBytes(int layer) const { return output_bytes_[layer]; }
@@ -67,7 +69,10 @@ class StageCosts {
   // grad_transient_[0][i] = 2 · layer i's gradient bytes + stash_[i]: with the stash of layers
   // [i, last] subtracted, what layer i's gradients and their packed buffer add at the end of its
   // backward, when those layers' stashes of the micro-batch are freed.
-  RangeMax workspace_, layer_param_, layer_grad_, grad_transient_;
+  // param_transient_[0][i] = 2 · layer i's parameter bytes + stash_[i + 1]: what gathering
+  // layer i's parameters (the whole tensors and the all-gather buffer) adds before its input
+  // gradient, when its own stash is still held.
+  RangeMax workspace_, layer_param_, layer_grad_, grad_transient_, param_transient_;
 };
 
 }  // namespace trident

@@ -25,7 +25,8 @@ PositionFootprint Footprint() {
           .optimizer_bytes = 800,
           .layer_param_bytes = 10,
           .layer_grad_bytes = 20,
-          .grad_transient_bytes = 30};
+          .grad_transient_bytes = 30,
+          .param_transient_bytes = 45};
 }
 
 // Two replicas × cp 2: n = 4 ranks share each shard. One stage, 1F1B, nothing else held.
@@ -49,13 +50,14 @@ TEST(ShardingMemory, EachLevelDividesItsStateOverTheShardGroup) {
   EXPECT_EQ(gradients.Total(), 100 + 50 + 200 + 30);
   const MemoryBreakdown full = At(DpSharding::kFull);
   EXPECT_EQ(full.params, 25);           // P / 4
-  EXPECT_EQ(full.gathered_layers, 60);  // 2 · (10 + 20)
-  EXPECT_EQ(full.grad_buckets, 0);
-  EXPECT_EQ(full.Total(), 25 + 50 + 200 + 60);
-  EXPECT_THAT(full.ToString(), ::testing::HasSubstr("gathered layers 60 B"));
+  EXPECT_EQ(full.grad_buckets, 30);     // as gradient sharding's
+  EXPECT_EQ(full.gathered_layers, 15);  // what a gathered layer adds above that: 45 - 30
+  EXPECT_EQ(full.Total(), 25 + 50 + 200 + 30 + 15);
+  EXPECT_THAT(full.ToString(), ::testing::HasSubstr("gathered layers 15 B"));
 }
 
-// A table tied over two positions keeps its whole gradient and its gather bucket.
+// A table tied over two positions keeps its whole gradient and its gather bucket, and under
+// full sharding its whole parameters.
 TEST(ShardingMemory, GradientShardingKeepsASplitTiesTableWhole) {
   PositionFootprint f = Footprint();
   f.tied_grad_bytes = 40;
@@ -64,6 +66,12 @@ TEST(ShardingMemory, GradientShardingKeepsASplitTiesTableWhole) {
   const MemoryBreakdown m = PositionMemory(f, 0, c);
   EXPECT_EQ(m.grads, 50 + 40 - 10);         // G / 4, and the table whole
   EXPECT_EQ(m.grad_buckets, 30 + 40 + 10);  // the transient, and the table's gather bucket
+  f.tied_param_bytes = 20;
+  c.sharding = DpSharding::kFull;
+  const MemoryBreakdown full = PositionMemory(f, 0, c);
+  EXPECT_EQ(full.params, 25 + 20 - 5);  // P / 4, and the table's parameters whole
+  EXPECT_EQ(full.grads, m.grads);
+  EXPECT_EQ(full.grad_buckets, m.grad_buckets);
 }
 
 TEST(ShardingMemory, HybridGroupsShardOverTheirOwnReplicasAndRoundUp) {
@@ -246,6 +254,26 @@ TEST(ShardingMemory, GradientTransientIsTheLayerByLayerMaximum) {
           want = std::max(want, 2 * costs.Footprint(layer, layer).grad_bytes - freed);
         }
         ASSERT_EQ(costs.Footprint(first, last).grad_transient_bytes, want)
+            << "layers " << first << "-" << last;
+      }
+    }
+  }
+}
+
+// The same for full sharding's parameter gather: the most 2 · a layer's parameters exceed the
+// stash that the later layers of the range free (the layer's own is still held).
+TEST(ShardingMemory, ParameterTransientIsTheLayerByLayerMaximum) {
+  auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 32, DType::kFp32);
+  for (RecomputeMode mode : {RecomputeMode::kNone, RecomputeMode::kFull}) {
+    const StageCosts costs = *StageCosts::Create(*f->costs, 1, 1, false, 1, mode);
+    for (int first = 0; first < costs.NumLayers(); ++first) {
+      for (int last = first; last < costs.NumLayers(); ++last) {
+        int64_t want = 0;
+        for (int layer = first; layer <= last; ++layer) {
+          const int64_t freed = layer < last ? costs.Footprint(layer + 1, last).stash_bytes : 0;
+          want = std::max(want, 2 * costs.Footprint(layer, layer).param_bytes - freed);
+        }
+        ASSERT_EQ(costs.Footprint(first, last).param_transient_bytes, want)
             << "layers " << first << "-" << last;
       }
     }
