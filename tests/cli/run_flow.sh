@@ -85,9 +85,15 @@ run "$trident" run configs/models/gpt-tiny.yaml --cluster "$WORK/nowhere.yaml" -
 expect_rc 1 && expect_in err "--cluster $WORK/nowhere.yaml: no such file" && [[ ! -e $WORK/bad ]]
 verdict "a missing cluster file is named before anything starts"
 
+run "$trident" run configs/models/gpt-tiny.yaml --dp-sharding none,zero3 --out "$WORK/bad"
+expect_rc 2 &&
+  expect_in err "--dp-sharding: 'zero3' is not a sharding level (none, optimizer, gradients, full)" &&
+  [[ ! -e $WORK/bad ]]
+verdict "an unknown sharding level is named before anything starts"
+
 run "$trident" run configs/models/gpt-tiny.yaml --devices 3 --out "$WORK/bad"
 expect_rc 1 && expect_in err "--devices 3: cluster local-cpu" && expect_in err "has 2 devices" &&
   [[ ! -e $WORK/bad ]]
 verdict "more ranks than the cluster has devices are refused"
 
-summary 10
+summary 11

@@ -7,7 +7,8 @@
 # runs drift apart by rounding, far less than any wrong formula would). One GPU: the
 # single-rank plan. Two or more: pp 2 (activations and gradients through NCCL), dp 2 (the
 # gradient all-reduce through NCCL; with optimizer sharding its reduce-scatter and the
-# parameter all-gather; with gradient sharding a reduce-scatter per layer), tp 2 with sequence parallelism (NCCL all-gathers and reduce-scatters
+# parameter all-gather; with gradient sharding a reduce-scatter per layer; with full sharding
+# an all-gather per layer too), tp 2 with sequence parallelism (NCCL all-gathers and reduce-scatters
 # inside the layers) and cp 2 against the one-process CPU run; four or more
 # add cp 2 x tp 2 with sequence parallelism. Without a GPU, or in a
 # build without CUDA, it prints why and exits 77 (ctest: skipped).
@@ -74,6 +75,11 @@ $(tiny_stage 2 3 1 none)"
   train dp2_zero2 2 cuda
   expect_rc 0 && same_as single-cpu dp2_zero2-cuda
   verdict "dp 2 with gradient sharding on two GPUs (a reduce-scatter per layer): same as the CPU"
+  cp "$WORK/dp2.yaml" "$WORK/dp2_zero3.yaml"
+  printf 'dp_sharding: full\n' >>"$WORK/dp2_zero3.yaml"
+  train dp2_zero3 2 cuda
+  expect_rc 0 && same_as single-cpu dp2_zero3-cuda
+  verdict "dp 2 with full sharding on two GPUs (an all-gather per layer): same as the CPU"
   sp=true tiny_plan tp2_sp 2 2 1 1 2 1 2 4 1f1b "$(tiny_stage 0 5 1 none)"
   train tp2_sp 2 cuda
   expect_rc 0 && same_as single-cpu tp2_sp-cuda
