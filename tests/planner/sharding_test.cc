@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -240,9 +241,11 @@ Plan OneStage(const PlannerFixture& f, int replicas, int lane, DpSharding level,
   return plan;
 }
 
-// The range query of gradient sharding's transient equals its definition, layer by layer: the
-// most 2 · a layer's gradients exceed the stash that layer and the later ones of the range free.
-TEST(ShardingMemory, GradientTransientIsTheLayerByLayerMaximum) {
+// For every range of gpt-tiny's layers, under no and full recompute: the range query `got`
+// equals the most `one(costs, layer, last)` gives over the range's layers.
+void ExpectLayerByLayerMaximum(
+    const std::function<int64_t(const PositionFootprint&)>& got,
+    const std::function<int64_t(const StageCosts&, int layer, int last)>& one) {
   auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 32, DType::kFp32);
   for (RecomputeMode mode : {RecomputeMode::kNone, RecomputeMode::kFull}) {
     const StageCosts costs = *StageCosts::Create(*f->costs, 1, 1, false, 1, mode);
@@ -250,34 +253,33 @@ TEST(ShardingMemory, GradientTransientIsTheLayerByLayerMaximum) {
       for (int last = first; last < costs.NumLayers(); ++last) {
         int64_t want = 0;
         for (int layer = first; layer <= last; ++layer) {
-          const int64_t freed = costs.Footprint(layer, last).stash_bytes;
-          want = std::max(want, 2 * costs.Footprint(layer, layer).grad_bytes - freed);
+          want = std::max(want, one(costs, layer, last));
         }
-        ASSERT_EQ(costs.Footprint(first, last).grad_transient_bytes, want)
-            << "layers " << first << "-" << last;
+        ASSERT_EQ(got(costs.Footprint(first, last)), want) << "layers " << first << "-" << last;
       }
     }
   }
 }
 
+// The range query of gradient sharding's transient equals its definition, layer by layer: the
+// most 2 · a layer's gradients exceed the stash that layer and the later ones of the range free.
+TEST(ShardingMemory, GradientTransientIsTheLayerByLayerMaximum) {
+  ExpectLayerByLayerMaximum([](const PositionFootprint& f) { return f.grad_transient_bytes; },
+                            [](const StageCosts& costs, int layer, int last) {
+                              const int64_t freed = costs.Footprint(layer, last).stash_bytes;
+                              return 2 * costs.Footprint(layer, layer).grad_bytes - freed;
+                            });
+}
+
 // The same for full sharding's parameter gather: the most 2 · a layer's parameters exceed the
 // stash that the later layers of the range free (the layer's own is still held).
 TEST(ShardingMemory, ParameterTransientIsTheLayerByLayerMaximum) {
-  auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 32, DType::kFp32);
-  for (RecomputeMode mode : {RecomputeMode::kNone, RecomputeMode::kFull}) {
-    const StageCosts costs = *StageCosts::Create(*f->costs, 1, 1, false, 1, mode);
-    for (int first = 0; first < costs.NumLayers(); ++first) {
-      for (int last = first; last < costs.NumLayers(); ++last) {
-        int64_t want = 0;
-        for (int layer = first; layer <= last; ++layer) {
-          const int64_t freed = layer < last ? costs.Footprint(layer + 1, last).stash_bytes : 0;
-          want = std::max(want, 2 * costs.Footprint(layer, layer).param_bytes - freed);
-        }
-        ASSERT_EQ(costs.Footprint(first, last).param_transient_bytes, want)
-            << "layers " << first << "-" << last;
-      }
-    }
-  }
+  ExpectLayerByLayerMaximum([](const PositionFootprint& f) { return f.param_transient_bytes; },
+                            [](const StageCosts& costs, int layer, int last) {
+                              const int64_t freed =
+                                  layer < last ? costs.Footprint(layer + 1, last).stash_bytes : 0;
+                              return 2 * costs.Footprint(layer, layer).param_bytes - freed;
+                            });
 }
 
 struct Inputs {

@@ -120,7 +120,8 @@ INSTANTIATE_TEST_SUITE_P(
     Layouts, ShardedTrainerTest,
     ::testing::Values(
         ShardCase{"dp2", PlanShape{.replicas = {2}}},
-        ShardCase{"dp2_long", PlanShape{.replicas = {2}, .micro_batch_size = 2, .seq_len = 32}}, ShardCase{"dp4", PlanShape{.replicas = {4}}},
+        ShardCase{"dp2_long", PlanShape{.replicas = {2}, .micro_batch_size = 2, .seq_len = 32}},
+        ShardCase{"dp4", PlanShape{.replicas = {4}}},
         ShardCase{"tp2_dp2", PlanShape{.tp = 2, .replicas = {2}}},
         // The norms' partial gradients are all-reduced whole, then their chunks stepped.
         ShardCase{"tp2_sp_dp2", PlanShape{.tp = 2, .replicas = {2}}, 1, 0, true},
