@@ -29,7 +29,7 @@ StatusOr<EvaluatedPlan> LoadAndEvaluate(const std::string& plan_path, CostOption
 }
 
 StatusOr<EvaluatedPlan> Evaluate(Plan plan, const std::string& source, CostOptions options,
-                                 double max_memory_gib) {
+                                 double max_memory_gib, PipelineTransfers transfers) {
   TRIDENT_RETURN_IF_ERROR(CheckMaxMemory(max_memory_gib));
   EvaluatedPlan out;
   out.plan = std::move(plan);
@@ -38,6 +38,7 @@ StatusOr<EvaluatedPlan> Evaluate(Plan plan, const std::string& source, CostOptio
                                                       out.plan.dtype, out.plan.mesh.cp));
   EvaluateOptions evaluate;
   evaluate.memory_limit_bytes = MaxMemoryBytes(max_memory_gib);
+  evaluate.pipeline_transfers = transfers;
   TRIDENT_ASSIGN_OR_RETURN(out.evaluation, EvaluatePlan(*out.inputs->costs, out.plan, evaluate));
   return out;
 }

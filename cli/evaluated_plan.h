@@ -22,8 +22,10 @@ StatusOr<EvaluatedPlan> LoadAndEvaluate(const std::string& plan_path, CostOption
                                         double max_memory_gib);
 
 // The same for a plan already read; `source` names where it came from in messages (a file,
-// or a file and a run).
+// or a file and a run); `transfers`: how the software that runs it moves activations between
+// stages (planner/evaluate.h).
 StatusOr<EvaluatedPlan> Evaluate(Plan plan, const std::string& source, CostOptions options,
-                                 double max_memory_gib);
+                                 double max_memory_gib,
+                                 PipelineTransfers transfers = PipelineTransfers::kAsync);
 
 }  // namespace trident

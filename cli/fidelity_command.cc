@@ -1,6 +1,8 @@
 // trident fidelity FILE...: each published run of each file (core/published_runs.h) imported
 // from its Megatron-LM arguments, evaluated as `trident simulate` evaluates a plan (analytic
-// profile from the cluster), and its predicted step time set beside the published one.
+// profile from the cluster) with Megatron-LM's blocking pipeline transfers
+// (PipelineTransfers::kMegatronBlocking), and its predicted step time set beside the published
+// one.
 //
 // The errors, their mean and max: core/published_runs.h's CompareStepTimes. Each file's mean and
 // max |error| are held to --max-mean-error and --max-error when given.
@@ -46,7 +48,9 @@ RunRow EvaluateRun(const std::string& file, const PublishedRun& run, Plan plan,
                    const CostOptions& cost) {
   RunRow row;
   const std::string source = file + ": run '" + run.name + "'";
-  StatusOr<EvaluatedPlan> ev = Evaluate(std::move(plan), source, cost, /*max_memory_gib=*/0);
+  // The runs ran Megatron-LM, whose pipeline transfers block (planner/evaluate.h).
+  StatusOr<EvaluatedPlan> ev = Evaluate(std::move(plan), source, cost, /*max_memory_gib=*/0,
+                                        PipelineTransfers::kMegatronBlocking);
   if (!ev.ok()) {
     const std::string& message = ev.status().message();
     row.failure = message.rfind(source, 0) == 0 ? message : source + ": " + message;

@@ -56,11 +56,27 @@ std::vector<StageTimes> StageTimesOf(const Plan& plan, const CostsByMode& by_mod
   return times;
 }
 
+// One boundary's transfer (EvaluateOptions::pipeline_transfers): `link_ms` over the link between
+// the positions, `gather_ms` the receiver's all-gather over its tp group (Megatron's
+// scatter/gather; 0 otherwise).
+struct BoundaryTransfer {
+  double link_ms = 0;
+  double gather_ms = 0;
+};
+
+// Megatron-LM's scatter/gather splits the tensor over the t ranks when sequence parallelism
+// does not already shard it and t divides it.
+bool ScattersOverTp(const Plan& plan, PipelineTransfers transfers, int64_t bytes) {
+  return transfers == PipelineTransfers::kMegatronBlocking && !plan.sequence_parallel &&
+         plan.mesh.tp > 1 && bytes % plan.mesh.tp == 0;
+}
+
 // Boundary s -> s+1 on the link joining the last rank of s's position to the first rank of
 // s+1's (each position's ranks are contiguous; the last stage of a chunk wraps to position 0).
-std::vector<double> BoundaryMs(const CostModel& costs, const Plan& plan, const RankMap& ranks,
-                               const CostsByMode& by_mode) {
-  std::vector<double> send;
+std::vector<BoundaryTransfer> BoundaryTransfers(const CostModel& costs, const Plan& plan,
+                                                const RankMap& ranks, const CostsByMode& by_mode,
+                                                PipelineTransfers transfers) {
+  std::vector<BoundaryTransfer> out;
   for (size_t s = 0; s + 1 < plan.stages.size(); ++s) {
     const PlanStage& stage = plan.stages[s];
     int64_t bytes =
@@ -68,11 +84,42 @@ std::vector<double> BoundaryMs(const CostModel& costs, const Plan& plan, const R
     const int p = static_cast<int>(s) % plan.mesh.pp;
     int from = ranks.Rank(
         {.dp = ranks.Replicas(p) - 1, .pp = p, .tp = plan.mesh.tp - 1, .cp = plan.mesh.cp - 1});
-    int to = ranks.Rank({.pp = static_cast<int>(s + 1) % plan.mesh.pp});
-    send.push_back(costs.CollectiveMsAtLevel(Collective::kP2p, static_cast<double>(bytes), 2,
-                                             LevelBetween(costs, from, to)));
+    const int q = static_cast<int>(s + 1) % plan.mesh.pp;
+    int to = ranks.Rank({.pp = q});
+    BoundaryTransfer t;
+    const bool scatter = ScattersOverTp(plan, transfers, bytes);
+    const int64_t sent = scatter ? bytes / plan.mesh.tp : bytes;
+    t.link_ms = costs.CollectiveMsAtLevel(Collective::kP2p, static_cast<double>(sent), 2,
+                                          LevelBetween(costs, from, to));
+    if (scatter) {
+      int last_tp = ranks.Rank({.pp = q, .tp = plan.mesh.tp - 1});
+      t.gather_ms = costs.CollectiveMsAtLevel(Collective::kAllGather, static_cast<double>(bytes),
+                                              plan.mesh.tp, LevelBetween(costs, to, last_tp));
+    }
+    out.push_back(t);
   }
-  return send;
+  return out;
+}
+
+// The simulator's inputs for the boundaries: asynchronous sends delay the receiver by the
+// transfer; blocking ones (kMegatronBlocking) occupy both ranks instead, so each transfer joins
+// the actions around it (evaluate.h, PipelineTransfers) and no delay is left between them.
+void SetTransfers(const std::vector<BoundaryTransfer>& transfers, PipelineTransfers kind,
+                  SimulationInput* input) {
+  input->send_activation_ms.assign(transfers.size(), 0);
+  for (size_t s = 0; s < transfers.size(); ++s) {
+    const BoundaryTransfer& t = transfers[s];
+    if (kind == PipelineTransfers::kAsync) {
+      input->send_activation_ms[s] = t.link_ms;
+      continue;
+    }
+    StageTimes& sender = input->stages[s];
+    StageTimes& receiver = input->stages[s + 1];
+    sender.fwd_ms += t.link_ms;      // sends its output
+    sender.bwd_ms += t.gather_ms;    // gathers the output's gradient
+    receiver.fwd_ms += t.gather_ms;  // gathers its input
+    receiver.bwd_ms += t.link_ms;    // sends the input's gradient back
+  }
 }
 
 // Sum of a position's chunks (virtual stages p, p + pp, ...).
@@ -280,7 +327,8 @@ StatusOr<Evaluation> EvaluatePlan(const CostModel& costs, const Plan& plan,
   SimulationInput input;
   input.schedule = &schedule;
   input.stages = StageTimesOf(plan, by_mode);
-  input.send_activation_ms = BoundaryMs(costs, plan, ranks, by_mode);
+  SetTransfers(BoundaryTransfers(costs, plan, ranks, by_mode, options.pipeline_transfers),
+               options.pipeline_transfers, &input);
   input.replicas = plan.PositionReplicas();
   if (plan.schedule == ScheduleKind::kPipeDream) input.steps = options.pipedream_steps;
   input.timeline = options.timeline;

@@ -96,10 +96,39 @@ struct Evaluation {
   bool Fits() const { return peak_memory_bytes <= memory_limit_bytes; }
 };
 
+// How an activation (and its gradient) crosses a stage boundary, as the software that runs the
+// plan moves it; B is the boundary tensor one tp rank holds (OutputBytes: the whole activation,
+// or its 1/t sequence shard under sequence parallelism), t the tp degree, X(b) the p2p time of
+// b bytes on the link the two positions' ranks span (α + b / (e · bw)).
+enum class PipelineTransfers {
+  // Trident's runtime: every tp rank sends its B with an asynchronous send (runtime/train's
+  // Isend); the transfer X(B) delays the receiver only (planner/simulator.h).
+  kAsync,
+  // Megatron-LM as of 2021-2022 (megatron/p2p_communication.py, `_communicate`: the sends and
+  // receives of one call go out as torch.distributed.batch_isend_irecv, then req.wait() and
+  // torch.cuda.synchronize(), so nothing else runs on either rank meanwhile; Narayanan et al.,
+  // "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC'21,
+  // §4.1, the scatter/gather optimization, on by default: --no-scatter-gather-tensors-in-
+  // pipeline turns it off). Without sequence parallelism each of the t ranks sends 1/t of the
+  // tensor (split_tensor_into_1d_equal_chunks) and the receiver all-gathers the t pieces over
+  // its tp group (gather_split_1d_tensor); with sequence parallelism each rank's B is already
+  // its own shard and goes as it is. Blocking on both sides, boundary s -> s+1 costs
+  //   sender    X(B / t) in the forward of stage s and in the backward of stage s+1 (the
+  //             input gradient goes back the same way)
+  //   receiver  AG(B, t) in the forward of stage s+1 and in the backward of stage s: the
+  //             all-gather on the tp group's link (none with sequence parallelism)
+  // and nothing more after the sender's action ends (its end is the transfer's).
+  // Example 530B (h 20480, s 2048, b 1, bf16, t 8), A100 DGX, IB 25 GB/s · 0.9, α 5 µs, NVLink
+  // 300 GB/s · 0.77, α 3 µs: B = 83,886,080 bytes; X(B / 8) = 0.005 + 0.466 = 0.471 ms; AG =
+  // 7·0.003 + 7/8 · 83.9 MB / 231 GB/s = 0.339 ms.
+  kMegatronBlocking,
+};
+
 struct EvaluateOptions {
   int64_t memory_limit_bytes = 0;  // 0: the device's memory
   int pipedream_steps = 4;         // steps replayed to reach PipeDream's steady state
   bool timeline = true;            // false: simulation.events left empty, all else the same
+  PipelineTransfers pipeline_transfers = PipelineTransfers::kAsync;
 };
 
 // REQUIRES: plan.Validate() is ok. Fails when the cost model lacks a layer's costs at the

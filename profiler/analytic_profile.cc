@@ -107,20 +107,69 @@ GemmTimes LayerGemmTimes(const ModelSpec& model, LayerKind kind, const LayerShap
 
 int64_t OptimizerBytesPerParam(DType dtype) { return dtype == DType::kFp32 ? 8 : 12; }
 
+// The memory-bound kernels one pass of a layer launches (the traffic they move is the 2 × stash
+// term; each kernel also pays the launch cost, as a GEMM does). Counted as Megatron-LM's GPT
+// layer launches them (megatron/model/transformer.py, ParallelTransformerLayer, 2022: one kernel
+// each for LayerNorm, the fused scale-mask-softmax, dropout, the bias-GELU and the
+// bias-dropout-add), and by the same rule (one kernel per elementwise step, fused as those are)
+// for the other kinds:
+//   gpt_block    forward 2 LayerNorms + softmax + attention dropout + the context's transpose
+//                copy + bias-GELU + 2 bias-dropout-adds = 8; backward one gradient kernel for
+//                each of those 8, the 4 linear layers' bias gradients, the 2 LayerNorms' weight
+//                gradients and the 2 residual branches' gradient sums = 16; selective recompute
+//                reruns softmax, dropout and the copy = 3
+//   llama_block  forward 2 RMSNorms + RoPE of q and k (2) + SwiGLU + 2 residual adds = 7, and
+//                softmax + the copy unfused = 9; backward 7 (9) gradients + 2 norm weights + 2
+//                residual sums = 11 (13); selective 2
+//   flash attention runs softmax, dropout and the copy inside its kernel: forward and backward
+//                3 fewer (2 for llama), selective 0
+//   embedding    lookup + learned-position add + dropout = 3 forward, 2 backward
+//   final_norm   1 forward, 2 backward (input and weight gradients)
+//   lm_head      the cross-entropy: max, exp-sum, loss = 3 forward, 1 backward
+//   mlp_block    GELU + residual add = 2 forward; GELU gradient, 2 bias gradients and the
+//                residual sum = 4 backward
+struct KernelCounts {
+  int fwd = 0;
+  int bwd = 0;
+  int selective = 0;
+};
+
+KernelCounts MemoryBoundKernels(const ModelSpec& model, LayerKind kind) {
+  const bool flash = model.attention == AttentionKind::kFlash;
+  switch (kind) {
+    case LayerKind::kGptBlock:
+      return flash ? KernelCounts{5, 13, 0} : KernelCounts{8, 16, 3};
+    case LayerKind::kLlamaBlock:
+      return flash ? KernelCounts{7, 11, 0} : KernelCounts{9, 13, 2};
+    case LayerKind::kEmbedding:
+      return {3, 2, 0};
+    case LayerKind::kFinalNorm:
+      return {1, 2, 0};
+    case LayerKind::kLmHead:
+      return {3, 1, 0};
+    case LayerKind::kMlpBlock:
+      return {2, 4, 0};
+    case LayerKind::kGeneric:
+      break;
+  }
+  return {};
+}
+
 ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape, const DeviceRates& r) {
   LayerCost cost = AnalyticLayerCost(model, kind, shape);
   GemmTimes gemm = LayerGemmTimes(model, kind, shape, r);
+  const KernelCounts kernels = MemoryBoundKernels(model, kind);
   double elementwise_ms = 2.0 * static_cast<double>(cost.stashed_bytes) / r.bytes_per_ms;
   ProfileEntry e;
   e.micro_batch = static_cast<int>(shape.micro_batch);
   e.tp = shape.tp;
   e.sequence_parallel = shape.sequence_parallel;
   e.cp = shape.cp;
-  e.fwd_ms = gemm.linear_ms + gemm.attention_ms + elementwise_ms +
+  e.fwd_ms = gemm.linear_ms + gemm.attention_ms + elementwise_ms + kernels.fwd * r.launch_ms +
              TrafficMs(cost.tp_fwd, shape.tp, r.tp_link) +
              TrafficMs(cost.cp_fwd, shape.cp, r.cp_link);
   e.bwd_input_ms = gemm.linear_ms + gemm.attention_bwd_ms + 2 * elementwise_ms +
-                   TrafficMs(cost.tp_bwd, shape.tp, r.tp_link) +
+                   kernels.bwd * r.launch_ms + TrafficMs(cost.tp_bwd, shape.tp, r.tp_link) +
                    TrafficMs(cost.cp_bwd, shape.cp, r.cp_link);
   e.bwd_weight_ms = gemm.linear_ms + TrafficMs(cost.tp_wgrad, shape.tp, r.tp_link);
   e.param_bytes = cost.param_bytes;
@@ -133,8 +182,10 @@ ProfileEntry Entry(const ModelSpec& model, LayerKind kind, LayerShape shape, con
   e.stashed_selective_bytes = selective.stashed_bytes;
   // Selective recompute reruns the attention core only where it dropped something (unfused).
   const int64_t dropped = cost.stashed_bytes - selective.stashed_bytes;
-  e.recompute_selective_ms =
-      dropped > 0 ? gemm.attention_ms + 2.0 * static_cast<double>(dropped) / r.bytes_per_ms : 0;
+  e.recompute_selective_ms = dropped > 0 ? gemm.attention_ms +
+                                               2.0 * static_cast<double>(dropped) / r.bytes_per_ms +
+                                               kernels.selective * r.launch_ms
+                                         : 0;
   shape.recompute = RecomputeMode::kFull;
   e.stashed_full_bytes = AnalyticLayerCost(model, kind, shape).stashed_bytes;
   // The rerun forward attends to the keys and values the input gradient gathers anyway.

@@ -12,7 +12,9 @@
 //  - memory-bound work (norms, softmax, GELU, residual adds, dropout, loss) as 2 × the bytes
 //    the layer stashes (every stashed tensor is written once and read back at least once),
 //    twice that in backward, at the achieved memory bandwidth, memory_bw_gb_per_s ·
-//    efficiency.memory;
+//    efficiency.memory, plus the launch cost for each of its memory-bound kernels on GPUs (a
+//    GPT block: 8 forward, 16 backward, 3 rerun by selective recompute; analytic_profile.cc,
+//    MemoryBoundKernels, counts every kind);
 //  - the layer's tp collectives as rings over the intra-node link (a tp group never spans
 //    nodes), priced by RingCollectiveMs (core/cluster.h) at the link's achieved bandwidth, on
 //    the critical path;

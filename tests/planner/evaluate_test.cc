@@ -166,5 +166,54 @@ TEST(Evaluate, ZeroOneGathersTheUpdatedParameters) {
   EXPECT_LT(sharded.sync_ms, replicated.sync_ms);
 }
 
+// Megatron-LM's pipeline transfers (PipelineTransfers::kMegatronBlocking): Llama 3 8B in two
+// positions of one DGX H100 node each (tp 8), GPipe, one micro-batch. Without sequence
+// parallelism each of the 8 ranks sends 1/8 of the boundary activation B over its own
+// InfiniBand adapter, X(B/8), and the receiver all-gathers the pieces over NVLink, AG(B, 8);
+// both block, so each stage's time grows by X(B/8) + AG(B, 8) and the makespan F0 F1 B1 B0
+// runs back to back: async F0 + X(B) + F1 + B1 + X(B) + B0 becomes F0' + F1' + B1' + B0'.
+// With sequence parallelism each rank's B is already its own 1/8 and nothing is gathered.
+TEST(Evaluate, MegatronTransfersBlockAndScatterOverTheTpRanks) {
+  auto f = LoadPlannerFixture("llama3-8b", "dgx-h100", 8192, DType::kBf16);
+  Plan plan = OneStageTp8(*f, 1);
+  const int layers = f->model.NumLayers();
+  plan.stages = {{0, layers / 2, 1, RecomputeMode::kNone, 0, 0},
+                 {layers / 2, layers - layers / 2, 1, RecomputeMode::kNone, 0, 0}};
+  plan.mesh = {1, 2, 8, 1};
+  plan.devices = 16;
+  plan.schedule = ScheduleKind::kGpipe;
+  const StageCosts costs = *StageCosts::Create(*f->costs, 1, 8, false, 1, RecomputeMode::kNone);
+  const double bytes = static_cast<double>(costs.OutputBytes(layers / 2 - 1));
+  EXPECT_EQ(bytes, 2.0 * 8192 * 4096);  // the whole activation, bf16
+  const double whole = f->costs->CollectiveMsAtLevel(Collective::kP2p, bytes, 2, 1);
+  const double piece = f->costs->CollectiveMsAtLevel(Collective::kP2p, bytes / 8, 2, 1);
+  const double gather = f->costs->CollectiveMsAtLevel(Collective::kAllGather, bytes, 8, 0);
+  const Evaluation async = Evaluated(*f, plan);
+  EvaluateOptions options;
+  options.pipeline_transfers = PipelineTransfers::kMegatronBlocking;
+  const Evaluation blocking = *EvaluatePlan(*f->costs, plan, options);
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_NEAR(blocking.stage_ms[s], async.stage_ms[s] + piece + gather, 1e-9);
+  }
+  EXPECT_NEAR(async.makespan_ms, async.stage_ms[0] + async.stage_ms[1] + 2 * whole, 1e-9);
+  EXPECT_NEAR(blocking.makespan_ms, blocking.stage_ms[0] + blocking.stage_ms[1], 1e-9);
+  // Hand check of the pieces on dgx-h100: InfiniBand 50 GB/s · 0.9, α 5 µs; NVLink 450 GB/s ·
+  // 0.82, α 3 µs: B = 67,108,864 bytes, X(B/8) = 0.005 + 8,388,608 / 45e6 = 0.19141 ms,
+  // AG = 7 · 0.003 + 7/8 · 67,108,864 / 369e6 = 0.17013 ms.
+  EXPECT_NEAR(piece, 0.005 + 8388608 / 45e6, 1e-9);
+  EXPECT_NEAR(gather, 0.021 + 0.875 * 67108864 / 369e6, 1e-9);
+
+  plan.sequence_parallel = true;
+  const StageCosts sp = *StageCosts::Create(*f->costs, 1, 8, true, 1, RecomputeMode::kNone);
+  const double shard = static_cast<double>(sp.OutputBytes(layers / 2 - 1));
+  EXPECT_EQ(shard, bytes / 8);
+  const Evaluation sp_async = Evaluated(*f, plan);
+  const Evaluation sp_blocking = *EvaluatePlan(*f->costs, plan, options);
+  const double sent = f->costs->CollectiveMsAtLevel(Collective::kP2p, shard, 2, 1);
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_NEAR(sp_blocking.stage_ms[s], sp_async.stage_ms[s] + sent, 1e-9);
+  }
+}
+
 }  // namespace
 }  // namespace trident

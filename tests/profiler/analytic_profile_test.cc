@@ -146,6 +146,27 @@ TEST(AnalyticProfile, FlashAttentionSkipsTheScores) {
   EXPECT_LT(f->stashed_none_bytes, u->stashed_none_bytes / 2);
 }
 
+// Each memory-bound kernel pays the launch cost beside its traffic (MemoryBoundKernels in
+// analytic_profile.cc). gpt2-small's final LayerNorm, tp 1, seq 1024, bf16, on the A100
+// (2,039 GB/s · 0.88): one kernel forward, two backward (input and weight gradients), no GEMM
+// and no collective, so forward = 2 · stash / bw + 4 µs and backward = 4 · stash / bw + 8 µs.
+TEST(AnalyticProfile, MemoryBoundKernelsPayTheLaunchCost) {
+  ModelSpec model = LoadPreset("gpt2-small");
+  StatusOr<Profile> profile =
+      AnalyticProfile(model, LoadCluster("dgx-a100-80gb"), {{1}, {1}, 1024, DType::kBf16, {1}});
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  const int final_norm = model.NumLayers() - 2;
+  ASSERT_EQ(profile->layers[2].kind, LayerKind::kFinalNorm);
+  const ProfileEntry* norm = profile->Find(final_norm, 1, 1, false, 1);
+  ASSERT_NE(norm, nullptr);
+  const double bytes_per_ms = 2039 * 0.88 * 1e6;
+  const double stash = static_cast<double>(norm->stashed_none_bytes);
+  EXPECT_GT(stash, 0);
+  EXPECT_NEAR(norm->fwd_ms, 2 * stash / bytes_per_ms + 0.004, 1e-12);
+  EXPECT_NEAR(norm->bwd_input_ms, 4 * stash / bytes_per_ms + 0.008, 1e-12);
+  EXPECT_EQ(norm->bwd_weight_ms, 0);
+}
+
 TEST(AnalyticProfile, ErrorsNameTheFix) {
   ModelSpec model = LoadPreset("gpt2-small");
   ClusterSpec cpu = LoadCluster("local-cpu");
