@@ -17,7 +17,7 @@ mpi_flags=("$@")
 cpu=$configs/clusters/local-cpu.yaml
 tiny=$configs/models/gpt-tiny.yaml
 out=$WORK/measured.yaml
-small=(--min-bytes 4 --max-bytes 256K --step-factor 4 --warmup 1 --iters 5)
+small=(--min-bytes 4 --max-bytes 64M --step-factor 4 --warmup 1 --iters 10)
 
 # step_time_ms of `trident simulate PLAN --cluster C --json`.
 step_ms() {
@@ -29,7 +29,7 @@ run "$mpirun" "${mpi_flags[@]}" -np 2 "$bin" profile --comm --cluster "$cpu" -o 
   "${small[@]}"
 expect_rc 0 && expect_match out "^collective +link +ranks +bytes +time \(us\) +algbw \(GB/s\) +busbw \(GB/s\)" &&
   expect_match out "^all_reduce +intra_node +2 +262144 " && expect_in out "every result checked exactly: ok" &&
-  expect_match out "^reduce_scatter +intra_node +2 +[0-9.]+ +[0-9.]+ +8 " &&
+  expect_match out "^reduce_scatter +intra_node +2 +[0-9.]+ +[0-9.]+ +12 " &&
   expect_in out "wrote $out: 4 measured links" && expect_in err "[4/4] reduce_scatter over 2 ranks"
 verdict "mpirun -np 2 profile --comm prints the table and the fits"
 
@@ -79,7 +79,7 @@ verdict "--step-factor 1: usage error"
 # 4 ranks as 2 nodes of 2: pairs and groups inside node 0 and across the nodes.
 sed -e 's/^nodes: 1/nodes: 2/' -e 's/^name: local-cpu/name: two-nodes/' "$cpu" >"$WORK/two-nodes.yaml"
 run "$mpirun" "${mpi_flags[@]}" -np 4 "$bin" profile --comm --cluster "$WORK/two-nodes.yaml" \
-  -o "$WORK/two.yaml" --max-bytes 256K --step-factor 4 --warmup 1 --iters 5
+  -o "$WORK/two.yaml" --max-bytes 64M --step-factor 4 --warmup 1 --iters 10
 expect_rc 0 && expect_match out "^p2p +inter_node +2 " && expect_match out "^all_gather +inter_node +4 " &&
   expect_in out "all_reduce inter_node over 4 ranks: not written" &&
   expect_in out "wrote $WORK/two.yaml: 8 measured links" &&
