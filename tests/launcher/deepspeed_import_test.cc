@@ -21,6 +21,7 @@ using ::testing::HasSubstr;
 using testing::Llama;
 using testing::MakePlan;
 using testing::Sharded;
+using testing::StageFirstLayers;
 
 // deepspeed/runtime/utils.py's examples, and partition_balanced re-run on small weights.
 TEST(DeepSpeedImportTest, PartitionsAsDeepSpeed) {
@@ -77,14 +78,18 @@ DeepSpeedImportOptions OnH100s(int num_stages) {
   return o;
 }
 
+// The hand-written configuration tests/data/export/`name`, imported with OnH100s(num_stages).
+StatusOr<DeepSpeedImport> ImportHandConfig(const std::string& name, int num_stages) {
+  TRIDENT_ASSIGN_OR_RETURN(std::string text,
+                           ReadFile(std::string(TRIDENT_SOURCE_DIR "/tests/data/export/") + name));
+  return ImportDeepSpeed(text, "ds_config.json", OnH100s(num_stages));
+}
+
 // DeepSpeed's documented style: two batch keys of three, an optimizer, a scheduler and logging
 // keys (listed as ignored), the pipeline section; stages cut by parameters as PipelineModule's
 // default does.
 TEST(DeepSpeedImportTest, HandWrittenConfig) {
-  StatusOr<std::string> text =
-      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-deepspeed-hand.json");
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", OnH100s(4));
+  StatusOr<DeepSpeedImport> imported = ImportHandConfig("llama3-8b-deepspeed-hand.json", 4);
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   const Plan& plan = imported->plan;
   EXPECT_EQ(plan.mesh, (Mesh{16, 4, 1}));
@@ -93,9 +98,7 @@ TEST(DeepSpeedImportTest, HandWrittenConfig) {
   EXPECT_EQ(plan.dp_sharding, DpSharding::kOptimizer);
   EXPECT_EQ(plan.dtype, DType::kBf16);
   EXPECT_EQ(plan.stages.back().recompute, RecomputeMode::kFull);
-  std::vector<int> firsts;
-  for (const PlanStage& s : plan.stages) firsts.push_back(s.first_layer);
-  EXPECT_THAT(firsts, ElementsAre(0, 9, 18, 27));  // uniform over 35 layers
+  EXPECT_THAT(StageFirstLayers(plan), ElementsAre(0, 9, 18, 27));  // uniform over 35 layers
   EXPECT_THAT(imported->ignored, ElementsAre("gradient_clipping", "optimizer.params",
                                              "optimizer.type", "scheduler.params", "scheduler.type",
                                              "steps_per_print", "wall_clock_breakdown"));
@@ -104,10 +107,7 @@ TEST(DeepSpeedImportTest, HandWrittenConfig) {
 // DeepSpeed's ZeRO-3 style with MiCS: stage 3 sharded over groups of 8 ranks (a node),
 // replicated across the 8 nodes; its tuning keys listed as ignored.
 TEST(DeepSpeedImportTest, HandWrittenZero3MicsConfig) {
-  StatusOr<std::string> text =
-      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-deepspeed-zero3-hand.json");
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", OnH100s(1));
+  StatusOr<DeepSpeedImport> imported = ImportHandConfig("llama3-8b-deepspeed-zero3-hand.json", 1);
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   const Plan& plan = imported->plan;
   EXPECT_EQ(plan.mesh, (Mesh{64, 1, 1}));
@@ -126,10 +126,7 @@ TEST(DeepSpeedImportTest, HandWrittenZero3MicsConfig) {
 // DeepSpeed's AutoTP training style: tensor_parallel.autotp_size 8 inside a node beside ZeRO-2
 // over the 8 replicas, all three batch keys (consistent), no pipeline.
 TEST(DeepSpeedImportTest, HandWrittenAutoTpConfig) {
-  StatusOr<std::string> text =
-      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-deepspeed-autotp-hand.json");
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  StatusOr<DeepSpeedImport> imported = ImportDeepSpeed(*text, "ds_config.json", OnH100s(1));
+  StatusOr<DeepSpeedImport> imported = ImportHandConfig("llama3-8b-deepspeed-autotp-hand.json", 1);
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   const Plan& plan = imported->plan;
   EXPECT_EQ(plan.devices, 64);

@@ -83,6 +83,18 @@ Plan AsImported(Plan plan) {
   return plan;
 }
 
+std::vector<int> StageLayerCounts(const Plan& plan) {
+  std::vector<int> counts;
+  for (const PlanStage& s : plan.stages) counts.push_back(s.num_layers);
+  return counts;
+}
+
+std::vector<int> StageFirstLayers(const Plan& plan) {
+  std::vector<int> firsts;
+  for (const PlanStage& s : plan.stages) firsts.push_back(s.first_layer);
+  return firsts;
+}
+
 void ExpectGolden(const std::string& path, const std::string& text) {
   if (std::getenv("TRIDENT_UPDATE_GOLDEN") != nullptr) {
     ASSERT_TRUE(WriteFileAtomic(path, text).ok()) << path;

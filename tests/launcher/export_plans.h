@@ -38,6 +38,11 @@ std::vector<std::string> KeyPaths(const std::vector<FieldError>& errors);
 // every node).
 Plan AsImported(Plan plan);
 
+// Each stage's layer count, and each stage's first layer, in stage order: what an import's
+// stage cuts are checked by.
+std::vector<int> StageLayerCounts(const Plan& plan);
+std::vector<int> StageFirstLayers(const Plan& plan);
+
 // Expects (gtest) `text` to equal the file at `path`; with TRIDENT_UPDATE_GOLDEN set, writes it
 // first (when a format changes on purpose: then read the diff).
 void ExpectGolden(const std::string& path, const std::string& text);

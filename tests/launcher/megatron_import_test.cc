@@ -19,12 +19,16 @@ namespace {
 
 using ::testing::AllOf;
 using testing::AsImported;
+using ::testing::Each;
 using ::testing::ElementsAre;
+using ::testing::Field;
 using testing::Gpt;
 using ::testing::HasSubstr;
 using testing::Llama;
 using testing::MakePlan;
 using testing::Sharded;
+using testing::StageFirstLayers;
+using testing::StageLayerCounts;
 using ::testing::StartsWith;
 using testing::WithContextParallel;
 
@@ -124,6 +128,16 @@ MegatronImportOptions WithVocab() {
   return options;
 }
 
+// A hand-written script of tests/data/export, imported with its model's vocabulary (Llama 3's
+// tokenizer), named by its file.
+StatusOr<MegatronImport> ImportHandScript(const std::string& file) {
+  TRIDENT_ASSIGN_OR_RETURN(std::string text,
+                           ReadFile(std::string(TRIDENT_SOURCE_DIR "/tests/data/export/") + file));
+  MegatronImportOptions options = WithVocab();
+  options.vocab_size = 128256;
+  return ImportMegatron(text, file, options);
+}
+
 const char kArgs[] =
     "torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py --num-layers 8 --hidden-size 2048 "
     "--num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
@@ -206,11 +220,7 @@ TEST(MegatronImportTest, ReadsVocabSizeFromTheFileUnlessTheOptionsGiveIt) {
 
 // A script in Megatron-LM's own examples style: variables, arrays, torchrun's underscore flag.
 TEST(MegatronImportTest, ReadsAHandWrittenScript) {
-  StatusOr<std::string> text = ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-8b-hand.sh");
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  MegatronImportOptions options = WithVocab();
-  options.vocab_size = 128256;
-  StatusOr<MegatronImport> in = ImportMegatron(*text, "hand.sh", options);
+  StatusOr<MegatronImport> in = ImportHandScript("llama3-8b-hand.sh");
   ASSERT_TRUE(in.ok()) << in.status().ToString();
   const Plan& p = in->plan;
   EXPECT_EQ(p.ToString(),
@@ -230,12 +240,7 @@ TEST(MegatronImportTest, ReadsAHandWrittenScript) {
 // Megatron-LM's Megatron-FSDP user guide style: FSDP's flags, the hybrid instances, its overlap,
 // and the performance flags that are not part of a plan listed.
 TEST(MegatronImportTest, ReadsAHandWrittenMegatronFsdpScript) {
-  StatusOr<std::string> text =
-      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-70b-megatron-fsdp-hand.sh");
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  MegatronImportOptions options = WithVocab();
-  options.vocab_size = 128256;
-  StatusOr<MegatronImport> in = ImportMegatron(*text, "fsdp.sh", options);
+  StatusOr<MegatronImport> in = ImportHandScript("llama3-70b-megatron-fsdp-hand.sh");
   ASSERT_TRUE(in.ok()) << in.status().ToString();
   const Plan& p = in->plan;
   EXPECT_EQ(p.mesh, (Mesh{16, 1, 4}));
@@ -254,12 +259,7 @@ TEST(MegatronImportTest, ReadsAHandWrittenMegatronFsdpScript) {
 // sequence parallelism, context parallelism, a pipeline of virtual stages whose first and last
 // ranks hold their own layer counts, the distributed optimizer and full recompute.
 TEST(MegatronImportTest, ReadsAHandWrittenPipelineScript) {
-  StatusOr<std::string> text =
-      ReadFile(TRIDENT_SOURCE_DIR "/tests/data/export/llama3-70b-megatron-pipeline-hand.sh");
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  MegatronImportOptions options = WithVocab();
-  options.vocab_size = 128256;
-  StatusOr<MegatronImport> in = ImportMegatron(*text, "pipeline.sh", options);
+  StatusOr<MegatronImport> in = ImportHandScript("llama3-70b-megatron-pipeline-hand.sh");
   ASSERT_TRUE(in.ok()) << in.status().ToString();
   const Plan& p = in->plan;
   EXPECT_EQ(p.devices, 64);
@@ -278,15 +278,10 @@ TEST(MegatronImportTest, ReadsAHandWrittenPipelineScript) {
   // Ranks 0 and 3 hold 18 layers, 9 a virtual stage; ranks 1 and 2 the other 44, 11 a virtual
   // stage; model stage c · 4 + r is rank r's virtual stage c. The first stage adds the
   // embedding, the last the final norm and the output layer.
-  std::vector<int> layers, first;
-  for (const PlanStage& s : p.stages) {
-    layers.push_back(s.num_layers);
-    first.push_back(s.first_layer);
-    EXPECT_EQ(s.recompute, RecomputeMode::kFull);
-    EXPECT_EQ(s.replicas, 2);
-  }
-  EXPECT_THAT(layers, ElementsAre(10, 11, 11, 9, 9, 11, 11, 11));
-  EXPECT_THAT(first, ElementsAre(0, 10, 21, 32, 41, 50, 61, 72));
+  EXPECT_THAT(StageLayerCounts(p), ElementsAre(10, 11, 11, 9, 9, 11, 11, 11));
+  EXPECT_THAT(StageFirstLayers(p), ElementsAre(0, 10, 21, 32, 41, 50, 61, 72));
+  EXPECT_THAT(p.stages, Each(Field(&PlanStage::recompute, RecomputeMode::kFull)));
+  EXPECT_THAT(p.stages, Each(Field(&PlanStage::replicas, 2)));
   EXPECT_EQ(p.model.NumLayers(), 83);
   EXPECT_EQ(p.model.kv_heads, 8);
   EXPECT_THAT(in->ignored,
@@ -306,9 +301,7 @@ TEST(MegatronImportTest, EndLayerCountsWithVirtualStagesAreTheEndRanks) {
         ImportMegatron(std::string(kArgs) + " --num-layers 18 --pipeline-model-parallel-size 4 " +
                            "--tensor-model-parallel-size 1" + extra,
                        "a.sh", WithVocab()));
-    std::vector<int> out;
-    for (const PlanStage& s : in.plan.stages) out.push_back(s.num_layers);
-    return out;
+    return StageLayerCounts(in.plan);
   };
   // Rank 0: 2 transformer layers (1 a virtual stage), rank 3: 4 (2), ranks 1 and 2 the other
   // 12 (3); the first stage adds the embedding, the last the final norm and output layer.

@@ -23,14 +23,19 @@ namespace trident {
 namespace {
 
 using testing::AsImported;
+using ::testing::Each;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using testing::ExpectGolden;
+using ::testing::Field;
 using testing::Gpt;
 using ::testing::HasSubstr;
 using testing::KeyPaths;
 using testing::Llama;
 using testing::MakePlan;
 using testing::Sharded;
+using testing::StageFirstLayers;
+using testing::StageLayerCounts;
 using testing::WithContextParallel;
 
 std::vector<std::string> Inexpressible(const Plan& plan) {
@@ -52,6 +57,21 @@ Plan Runnable(int tp, int dp, std::vector<int> blocks, int v = 1,
 StatusOr<TorchtitanImport> Import(const std::string& toml, int devices) {
   return ImportTorchtitan(toml, "job.toml", {"test", devices, std::min(devices, 8)});
 }
+
+// What the import lists as ignored in the hand-written job files that train with checkpoints,
+// metrics and a warm-up (their keys outside a plan).
+const std::vector<std::string> kTrainingJobIgnored = {"checkpoint.enable_checkpoint",
+                                                      "checkpoint.interval",
+                                                      "job.dump_folder",
+                                                      "lr_scheduler.warmup_steps",
+                                                      "metrics.log_freq",
+                                                      "model.tokenizer_path",
+                                                      "optimizer.lr",
+                                                      "optimizer.name",
+                                                      "parallelism.enable_async_tensor_parallel",
+                                                      "training.dataset",
+                                                      "training.max_norm",
+                                                      "training.steps"};
 
 // The hand-written job file tests/data/export/`name`, imported for 64 devices.
 StatusOr<TorchtitanImport> ImportHandFile(const std::string& name) {
@@ -197,9 +217,7 @@ TEST(TorchtitanImportTest, GeneratesTorchtitansSplitPoints) {
       mode = "none")",
                                                 4);
   ASSERT_TRUE(generated.ok()) << generated.status().ToString();
-  std::vector<int> firsts;
-  for (const PlanStage& s : generated->plan.stages) firsts.push_back(s.first_layer);
-  EXPECT_THAT(firsts, ElementsAre(0, 9, 18, 26));
+  EXPECT_THAT(StageFirstLayers(generated->plan), ElementsAre(0, 9, 18, 26));
   EXPECT_EQ(generated->plan.dtype, DType::kFp32) << "no FSDP: torchtitan trains fp32 with pp";
   EXPECT_EQ(generated->plan.num_micro_batches, 8);  // local_batch_size 8 of micro-batches of 1
 }
@@ -242,12 +260,7 @@ TEST(TorchtitanImportTest, HandWrittenJobFile) {
   EXPECT_EQ(plan.global_batch, 64);
   EXPECT_EQ(plan.num_micro_batches, 64);
   EXPECT_EQ(plan.stages.front().recompute, RecomputeMode::kFull);
-  EXPECT_THAT(
-      imported->ignored,
-      ElementsAre("checkpoint.enable_checkpoint", "checkpoint.interval", "job.dump_folder",
-                  "lr_scheduler.warmup_steps", "metrics.log_freq", "model.tokenizer_path",
-                  "optimizer.lr", "optimizer.name", "parallelism.enable_async_tensor_parallel",
-                  "training.dataset", "training.max_norm", "training.steps"));
+  EXPECT_THAT(imported->ignored, ElementsAreArray(kTrainingJobIgnored));
 }
 
 TEST(TorchtitanImportTest, HandWrittenHsdpJobFile) {
@@ -287,21 +300,11 @@ TEST(TorchtitanImportTest, HandWrittenContextAndPipelineJobFile) {
   EXPECT_EQ(plan.dtype, DType::kBf16);
   // Split before blocks 7, 16 and 25: 7, 9, 9 and 7 blocks, the embedding on the first stage,
   // the final norm and the output layer on the last.
-  std::vector<int> layers, first;
-  for (const PlanStage& s : plan.stages) {
-    layers.push_back(s.num_layers);
-    first.push_back(s.first_layer);
-    EXPECT_EQ(s.recompute, RecomputeMode::kFull);
-    EXPECT_EQ(s.replicas, 4);
-  }
-  EXPECT_THAT(layers, ElementsAre(8, 9, 9, 9));
-  EXPECT_THAT(first, ElementsAre(0, 8, 17, 26));
-  EXPECT_THAT(
-      imported->ignored,
-      ElementsAre("checkpoint.enable_checkpoint", "checkpoint.interval", "job.dump_folder",
-                  "lr_scheduler.warmup_steps", "metrics.log_freq", "model.tokenizer_path",
-                  "optimizer.lr", "optimizer.name", "parallelism.enable_async_tensor_parallel",
-                  "training.dataset", "training.max_norm", "training.steps"));
+  EXPECT_THAT(StageLayerCounts(plan), ElementsAre(8, 9, 9, 9));
+  EXPECT_THAT(StageFirstLayers(plan), ElementsAre(0, 8, 17, 26));
+  EXPECT_THAT(plan.stages, Each(Field(&PlanStage::recompute, RecomputeMode::kFull)));
+  EXPECT_THAT(plan.stages, Each(Field(&PlanStage::replicas, 4)));
+  EXPECT_THAT(imported->ignored, ElementsAreArray(kTrainingJobIgnored));
 }
 
 TEST(TorchtitanImportTest, BadFilesNameTheKey) {
