@@ -27,12 +27,13 @@ struct PlanOptions {
   std::vector<std::string> fix;
   std::vector<std::string> schedules;
   std::vector<std::string> recompute;
-  // none and optimizer: what the runtime executes (runtime/train/plan_contract.h refuses
-  // gradients and full); the others plan for comparison or another runtime.
+  // none and optimizer; gradients and full run too, but their per-layer collectives are not
+  // yet overlapped as the cost model assumes (planner/README.md).
   std::vector<std::string> dp_sharding = {"none", "optimizer"};
   std::string sequence_parallel = "auto";
   double max_memory_gib = 0;
   std::vector<int> cuts;
+  std::vector<int> replicas;
   int runners_up = 5;
   std::string output = "plan.yaml";
   std::string trace;
@@ -106,6 +107,7 @@ Status BuildRequest(const PlanOptions& o, const ModelSpec& model, const ClusterS
   TRIDENT_RETURN_IF_ERROR(CheckMaxMemory(o.max_memory_gib));
   c.max_memory_bytes = MaxMemoryBytes(o.max_memory_gib);
   c.cuts = o.cuts;
+  c.replicas = o.replicas;
   return CheckSequenceLength(model, r->seq_len);
 }
 
@@ -251,8 +253,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   levels.push_back("all");
   cmd->add_option("--dp-sharding", o->dp_sharding,
                   "Data-parallel sharding levels to consider: none, optimizer (ZeRO-1), "
-                  "gradients (ZeRO-2), full (ZeRO-3/FSDP), or all. gradients and full are "
-                  "planned and exported, but the runtime refuses them for now")
+                  "gradients (ZeRO-2), full (ZeRO-3/FSDP), or all")
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::IsMember(levels));
@@ -269,6 +270,11 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                   "Memory per device to plan for, GiB [default: the device's]")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cuts", o->cuts, "First layer of each stage, e.g. 0,10,20 (only evaluated)")
+      ->delimiter(',');
+  cmd->add_option("--replicas", o->replicas,
+                  "Replicas of each pipeline stage, e.g. 3,1 (summing to devices / (tp·cp)); "
+                  "the cuts are searched for them, micro-batches go round robin over a "
+                  "stage's replicas")
       ->delimiter(',');
   cmd->add_option("--runners-up", o->runners_up, "Runners-up to report")
       ->capture_default_str()

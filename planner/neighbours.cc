@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "planner/plan_request.h"
+#include "planner/report.h"
 
 namespace trident {
 namespace {
@@ -81,6 +82,17 @@ void AddOtherModes(const Plan& plan, std::vector<Neighbour>* out) {
   }
 }
 
+// Per-stage replication against the best uniform replication of the same schedule: every
+// other choice (mesh, micro-batch, recompute, sharding) searched.
+void AddUniform(const Plan& plan, std::vector<Neighbour>* out) {
+  if (UniformReplication(plan.stages)) return;
+  SearchRequest request = RequestForJob(plan);
+  request.runners_up = 0;
+  request.constraints.schedules = {plan.schedule};
+  request.constraints.replicate_stages = false;
+  out->push_back({"uniform replication", std::move(request), /*show_plan=*/true});
+}
+
 NeighbourOutcome Replan(const CostModel& costs, const Neighbour& neighbour, double plan_step_ms) {
   NeighbourOutcome outcome{neighbour.change, Status::Ok()};
   StatusOr<SearchResult> result = SearchPlans(costs, neighbour.request);
@@ -92,6 +104,7 @@ NeighbourOutcome Replan(const CostModel& costs, const Neighbour& neighbour, doub
   outcome.step_ms = best.step_ms;
   outcome.step_change_pct = 100 * (best.step_ms / plan_step_ms - 1);
   outcome.peak_memory_bytes = best.peak_memory_bytes;
+  if (neighbour.show_plan) outcome.change += ": " + ConfigLine(result->ranked.front().plan);
   return outcome;
 }
 
@@ -119,6 +132,7 @@ std::vector<Neighbour> NeighbourRequests(const Plan& plan) {
   AddScaled(plan, /*up=*/true, &out);
   AddScaled(plan, /*up=*/false, &out);
   AddOtherModes(plan, &out);
+  AddUniform(plan, &out);
   return out;
 }
 

@@ -19,6 +19,7 @@ namespace trident {
 struct Neighbour {
   std::string change;
   SearchRequest request;
+  bool show_plan = false;  // the outcome names the plan it found (ConfigLine)
 };
 
 // `plan`'s job with its choices fixed: tp, cp, pp, micro-batch size, schedule, the first stage's
@@ -30,14 +31,15 @@ SearchRequest FixedChoicesRequest(const Plan& plan);
 // "(same choices)" first (the plan's choices re-planned, the row the others compare with),
 // then tp, cp, pp and micro-batch size doubled, then halved (those that stay >= 1; each also
 // allows level none, as dp may become 1), every other schedule, every other recompute mode,
-// every other sharding level when dp > 1 (its shard groups left to the search) and sequence
-// parallelism switched when tp > 1.
+// every other sharding level when dp > 1 (its shard groups left to the search), sequence
+// parallelism switched when tp > 1 and, for a plan with per-stage replication, the best plan of
+// its schedule with uniform replication, every other choice searched.
 std::vector<Neighbour> NeighbourRequests(const Plan& plan);
 
 // A neighbour re-planned: the best plan's step time and peak memory, or why there is none
 // (Infeasible: nothing fits in memory; InvalidArgument: no such configuration).
 struct NeighbourOutcome {
-  std::string change;
+  std::string change;  // with ": " and the plan found, for a Neighbour::show_plan
   Status status;
   double step_ms = 0;
   double step_change_pct = 0;  // against the plan's own step time

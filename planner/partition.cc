@@ -67,6 +67,9 @@ struct Problem {
   bool stage_grows_with_layers;
   // Every A starts here, above a known bound: terms above the bound are skipped (+inf: none).
   double start_ms = kInf;
+  // When not empty: stage index k's replica count is fixed[k] (PartitionWithReplicas), and
+  // `allowed` is unused.
+  std::vector<int> fixed = {};
 };
 
 // Lists of ints, one per index m, stored one after another (a DP asks for P + 1 of them).
@@ -115,7 +118,28 @@ struct UnitCounts {
   int num_slots = 0;
 };
 
+// The replica counts stage index k - 1 may take.
+std::span<const int> AllowedAt(const Problem& p, int k) {
+  if (p.fixed.empty()) return p.allowed;
+  return {&p.fixed[static_cast<std::size_t>(k) - 1], 1};
+}
+
+// With fixed counts, k stages hold exactly the first k counts' sum.
+UnitCounts FixedUnitCounts(const Problem& p) {
+  UnitCounts counts;
+  counts.slot.assign(p.units + 1, -1);
+  int u = 0;
+  for (int k = 0; k <= p.stages; ++k) {
+    if (k > 0) u += p.fixed[static_cast<std::size_t>(k) - 1];
+    counts.useful.values.push_back(u);
+    counts.useful.ends.push_back(counts.useful.values.size());
+    counts.slot[u] = counts.num_slots++;
+  }
+  return counts;
+}
+
 UnitCounts FindUnitCounts(const Problem& p) {
+  if (!p.fixed.empty()) return FixedUnitCounts(p);
   const Lists reach = ReachableSums(p);
   UnitCounts counts;
   counts.slot.assign(p.units + 1, -1);
@@ -258,7 +282,7 @@ double BestFirstLayer(const Problem& p, const Source& src, int j, int u, int k, 
 // A(j, u, k) for every j, from the filled entries with k - 1 stages.
 void FillRow(const Problem& p, Memo& memo, int u, int k, std::vector<Source>& sources) {
   sources.clear();
-  for (int r : p.allowed) {
+  for (int r : AllowedAt(p, k)) {
     if (r > u) break;
     if (!memo.Useful(k - 1, u - r)) continue;
     sources.push_back({r, memo.Before(u - r, k - 1), memo.Jumps(u - r, k - 1)});
@@ -286,7 +310,7 @@ void FillMemo(const Problem& p, Memo& memo) {
 // replicas) first. REQUIRES: A(j, u, k) <= limit_ms.
 Stage PickLastStage(const Problem& p, const Memo& memo, int j, int u, int k, double limit_ms) {
   for (int i = k - 1; i < j; ++i) {
-    for (int r : p.allowed) {
+    for (int r : AllowedAt(p, k)) {
       if (r > u) break;
       if (!memo.Useful(k - 1, u - r)) continue;
       if (TermWithin(p, memo, i, j, u, r, k, limit_ms)) return Stage{i, j - 1, r, u - r};
@@ -401,6 +425,17 @@ Partition PartitionReplicated(const PartitionCosts& costs, int num_stages, int u
   allowed.erase(std::unique(allowed.begin(), allowed.end()), allowed.end());
   return Solve(Problem{&costs, costs.NumLayers(), num_stages, units, std::move(allowed),
                        costs.StageMsGrowsWithLayers()});
+}
+
+Partition PartitionWithReplicas(const PartitionCosts& costs, const std::vector<int>& replicas) {
+  TRIDENT_CHECK(!replicas.empty()) << "no stages";
+  int units = 0;
+  for (int r : replicas) {
+    TRIDENT_CHECK(r >= 1) << "replica count " << r;
+    units += r;
+  }
+  return Solve(Problem{&costs, costs.NumLayers(), static_cast<int>(replicas.size()), units, {},
+                       costs.StageMsGrowsWithLayers(), kInf, replicas});
 }
 
 }  // namespace trident

@@ -130,4 +130,9 @@ double BottleneckOf(const PartitionCosts& costs, const std::vector<Stage>& stage
 Partition PartitionReplicated(const PartitionCosts& costs, int num_stages, int units,
                               const std::vector<int>& allowed_replicas);
 
+// The stage cuts for replica counts fixed per stage (`trident plan --replicas`): stage s on
+// replicas[s] units from unit replicas[0] + ... + replicas[s - 1]. O(L^2 * P) StageMs queries;
+// the same ties as above. REQUIRES: replicas not empty, every count >= 1.
+Partition PartitionWithReplicas(const PartitionCosts& costs, const std::vector<int>& replicas);
+
 }  // namespace trident

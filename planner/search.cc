@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 #include "core/replica_lanes.h"
@@ -144,6 +145,41 @@ Status CheckCuts(const std::vector<int>& cuts, int num_layers) {
   return Status::Ok();
 }
 
+// --replicas: a count of at least 1 per stage, as many as --fix pp and the stages of --cuts,
+// summing to devices / (tp · cp) for some tp · cp.
+Status CheckReplicas(const SearchConstraints& c, int devices) {
+  const std::vector<int>& replicas = c.replicas;
+  if (replicas.empty()) return Status::Ok();
+  const int stages = static_cast<int>(replicas.size());
+  int64_t sum = 0;
+  for (int s = 0; s < stages; ++s) {
+    if (replicas[s] < 1) {
+      return InvalidArgument("--replicas: stage " + std::to_string(s) + " has " +
+                             std::to_string(replicas[s]) +
+                             " replicas; every stage needs at least 1");
+    }
+    sum += replicas[s];
+  }
+  const std::string given = "--replicas gives " + std::to_string(stages) + " stages";
+  if (c.pp && *c.pp != stages) {
+    return InvalidArgument(given + " but --fix pp=" + std::to_string(*c.pp) +
+                           "; give one count per pipeline stage or drop --fix pp");
+  }
+  if (!c.cuts.empty() && c.cuts.size() % replicas.size() != 0) {
+    return InvalidArgument(given + " but --cuts " + std::to_string(c.cuts.size()) +
+                           "; give one cut and one replica count per stage");
+  }
+  if (sum > devices || devices % sum != 0) {
+    return InvalidArgument(
+        "--replicas sums to " + std::to_string(sum) + " replicas, " +
+        (sum > devices ? "more than the " : "which does not divide the ") +
+        std::to_string(devices) +
+        " devices: each replica is one tp · cp group, so the counts must sum to devices / "
+        "(tp · cp); change the counts or --devices");
+  }
+  return Status::Ok();
+}
+
 class Searcher {
  public:
   Searcher(const CostModel& costs, const SearchRequest& request)
@@ -160,6 +196,7 @@ class Searcher {
   void ForUnit(int tp, bool sp, int cp);
   void ForMesh(const Config& unit, int pp, int dp);
   void ForReplicated(const Config& unit, int units);
+  void ForFixedReplicas(const Config& unit, int units);
   void ForSharding(Config c, const StageCosts& sc, SharedCosts* shared);
   std::vector<DpSharding> Levels() const;
   std::vector<int> ShardGroups(const Config& c) const;
@@ -167,6 +204,7 @@ class Searcher {
   Partition PartitionOf(const DpCosts& dp_costs, const Config& c, const StageCosts& sc,
                         SharedCosts* shared);
   void TryReplicated(const Config& base, const StageCosts& sc);
+  void TryFixedReplicas(const Config& base, const StageCosts& sc);
   void ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
                        std::vector<PlanStage> stages);
   void TrackLeastMemory(const Config& c);
@@ -226,6 +264,7 @@ Status Searcher::CheckRequest() const {
     return InvalidArgument("--global-batch and --seq must be positive");
   }
   TRIDENT_RETURN_IF_ERROR(CheckCuts(constraints_.cuts, request_.model.NumLayers()));
+  TRIDENT_RETURN_IF_ERROR(CheckReplicas(constraints_, request_.devices));
   if (costs_.NumLayers() != request_.model.NumLayers()) {
     return InvalidArgument("the profile has " + std::to_string(costs_.NumLayers()) +
                            " layers but " + request_.model.name + " has " +
@@ -268,6 +307,7 @@ void Searcher::ForUnit(int tp, bool sp, int cp) {
   unit.sp = sp;
   unit.cp = cp;
   const int units = request_.devices / unit.UnitRanks();
+  if (!constraints_.replicas.empty()) return ForFixedReplicas(unit, units);
   for (int pp : Divisors(units)) {
     if (pp > request_.model.NumLayers() || !Allowed(constraints_.pp, pp)) continue;
     int dp = units / pp;
@@ -298,6 +338,35 @@ void Searcher::ForReplicated(const Config& unit, int units) {
         const StageCosts* sc = CostsFor(base);
         if (sc != nullptr) TryReplicated(base, *sc);
       }
+    }
+  }
+}
+
+// --replicas: the meshes whose units are the counts' sum. Equal counts are a mesh (dp each);
+// where they do not divide the micro-batches, and for unequal counts, the cuts are searched for
+// those counts (round robin, core/replica_lanes.h).
+void Searcher::ForFixedReplicas(const Config& unit, int units) {
+  const std::vector<int>& replicas = constraints_.replicas;
+  const int pp = static_cast<int>(replicas.size());
+  if (std::accumulate(replicas.begin(), replicas.end(), 0) != units) return;
+  if (pp > request_.model.NumLayers() || !Allowed(constraints_.pp, pp)) return;
+  const bool equal = std::all_of(replicas.begin(), replicas.end(),
+                                 [&](int r) { return r == replicas.front(); });
+  if (equal && Allowed(constraints_.dp, replicas.front())) ForMesh(unit, pp, replicas.front());
+  if (equal && constraints_.dp && *constraints_.dp != replicas.front()) return;
+  for (int mb : costs_.MicroBatches()) {
+    if (!Allowed(constraints_.micro_batch, mb) || request_.global_batch % mb != 0) continue;
+    const int64_t micro_batches = request_.global_batch / mb;
+    if (micro_batches > Plan::kMaxMicroBatches) continue;
+    if (equal && micro_batches % replicas.front() == 0) continue;  // ForMesh's
+    for (RecomputeMode recompute : RecomputeModes()) {
+      Config base = unit;
+      base.pp = pp;
+      base.micro_batch = mb;
+      base.recompute = recompute;
+      base.micro_batches = static_cast<int>(micro_batches);
+      const StageCosts* sc = CostsFor(base);
+      if (sc != nullptr) TryFixedReplicas(base, *sc);
     }
   }
 }
@@ -537,6 +606,35 @@ void Searcher::TryReplicated(const Config& base, const StageCosts& sc) {
   }
 }
 
+// The user's replica counts under each schedule that runs them (not sharded): the cuts the DP
+// chooses for them, or the user's cuts.
+void Searcher::TryFixedReplicas(const Config& base, const StageCosts& sc) {
+  const std::vector<ScheduleKind> schedules = Schedules();
+  const std::vector<DpSharding> levels = Levels();
+  if (std::find(levels.begin(), levels.end(), DpSharding::kNone) == levels.end()) return;
+  for (ScheduleKind schedule :
+       {ScheduleKind::k1F1B, ScheduleKind::kGpipe, ScheduleKind::kZbH1, ScheduleKind::kPipeDream}) {
+    if (std::find(schedules.begin(), schedules.end(), schedule) == schedules.end()) continue;
+    Config c = base;
+    c.schedule = schedule;
+    DpCosts dp_costs(costs_, sc, c, memory_limit_);
+    std::vector<PlanStage> stages;
+    if (constraints_.cuts.empty()) {
+      Partition partition = PartitionWithReplicas(dp_costs, constraints_.replicas);
+      if (!partition.feasible()) {
+        ++result_.infeasible;
+        continue;
+      }
+      stages = StagesOf(partition, c.recompute);
+    } else {
+      if (constraints_.cuts.size() != constraints_.replicas.size()) continue;
+      stages = StagesFromCuts(constraints_.cuts, sc.NumLayers(), c);
+      for (size_t s = 0; s < stages.size(); ++s) stages[s].replicas = constraints_.replicas[s];
+    }
+    ScoreReplicated(c, dp_costs, sc, std::move(stages));
+  }
+}
+
 // A per-stage replication the DP chose, unless ForMesh has it: uniform on every unit with a
 // count dividing M.
 void Searcher::ScoreReplicated(Config c, const DpCosts& dp_costs, const StageCosts& sc,
@@ -706,7 +804,7 @@ StatusOr<SearchResult> Searcher::Run() {
                          "devices per node, a cp of the profile with 2·cp dividing --seq, a "
                          "micro-batch size dividing --global-batch " +
                          std::to_string(request_.global_batch) +
-                         " into a multiple of dp); relax --fix, --cuts or --global-batch");
+                         " into a multiple of dp); relax --fix, --cuts, --replicas or --global-batch");
 }
 
 }  // namespace

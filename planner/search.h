@@ -39,6 +39,9 @@ struct SearchConstraints {
   std::optional<int> cp;
   int64_t max_memory_bytes = 0;  // 0: the device's memory
   std::vector<int> cuts;         // first layer of each stage; only evaluated
+  // Replicas of each pipeline position (v = 1 unless every count is equal); empty: searched.
+  // Their sum is the tp · cp groups: the devices / (tp · cp) of every mesh tried.
+  std::vector<int> replicas;
   int max_virtual_stages = 4;
   bool replicate_stages = true;  // also search per-stage replication where units <= 16
 };

@@ -21,6 +21,26 @@ models=(
   "squeezenet1_0 256 67" "vgg16 128 40"
 )
 
+# --replicas fixes per-stage replication (the cuts searched for it); explain sets the best
+# uniform replication beside it; bad counts are refused naming the flag, and nothing is written.
+vgg=$WORK/vgg16-replicas
+run "$bin" import pipedream "$data/vgg16/graph.txt" -o "$vgg" --micro-batch 128
+vgg_costs=(--profile "$vgg/profile.yaml" --cluster "$a100")
+run "$bin" plan --model "$vgg/model.yaml" "${vgg_costs[@]}" --devices 4 --global-batch 768 \
+  --schedule pipedream --replicas 3,1 -o "$vgg/plan.yaml"
+expect_rc 0 && expect_match out "^ +0 +0-[0-9]+ +3 " && expect_match out "^ +1 +[0-9]+-39 +1 "
+verdict "plan --replicas 3,1: stage 0 on 3 replicas, stage 1 on 1"
+run "$bin" explain "$vgg/plan.yaml" "${vgg_costs[@]}"
+expect_rc 0 && expect_match out "^uniform replication: tp 1 × pp [0-9]+ × dp [0-9]+, pipedream"
+verdict "explain sets the best uniform replication beside per-stage replication"
+for bad in "3,2|sums to 5 replicas, more than the 4 devices" "3,0|stage 1 has 0 replicas" \
+  "1,1,1|does not divide the 4 devices"; do
+  run "$bin" plan --model "$vgg/model.yaml" "${vgg_costs[@]}" --devices 4 --global-batch 768 \
+    --replicas "${bad%%|*}" -o "$vgg/bad.yaml"
+  expect_rc 1 && expect_in err "--replicas" && expect_in err "${bad#*|}" && [[ ! -e $vgg/bad.yaml ]]
+  verdict "plan --replicas ${bad%%|*} is refused: ${bad#*|}; nothing written"
+done
+
 for entry in "${models[@]}"; do
   read -r name batch layers <<<"$entry"
   out=$WORK/$name

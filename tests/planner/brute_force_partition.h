@@ -75,6 +75,26 @@ inline std::vector<Stage> MakeStages(const std::vector<int>& layer_counts,
   return stages;
 }
 
+// The optimum over every cut of costs.NumLayers() layers into replicas.size() stages with those
+// replica counts, one per stage.
+inline Partition BruteForceWithReplicas(const PartitionCosts& costs,
+                                        const std::vector<int>& replicas) {
+  std::vector<int> any_count;
+  for (int n = 1; n <= costs.NumLayers(); ++n) any_count.push_back(n);
+  const int num_stages = static_cast<int>(replicas.size());
+  Partition best;
+  for (const std::vector<int>& layer_counts :
+       Compositions(costs.NumLayers(), num_stages, any_count)) {
+    std::vector<Stage> stages = MakeStages(layer_counts, replicas);
+    double ms = EvaluateBottleneckMs(costs, stages);
+    if (ms > best.bottleneck_ms || ms == std::numeric_limits<double>::infinity()) continue;
+    if (ms < best.bottleneck_ms || PartitionTieKey(stages) < PartitionTieKey(best.stages)) {
+      best = Partition{stages, ms};
+    }
+  }
+  return best;
+}
+
 // The optimum over all partitions of costs.NumLayers() layers into `num_stages` stages whose
 // replica counts, each in `allowed_replicas` (distinct, >= 1), sum to `units`.
 inline Partition BruteForcePartition(const PartitionCosts& costs, int num_stages, int units,

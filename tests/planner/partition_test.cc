@@ -298,6 +298,11 @@ void CheckRandomInstance(std::uint32_t seed, const RandomShape& shape, Tally& ta
   int num_stages = Uniform(rng, 1, std::min(num_layers, units));
   TablePartitionCosts costs = RandomCosts(rng, num_layers, units, num_stages, shape);
   int replicas = Uniform(rng, 1, units / num_stages);
+  // Replica counts fixed per stage (trident plan --replicas): any vector summing to the units.
+  std::vector<int> fixed(static_cast<std::size_t>(num_stages), 1);
+  for (int extra = units - num_stages; extra > 0; --extra) ++fixed[Uniform(rng, 0, num_stages - 1)];
+  ExpectSameOptimum(costs, PartitionWithReplicas(costs, fixed),
+                    BruteForceWithReplicas(costs, fixed), num_stages, units);
   CheckVariants(costs, num_stages, units, replicas, tally);
   CheckVariants(ExhaustiveScan(costs), num_stages, units, replicas, tally);
   // Costs that skip work at or above the DP's limit (StageMsBelow) give the same partitions.

@@ -207,6 +207,38 @@ TEST(Search, FindsPerStageReplicationWhenPpDoesNotDivideTheDevices) {
   EXPECT_EQ(best.mesh.dp, 2);
 }
 
+// --replicas fixes each stage's replicas; the search chooses the cuts (as PartitionWithReplicas
+// does) and everything else. Equal counts are a mesh; bad vectors are refused with the flag.
+TEST(Search, FixedReplicasAreHonoured) {
+  auto f = LoadPlannerFixture("gpt-tiny", "local-cpu", 64, DType::kFp32);
+  f->cluster.devices_per_node = 4;
+  SearchRequest r = f->Request(4, 12);
+  r.constraints.replicas = {3, 1};
+  StatusOr<SearchResult> result = SearchPlans(*f->costs, r);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  for (const Candidate& c : result->ranked) {
+    EXPECT_TRUE(c.plan.Validate().ok()) << c.plan.Validate().ToString();
+    ASSERT_EQ(c.plan.stages.size(), 2u);
+    EXPECT_EQ(c.plan.stages[0].replicas, 3);
+    EXPECT_EQ(c.plan.stages[1].replicas, 1);
+  }
+  r.constraints.replicas = {2, 2};
+  result = SearchPlans(*f->costs, r);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->ranked.front().plan.mesh.dp, 2);
+  EXPECT_EQ(result->ranked.front().plan.mesh.pp, 2);
+  r.constraints.replicas = {3, 2};
+  EXPECT_THAT(SearchPlans(*f->costs, r).status().message(),
+              HasSubstr("--replicas sums to 5 replicas, more than the 4 devices"));
+  r.constraints.replicas = {3, 0};
+  EXPECT_THAT(SearchPlans(*f->costs, r).status().message(),
+              HasSubstr("--replicas: stage 1 has 0 replicas"));
+  r.constraints.replicas = {3, 1};
+  r.constraints.pp = 4;
+  EXPECT_THAT(SearchPlans(*f->costs, r).status().message(),
+              HasSubstr("--replicas gives 2 stages but --fix pp=4"));
+}
+
 TEST(Search, ModelThatFitsNowhereReportsTheShortfall) {
   auto f = LoadPlannerFixture("gpt3-175b", "dgx-a100-80gb", 2048, DType::kBf16);
   StatusOr<SearchResult> result = SearchPlans(*f->costs, f->Request(8, 64));
