@@ -62,7 +62,9 @@ nlohmann::json SearchJson(const SearchResult& result, const ReportContext& conte
           {"best", EvaluationJson(best.plan, best.evaluation, context)},
           {"runners_up", runners},
           {"configurations", result.configurations},
-          {"infeasible", result.infeasible}};
+          {"infeasible", result.infeasible},
+          {"exact_branches", result.exact_branches},
+          {"exact_simulated", result.exact_simulated}};
 }
 
 }  // namespace trident

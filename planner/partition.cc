@@ -434,8 +434,14 @@ Partition PartitionWithReplicas(const PartitionCosts& costs, const std::vector<i
     TRIDENT_CHECK(r >= 1) << "replica count " << r;
     units += r;
   }
-  return Solve(Problem{&costs, costs.NumLayers(), static_cast<int>(replicas.size()), units, {},
-                       costs.StageMsGrowsWithLayers(), kInf, replicas});
+  return Solve(Problem{&costs,
+                       costs.NumLayers(),
+                       static_cast<int>(replicas.size()),
+                       units,
+                       {},
+                       costs.StageMsGrowsWithLayers(),
+                       kInf,
+                       replicas});
 }
 
 }  // namespace trident

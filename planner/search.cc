@@ -11,6 +11,7 @@
 #include "core/replica_lanes.h"
 #include "core/text_format.h"
 #include "core/version.h"
+#include "planner/exact_partitions.h"
 #include "planner/partition.h"
 #include "planner/plan_request.h"
 #include "planner/search_costs.h"
@@ -25,8 +26,8 @@ using search_internal::Describe;
 using search_internal::DpCosts;
 using search_internal::kInf;
 using search_internal::SharedCosts;
-// Per-stage replication is searched up to this many tp groups: its DP grows with units² for
-// every pp, and on bigger meshes uniform data parallelism is what large runs use.
+// The per-stage replication DP seeds the search up to this many tp groups (it grows with
+// units² for every pp); Refine enumerates per-stage replication on every mesh.
 constexpr int kMaxReplicatedUnits = 16;
 
 // A partition the DP chose (or the user's cuts), with its closed-form step estimate.
@@ -218,7 +219,11 @@ class Searcher {
   const StageCosts* CostsFor(const Config& c);
   Plan MakePlan(const Scored& scored) const;
   Status Rank();
+  Status Refine();
+  StatusOr<std::optional<Candidate>> Simulated(const Scored& scored);
+  void KeepBest();
   Status AddTimelines();
+  void AddSpace(const Config& c, const StageCosts& sc, int units, std::vector<int> replicas);
   std::vector<ScheduleKind> Schedules() const;
   std::vector<RecomputeMode> RecomputeModes() const;
 
@@ -228,6 +233,8 @@ class Searcher {
   int64_t memory_limit_ = 0;
   std::map<std::tuple<int, int, bool, int, RecomputeMode>, std::optional<StageCosts>> stage_costs_;
   std::vector<Scored> pool_;
+  // Every configuration's partitions, for Refine.
+  std::vector<search_internal::PartitionSpace> spaces_;
   // By (stages, replicas): the stages the latest uniform DP chose (see PartitionOf).
   std::map<std::pair<int, int>, std::vector<Stage>> latest_stages_;
   std::vector<Config> infeasible_;  // for the "nothing fits" message
@@ -316,8 +323,8 @@ void Searcher::ForUnit(int tp, bool sp, int cp) {
   // Per-stage replication is not sharded: only where level none is allowed.
   const std::vector<DpSharding> levels = Levels();
   const bool unsharded = std::find(levels.begin(), levels.end(), DpSharding::kNone) != levels.end();
-  if (constraints_.replicate_stages && !constraints_.dp && constraints_.cuts.empty() &&
-      units <= kMaxReplicatedUnits && unsharded && !constraints_.dp_shard) {
+  if (constraints_.replicate_stages && !constraints_.dp && constraints_.cuts.empty() && unsharded &&
+      !constraints_.dp_shard && (units <= kMaxReplicatedUnits || constraints_.exact)) {
     ForReplicated(unit, units);
   }
 }
@@ -350,8 +357,8 @@ void Searcher::ForFixedReplicas(const Config& unit, int units) {
   const int pp = static_cast<int>(replicas.size());
   if (std::accumulate(replicas.begin(), replicas.end(), 0) != units) return;
   if (pp > request_.model.NumLayers() || !Allowed(constraints_.pp, pp)) return;
-  const bool equal = std::all_of(replicas.begin(), replicas.end(),
-                                 [&](int r) { return r == replicas.front(); });
+  const bool equal =
+      std::all_of(replicas.begin(), replicas.end(), [&](int r) { return r == replicas.front(); });
   if (equal && Allowed(constraints_.dp, replicas.front())) ForMesh(unit, pp, replicas.front());
   if (equal && constraints_.dp && *constraints_.dp != replicas.front()) return;
   for (int mb : costs_.MicroBatches()) {
@@ -509,6 +516,7 @@ void Searcher::TryConfig(const Config& c, const StageCosts& sc, SharedCosts* sha
     infeasible_.push_back(c);
     return;
   }
+  if (constraints_.exact && c.v == 1) AddSpace(c, sc, c.pp * c.dp, std::vector<int>(c.pp, c.dp));
   if (CannotRank(c, dp_costs, sc)) return;
   Partition partition = PartitionOf(dp_costs, c, sc, shared);
   if (!partition.feasible()) {
@@ -591,6 +599,8 @@ void Searcher::TryReplicated(const Config& base, const StageCosts& sc) {
     Config c = base;
     c.schedule = schedule;
     if (ReplicatedMemoryBoundExceeds(c, sc, units)) continue;
+    if (constraints_.exact) AddSpace(c, sc, units, {});
+    if (units > kMaxReplicatedUnits) continue;
     DpCosts dp_costs(costs_, sc, c, memory_limit_);
     // Counts dividing M balance every replica's lanes; round robin (core/replica_lanes.h) also
     // takes the others, which the DP's busiest-lane costs judge only roughly, so both are
@@ -620,6 +630,9 @@ void Searcher::TryFixedReplicas(const Config& base, const StageCosts& sc) {
     DpCosts dp_costs(costs_, sc, c, memory_limit_);
     std::vector<PlanStage> stages;
     if (constraints_.cuts.empty()) {
+      if (constraints_.exact) {
+        AddSpace(c, sc, request_.devices / base.UnitRanks(), constraints_.replicas);
+      }
       Partition partition = PartitionWithReplicas(dp_costs, constraints_.replicas);
       if (!partition.feasible()) {
         ++result_.infeasible;
@@ -633,6 +646,11 @@ void Searcher::TryFixedReplicas(const Config& base, const StageCosts& sc) {
     }
     ScoreReplicated(c, dp_costs, sc, std::move(stages));
   }
+}
+
+void Searcher::AddSpace(const Config& c, const StageCosts& sc, int units,
+                        std::vector<int> replicas) {
+  spaces_.push_back({&costs_, &sc, c, units, std::move(replicas), memory_limit_});
 }
 
 // A per-stage replication the DP chose, unless ForMesh has it: uniform on every unit with a
@@ -715,9 +733,6 @@ Status Searcher::Rank() {
   std::stable_sort(pool_.begin(), pool_.end(), [](const Scored& a, const Scored& b) {
     return std::tuple(a.estimate_ms, a.config.Key()) < std::tuple(b.estimate_ms, b.config.Key());
   });
-  EvaluateOptions options;
-  options.memory_limit_bytes = memory_limit_;
-  options.timeline = false;  // only the kept candidates' timelines are built, at the end
   // Uniform and per-stage replication each get `rerank` simulations (of at most 4 · rerank
   // tries), so the more numerous per-stage candidates never crowd out a uniform plan.
   const int budget = 4 * request_.rerank;
@@ -726,32 +741,75 @@ Status Searcher::Rank() {
     const int group = UniformReplication(pool_[i].stages) ? 0 : 1;
     if (tried[group] >= budget || simulated[group] >= request_.rerank) continue;
     ++tried[group];
-    Plan plan = MakePlan(pool_[i]);
-    if (plan.Check()) continue;
-    StatusOr<Evaluation> evaluation = EvaluatePlan(costs_, plan, options);
-    // Replica counts whose lanes deadlock (PipeDream's round robin has no lowered warm-up,
-    // core/replica_lanes.h) cannot run: not a plan.
-    if (!evaluation.ok() && evaluation.status().code() == StatusCode::kInvalidArgument) continue;
-    if (!evaluation.ok()) return evaluation.status();
-    if (!evaluation->Fits()) {
-      if (result_.least_memory_bytes == 0 ||
-          evaluation->peak_memory_bytes < result_.least_memory_bytes) {
-        result_.least_memory_bytes = evaluation->peak_memory_bytes;
-        result_.least_memory_config = Describe(pool_[i].config);
-      }
-      continue;
-    }
-    RecordPredictions(*evaluation, &plan);
-    result_.ranked.push_back({std::move(plan), std::move(*evaluation)});
+    TRIDENT_ASSIGN_OR_RETURN(std::optional<Candidate> candidate, Simulated(pool_[i]));
+    if (!candidate) continue;
+    result_.ranked.push_back(std::move(*candidate));
     ++simulated[group];
   }
+  KeepBest();
+  return Status::Ok();
+}
+
+// Sorts result_.ranked (best first) and keeps the best and the runners-up.
+void Searcher::KeepBest() {
   std::sort(
       result_.ranked.begin(), result_.ranked.end(),
       [](const Candidate& a, const Candidate& b) { return CandidateKey(a) < CandidateKey(b); });
   if (static_cast<int>(result_.ranked.size()) > request_.runners_up + 1) {
     result_.ranked.resize(request_.runners_up + 1);
   }
-  return AddTimelines();
+}
+
+// Every configuration's partitions whose lower bound is below the best simulated step
+// (planner/exact_partitions.h), each simulated: the plans the DP's bottleneck objective missed.
+Status Searcher::Refine() {
+  if (!constraints_.exact) return Status::Ok();
+  double best_ms = result_.ranked.empty() ? kInf : result_.ranked.front().evaluation.step_ms;
+  Status status = Status::Ok();
+  for (const search_internal::PartitionSpace& space : spaces_) {
+    auto leaf = [&](std::vector<PlanStage> stages) {
+      if (!status.ok()) return;
+      ++result_.exact_simulated;
+      Config c = space.config;
+      c.dp = 0;
+      for (const PlanStage& st : stages) c.dp = std::max(c.dp, st.replicas);
+      StatusOr<std::optional<Candidate>> simulated = Simulated({c, std::move(stages)});
+      if (!simulated.ok()) status = simulated.status();
+      if (!simulated.ok() || !*simulated || (*simulated)->evaluation.step_ms >= best_ms) return;
+      best_ms = (*simulated)->evaluation.step_ms;
+      result_.ranked.push_back(std::move(**simulated));
+    };
+    result_.exact_branches += EnumeratePartitionsBelow(space, &best_ms, leaf);
+    TRIDENT_RETURN_IF_ERROR(status);
+  }
+  KeepBest();
+  return Status::Ok();
+}
+
+// The plan of `scored` simulated without its timeline, with its predictions recorded; nullopt when
+// it cannot run (Plan::Check, or replica counts whose lanes deadlock: PipeDream's round robin has
+// no lowered warm-up, core/replica_lanes.h) or does not fit.
+StatusOr<std::optional<Candidate>> Searcher::Simulated(const Scored& scored) {
+  Plan plan = MakePlan(scored);
+  if (plan.Check()) return std::optional<Candidate>();
+  EvaluateOptions options;
+  options.memory_limit_bytes = memory_limit_;
+  options.timeline = false;  // only the kept candidates' timelines are built, at the end
+  StatusOr<Evaluation> evaluation = EvaluatePlan(costs_, plan, options);
+  if (!evaluation.ok() && evaluation.status().code() == StatusCode::kInvalidArgument) {
+    return std::optional<Candidate>();
+  }
+  if (!evaluation.ok()) return evaluation.status();
+  if (!evaluation->Fits()) {
+    if (result_.least_memory_bytes == 0 ||
+        evaluation->peak_memory_bytes < result_.least_memory_bytes) {
+      result_.least_memory_bytes = evaluation->peak_memory_bytes;
+      result_.least_memory_config = Describe(scored.config);
+    }
+    return std::optional<Candidate>();
+  }
+  RecordPredictions(*evaluation, &plan);
+  return std::optional<Candidate>(Candidate{std::move(plan), std::move(*evaluation)});
 }
 
 // The simulated timeline of each ranked candidate, which Rank's evaluations left out.
@@ -795,16 +853,18 @@ StatusOr<SearchResult> Searcher::Run() {
   TRIDENT_RETURN_IF_ERROR(CheckRequest());
   for (int tp : costs_.TensorParallelDegrees()) ForTp(tp);
   TRIDENT_RETURN_IF_ERROR(Rank());
+  TRIDENT_RETURN_IF_ERROR(Refine());
+  TRIDENT_RETURN_IF_ERROR(AddTimelines());
   if (!result_.ranked.empty()) return std::move(result_);
   for (const Config& c : infeasible_) TrackLeastMemory(c);
   if (result_.least_memory_bytes > 0) return NothingFits(result_);
-  return InvalidArgument("no configuration of " + request_.model.name + " on " +
-                         std::to_string(request_.devices) +
-                         " devices satisfies the constraints (tp dividing the heads and the "
-                         "devices per node, a cp of the profile with 2·cp dividing --seq, a "
-                         "micro-batch size dividing --global-batch " +
-                         std::to_string(request_.global_batch) +
-                         " into a multiple of dp); relax --fix, --cuts, --replicas or --global-batch");
+  return InvalidArgument(
+      "no configuration of " + request_.model.name + " on " + std::to_string(request_.devices) +
+      " devices satisfies the constraints (tp dividing the heads and the "
+      "devices per node, a cp of the profile with 2·cp dividing --seq, a "
+      "micro-batch size dividing --global-batch " +
+      std::to_string(request_.global_batch) +
+      " into a multiple of dp); relax --fix, --cuts, --replicas or --global-batch");
 }
 
 }  // namespace

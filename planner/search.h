@@ -43,7 +43,12 @@ struct SearchConstraints {
   // Their sum is the tp · cp groups: the devices / (tp · cp) of every mesh tried.
   std::vector<int> replicas;
   int max_virtual_stages = 4;
-  bool replicate_stages = true;  // also search per-stage replication where units <= 16
+  bool replicate_stages = true;  // also search per-stage replication
+  // Also enumerate, for every configuration with one stage per position (not interleaved),
+  // every partition whose lower bound beats the best plan found (planner/exact_partitions.h):
+  // the fastest simulated step of that space, at a cost that grows with the near-optimal
+  // partitions (seconds on tens of devices, far more on large meshes).
+  bool exact = false;
 };
 
 struct SearchRequest {
@@ -67,6 +72,8 @@ struct SearchResult {
   std::vector<Candidate> ranked;  // best first: the plan and up to `runners_up` others
   int64_t configurations = 0;     // outer-loop points tried
   int64_t infeasible = 0;         // of which nothing fit in memory
+  int64_t exact_branches = 0;     // with `exact`: partial partitions enumerated
+  int64_t exact_simulated = 0;    // and whole ones simulated (their bound beat the best)
   // When nothing fits: the least peak memory any configuration needs, and that configuration.
   int64_t least_memory_bytes = 0;
   std::string least_memory_config;

@@ -41,6 +41,29 @@ for bad in "3,2|sums to 5 replicas, more than the 4 devices" "3,0|stage 1 has 0 
   verdict "plan --replicas ${bad%%|*} is refused: ${bad#*|}; nothing written"
 done
 
+# --exact on AlexNet, 8 A100s in nodes of 4 joined by 10 Gb/s Ethernet (0.3125 GB/s a GPU):
+# every cut and replica vector whose bound beats the DP's plan is simulated, and one is faster.
+slow=$WORK/slow-ethernet.yaml
+sed -e 's/^name: dgx-a100-80gb/name: slow-ethernet/' -e 's/^devices_per_node: 8 /devices_per_node: 4 /' \
+  -e '/^  inter_node:/,/bw_gb_per_s/s/bw_gb_per_s: 25$/bw_gb_per_s: 0.3125/' "$a100" >"$slow"
+alex=$WORK/alexnet-exact
+run "$bin" import pipedream "$data/alexnet/graph.txt" -o "$alex" --micro-batch 256
+step_ms() { sed -n 's/^  step_time_ms: //p' "$1"; }
+for mode in default exact; do
+  flags=()
+  [[ $mode == exact ]] && flags=(--exact)
+  run "$bin" plan --model "$alex/model.yaml" --profile "$alex/profile.yaml" --cluster "$slow" \
+    --devices 8 --global-batch 4096 --schedule pipedream "${flags[@]}" -o "$alex/$mode.yaml"
+  expect_rc 0 && [[ -s $alex/$mode.yaml ]]
+  verdict "alexnet on 8 GPUs over slow Ethernet, pipedream, $mode search"
+done
+expect_in out "--exact enumerated" &&
+  python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if b < 0.95 * a else 1)' \
+    "$(step_ms "$alex/default.yaml")" "$(step_ms "$alex/exact.yaml")"
+RC=$?
+expect_rc 0
+verdict "--exact finds a plan at least 5% faster than the DP's ($(step_ms "$alex/exact.yaml") vs $(step_ms "$alex/default.yaml") ms)"
+
 for entry in "${models[@]}"; do
   read -r name batch layers <<<"$entry"
   out=$WORK/$name
