@@ -4,6 +4,7 @@
 
 #include "core/replica_lanes.h"
 #include "planner/memory_model.h"
+#include "planner/sharding_comm.h"
 
 namespace trident::search_internal {
 namespace {
@@ -38,10 +39,12 @@ class Enumerator {
   }
 
  private:
-  // What stage s adds: its lane's bound, its position's optimizer step, whether it fits.
+  // What stage s adds: its lane's bound, what the step adds after the lanes for its position
+  // (its optimizer step; under PipeDream m of them, each after a gradient all-reduce), whether
+  // it fits.
   struct Placed {
     double lane_ms = 0;
-    double optimizer_ms = 0;
+    double tail_ms = 0;
     bool fits = true;
   };
 
@@ -52,7 +55,22 @@ class Enumerator {
 
   int ReplicasOf(int position) const { return space_.replicas[static_cast<size_t>(position)]; }
 
-  Placed Place(int s, int a, int b, int r, double prefix_ms, Position* position) const {
+  // PipeDream's gradient all-reduce after each of the position's m updates: over its r
+  // replicas' cp ranks (RankMap::GradGroup), at the level from its first rank to its last
+  // replica's last cp rank of tp rank 0.
+  double UpdateSyncMs(const PositionFootprint& f, int first_unit, int r) const {
+    const int low = first_unit * c_.UnitRanks();
+    const int high = low + (r - 1) * c_.UnitRanks() + (c_.cp - 1) * c_.tp;
+    ShardGroupLinks links;
+    links.ranks = r * c_.cp;
+    links.level = space_.costs->LevelSpanning(low, high);
+    links.shard_ranks = links.ranks;
+    links.shard_level = links.level;
+    return ShardingCommOf(*space_.costs, DpSharding::kNone, f, links).sync_ms;
+  }
+
+  Placed Place(int s, int a, int b, int r, int first_unit, double prefix_ms,
+               Position* position) const {
     const int m = LaneMicroBatches(c_.micro_batches, r, 0);
     const PositionFootprint f = sc_.Footprint(a, b);
     position->footprint = Add(position->footprint, f);
@@ -71,7 +89,8 @@ class Enumerator {
     Placed placed;
     placed.fits = memory.Total() <= space_.memory_limit_bytes;
     const double state = static_cast<double>(memory.params + memory.grads + memory.optimizer);
-    placed.optimizer_ms = (pipedream_ ? m : 1) * space_.costs->OptimizerMs(state);
+    placed.tail_ms = (pipedream_ ? m : 1) * space_.costs->OptimizerMs(state);
+    if (pipedream_) placed.tail_ms += m * UpdateSyncMs(position->footprint, first_unit, r);
     const bool fill = !pipedream_ && c_.v == 1;
     placed.lane_ms = (fill ? prefix_ms : 0) + m * position->chunk_ms;
     return placed;
@@ -128,6 +147,8 @@ class Enumerator {
     return left;
   }
 
+  int FirstUnit(int s, int u) const { return space_.replicas.empty() ? u : first_unit_[s % c_.pp]; }
+
   int EndUnit(int s, int u, int r) const {
     return space_.replicas.empty() ? u + r : first_unit_[s % c_.pp] + r;
   }
@@ -137,8 +158,8 @@ class Enumerator {
   }
 
   // Stages s.. from layer a and unit u, `bound_ms` the placed lanes' largest bound and
-  // `optimizer_ms` their positions' largest optimizer step.
-  void Dfs(int s, int a, int u, double prefix_ms, double bound_ms, double optimizer_ms) {
+  // `tail_ms` the largest of their positions' tails.
+  void Dfs(int s, int a, int u, double prefix_ms, double bound_ms, double tail_ms) {
     ++branches_;
     const auto [r_low, r_high] = ReplicaRange(s, u);
     const int b_low = s == stages_ - 1 ? layers_ - 1 : a;
@@ -148,10 +169,10 @@ class Enumerator {
       if (s + 1 < stages_ && units_left < 1) continue;
       for (int b = b_low; b <= b_high; ++b) {
         Position position = positions_[static_cast<size_t>(s % c_.pp)];
-        const Placed placed = Place(s, a, b, r, prefix_ms, &position);
+        const Placed placed = Place(s, a, b, r, FirstUnit(s, u), prefix_ms, &position);
         const double bound = std::max(bound_ms, placed.lane_ms);
-        const double optimizer = std::max(optimizer_ms, placed.optimizer_ms);
-        if (bound + optimizer >= *best_ms_) break;  // the lane only grows with b
+        const double tail = std::max(tail_ms, placed.tail_ms);
+        if (bound + tail >= *best_ms_) break;  // the lane only grows with b
         if (!placed.fits) continue;
         stages_out_.push_back({a, b - a + 1, r, c_.recompute, 0, 0});
         if (s + 1 == stages_) {
@@ -161,9 +182,9 @@ class Enumerator {
           const double send = SendMs(b, EndUnit(s, u, r), NextUnit(s, u, r));
           const double next_prefix = prefix_ms + (split_ ? t.fwd_ms + send : t.Total() + 2 * send);
           const double rest = RestMs(b, units_left, next_prefix);
-          if (std::max(bound, rest) + optimizer < *best_ms_) {
+          if (std::max(bound, rest) + tail < *best_ms_) {
             std::swap(positions_[static_cast<size_t>(s % c_.pp)], position);
-            Dfs(s + 1, b + 1, u + r, next_prefix, bound, optimizer);
+            Dfs(s + 1, b + 1, u + r, next_prefix, bound, tail);
             std::swap(positions_[static_cast<size_t>(s % c_.pp)], position);
           }
         }

@@ -11,7 +11,8 @@
 //   flushing schedules, v = 1   step ≥ max over stages of (prefix_s + m·T_s) + max_s opt_s,
 //                               prefix_s = Σ_{q<s} (F_q + B_q + W_q + 2·send_q), or under ZB-H1
 //                               Σ_{q<s} (F_q + send_q);
-//   PipeDream                   step ≥ max_s m·T_s + max_s opt_s (its steady state has no fill);
+//   PipeDream                   step ≥ max_s m·T_s + max_s m·(opt_s + sync_s) (its steady state
+//                               has no fill; sync_s the all-reduce before each of its updates);
 //   interleaved (v > 1)         step ≥ max over positions of m·(Σ of its chunks' T) + max opt;
 // and for the layers R not yet placed on the U' units left, some later stage's lane holds at
 // least M·T(R) / U' (each of its lanes runs M / r of a stage's micro-batches), after the prefix
