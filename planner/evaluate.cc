@@ -127,18 +127,9 @@ PositionFootprint PositionFootprintOf(const Plan& plan, const CostsByMode& by_mo
   PositionFootprint total;
   for (size_t s = p; s < plan.stages.size(); s += plan.mesh.pp) {
     const PlanStage& stage = plan.stages[s];
-    PositionFootprint f =
-        by_mode.at(stage.recompute)
-            .Footprint(stage.first_layer, stage.first_layer + stage.num_layers - 1);
-    total.param_bytes += f.param_bytes;
-    total.grad_bytes += f.grad_bytes;
-    total.optimizer_bytes += f.optimizer_bytes;
-    total.stash_bytes += f.stash_bytes;
-    total.workspace_bytes = std::max(total.workspace_bytes, f.workspace_bytes);
-    total.layer_param_bytes = std::max(total.layer_param_bytes, f.layer_param_bytes);
-    total.layer_grad_bytes = std::max(total.layer_grad_bytes, f.layer_grad_bytes);
-    total.grad_transient_bytes = std::max(total.grad_transient_bytes, f.grad_transient_bytes);
-    total.param_transient_bytes = std::max(total.param_transient_bytes, f.param_transient_bytes);
+    total = AddChunk(total, by_mode.at(stage.recompute)
+                                .Footprint(stage.first_layer,
+                                           stage.first_layer + stage.num_layers - 1));
   }
   return total;
 }

@@ -73,7 +73,7 @@ class Enumerator {
                Position* position) const {
     const int m = LaneMicroBatches(c_.micro_batches, r, 0);
     const PositionFootprint f = sc_.Footprint(a, b);
-    position->footprint = Add(position->footprint, f);
+    position->footprint = AddChunk(position->footprint, f);
     position->chunk_ms += sc_.Times(a, b).Total();
     MemoryContext context{c_.schedule,
                           c_.pp,
@@ -94,19 +94,6 @@ class Enumerator {
     const bool fill = !pipedream_ && c_.v == 1;
     placed.lane_ms = (fill ? prefix_ms : 0) + m * position->chunk_ms;
     return placed;
-  }
-
-  static PositionFootprint Add(PositionFootprint total, const PositionFootprint& f) {
-    total.param_bytes += f.param_bytes;
-    total.grad_bytes += f.grad_bytes;
-    total.optimizer_bytes += f.optimizer_bytes;
-    total.stash_bytes += f.stash_bytes;
-    total.workspace_bytes = std::max(total.workspace_bytes, f.workspace_bytes);
-    total.layer_param_bytes = std::max(total.layer_param_bytes, f.layer_param_bytes);
-    total.layer_grad_bytes = std::max(total.layer_grad_bytes, f.layer_grad_bytes);
-    total.grad_transient_bytes = std::max(total.grad_transient_bytes, f.grad_transient_bytes);
-    total.param_transient_bytes = std::max(total.param_transient_bytes, f.param_transient_bytes);
-    return total;
   }
 
   // The boundary after layer b, from the position ending at unit `end_unit` (exclusive) to the

@@ -39,6 +39,19 @@ bool Shards(DpSharding level, DpSharding what) {
 
 }  // namespace
 
+PositionFootprint AddChunk(PositionFootprint total, const PositionFootprint& chunk) {
+  total.param_bytes += chunk.param_bytes;
+  total.grad_bytes += chunk.grad_bytes;
+  total.optimizer_bytes += chunk.optimizer_bytes;
+  total.stash_bytes += chunk.stash_bytes;
+  total.workspace_bytes = std::max(total.workspace_bytes, chunk.workspace_bytes);
+  total.layer_param_bytes = std::max(total.layer_param_bytes, chunk.layer_param_bytes);
+  total.layer_grad_bytes = std::max(total.layer_grad_bytes, chunk.layer_grad_bytes);
+  total.grad_transient_bytes = std::max(total.grad_transient_bytes, chunk.grad_transient_bytes);
+  total.param_transient_bytes = std::max(total.param_transient_bytes, chunk.param_transient_bytes);
+  return total;
+}
+
 MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const MemoryContext& c) {
   double live = LiveActivationFactor(c.schedule, position, c.pp, c.micro_batches, c.virtual_stages);
   const int n = c.ShardRanks();

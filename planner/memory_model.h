@@ -80,6 +80,11 @@ struct PositionFootprint {
   int64_t param_transient_bytes = 0;
 };
 
+// A position's footprint with another chunk of its layers added: the sums summed, the
+// single-layer figures (workspace, largest layer, transients) the larger of the two. The tied
+// table's figures are the position's own, left as they are in `total`.
+PositionFootprint AddChunk(PositionFootprint total, const PositionFootprint& chunk);
+
 struct MemoryBreakdown {
   int64_t params = 0;
   int64_t grads = 0;

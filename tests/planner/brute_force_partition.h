@@ -75,22 +75,33 @@ inline std::vector<Stage> MakeStages(const std::vector<int>& layer_counts,
   return stages;
 }
 
+// `best` with the partition of `layer_counts` on `replicas` when it is better, or as good with
+// the smaller tie key.
+inline void KeepBetter(const PartitionCosts& costs, const std::vector<int>& layer_counts,
+                       const std::vector<int>& replicas, Partition& best) {
+  std::vector<Stage> stages = MakeStages(layer_counts, replicas);
+  double ms = EvaluateBottleneckMs(costs, stages);
+  if (ms > best.bottleneck_ms || ms == std::numeric_limits<double>::infinity()) return;
+  if (ms < best.bottleneck_ms || PartitionTieKey(stages) < PartitionTieKey(best.stages)) {
+    best = Partition{stages, ms};
+  }
+}
+
+// Every count of layers a stage may hold: 1 to L.
+inline std::vector<int> AnyLayerCount(const PartitionCosts& costs) {
+  std::vector<int> any_count;
+  for (int n = 1; n <= costs.NumLayers(); ++n) any_count.push_back(n);
+  return any_count;
+}
+
 // The optimum over every cut of costs.NumLayers() layers into replicas.size() stages with those
 // replica counts, one per stage.
 inline Partition BruteForceWithReplicas(const PartitionCosts& costs,
                                         const std::vector<int>& replicas) {
-  std::vector<int> any_count;
-  for (int n = 1; n <= costs.NumLayers(); ++n) any_count.push_back(n);
-  const int num_stages = static_cast<int>(replicas.size());
   Partition best;
   for (const std::vector<int>& layer_counts :
-       Compositions(costs.NumLayers(), num_stages, any_count)) {
-    std::vector<Stage> stages = MakeStages(layer_counts, replicas);
-    double ms = EvaluateBottleneckMs(costs, stages);
-    if (ms > best.bottleneck_ms || ms == std::numeric_limits<double>::infinity()) continue;
-    if (ms < best.bottleneck_ms || PartitionTieKey(stages) < PartitionTieKey(best.stages)) {
-      best = Partition{stages, ms};
-    }
+       Compositions(costs.NumLayers(), static_cast<int>(replicas.size()), AnyLayerCount(costs))) {
+    KeepBetter(costs, layer_counts, replicas, best);
   }
   return best;
 }
@@ -99,20 +110,13 @@ inline Partition BruteForceWithReplicas(const PartitionCosts& costs,
 // replica counts, each in `allowed_replicas` (distinct, >= 1), sum to `units`.
 inline Partition BruteForcePartition(const PartitionCosts& costs, int num_stages, int units,
                                      const std::vector<int>& allowed_replicas) {
-  std::vector<int> any_count;
-  for (int n = 1; n <= costs.NumLayers(); ++n) any_count.push_back(n);
   std::vector<std::vector<int>> layer_splits =
-      Compositions(costs.NumLayers(), num_stages, any_count);
+      Compositions(costs.NumLayers(), num_stages, AnyLayerCount(costs));
   std::vector<std::vector<int>> replica_splits = Compositions(units, num_stages, allowed_replicas);
   Partition best;
   for (const std::vector<int>& layer_counts : layer_splits) {
     for (const std::vector<int>& replicas : replica_splits) {
-      std::vector<Stage> stages = MakeStages(layer_counts, replicas);
-      double ms = EvaluateBottleneckMs(costs, stages);
-      if (ms > best.bottleneck_ms || ms == std::numeric_limits<double>::infinity()) continue;
-      if (ms < best.bottleneck_ms || PartitionTieKey(stages) < PartitionTieKey(best.stages)) {
-        best = Partition{stages, ms};
-      }
+      KeepBetter(costs, layer_counts, replicas, best);
     }
   }
   return best;
