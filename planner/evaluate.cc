@@ -127,9 +127,9 @@ PositionFootprint PositionFootprintOf(const Plan& plan, const CostsByMode& by_mo
   PositionFootprint total;
   for (size_t s = p; s < plan.stages.size(); s += plan.mesh.pp) {
     const PlanStage& stage = plan.stages[s];
-    total = AddChunk(total, by_mode.at(stage.recompute)
-                                .Footprint(stage.first_layer,
-                                           stage.first_layer + stage.num_layers - 1));
+    total = AddChunk(total,
+                     by_mode.at(stage.recompute)
+                         .Footprint(stage.first_layer, stage.first_layer + stage.num_layers - 1));
   }
   return total;
 }
