@@ -20,18 +20,9 @@ class Enumerator {
         best_ms_(best_ms),
         leaf_(leaf),
         layers_(sc_.NumLayers()),
-        stages_(c_.pp * c_.v),
+        stages_(c_.pp),
         pipedream_(c_.schedule == ScheduleKind::kPipeDream),
-        split_(c_.schedule == ScheduleKind::kZbH1),
-        positions_(static_cast<size_t>(c_.pp)) {
-    if (!space.replicas.empty()) {
-      int first = 0;
-      for (int r : space.replicas) {
-        first_unit_.push_back(first);
-        first += r;
-      }
-    }
-  }
+        split_(c_.schedule == ScheduleKind::kZbH1) {}
 
   int64_t Run() {
     Dfs(0, 0, 0, 0.0, 0.0, 0.0);
@@ -46,11 +37,6 @@ class Enumerator {
     double lane_ms = 0;
     double tail_ms = 0;
     bool fits = true;
-  };
-
-  struct Position {
-    PositionFootprint footprint;
-    double chunk_ms = 0;  // T of its chunks placed so far
   };
 
   int ReplicasOf(int position) const { return space_.replicas[static_cast<size_t>(position)]; }
@@ -69,12 +55,9 @@ class Enumerator {
     return ShardingCommOf(*space_.costs, DpSharding::kNone, f, links).sync_ms;
   }
 
-  Placed Place(int s, int a, int b, int r, int first_unit, double prefix_ms,
-               Position* position) const {
+  Placed Place(int s, int a, int b, int r, int first_unit, double prefix_ms) const {
     const int m = LaneMicroBatches(c_.micro_batches, r, 0);
     const PositionFootprint f = sc_.Footprint(a, b);
-    position->footprint = AddChunk(position->footprint, f);
-    position->chunk_ms += sc_.Times(a, b).Total();
     MemoryContext context{c_.schedule,
                           c_.pp,
                           c_.v,
@@ -85,35 +68,28 @@ class Enumerator {
                           c_.cp,
                           space_.costs->ActivationFragmentation()};
     context.shard_replicas = c_.shard > 0 ? c_.shard : r;
-    const MemoryBreakdown memory = PositionMemory(position->footprint, s % c_.pp, context);
+    const MemoryBreakdown memory = PositionMemory(f, s, context);
     Placed placed;
     placed.fits = memory.Total() <= space_.memory_limit_bytes;
     const double state = static_cast<double>(memory.params + memory.grads + memory.optimizer);
     placed.tail_ms = (pipedream_ ? m : 1) * space_.costs->OptimizerMs(state);
-    if (pipedream_) placed.tail_ms += m * UpdateSyncMs(position->footprint, first_unit, r);
-    const bool fill = !pipedream_ && c_.v == 1;
-    placed.lane_ms = (fill ? prefix_ms : 0) + m * position->chunk_ms;
+    if (pipedream_) placed.tail_ms += m * UpdateSyncMs(f, first_unit, r);
+    placed.lane_ms = (pipedream_ ? 0 : prefix_ms) + m * sc_.Times(a, b).Total();
     return placed;
   }
 
-  // The boundary after layer b, from the position ending at unit `end_unit` (exclusive) to the
-  // next one starting at `next_unit`: its p2p time on the link those ranks span.
-  double SendMs(int b, int end_unit, int next_unit) const {
-    const int unit_ranks = c_.UnitRanks();
-    const int from = end_unit * unit_ranks - 1;
-    const int to = next_unit * unit_ranks;
-    const int level = space_.costs->LevelSpanning(std::min(from, to), std::max(from, to));
+  // The boundary after layer b, at unit `unit` (the next stage's first): its p2p time on the
+  // link between the ranks either side.
+  double SendMs(int b, int unit) const {
+    const int to = unit * c_.UnitRanks();
+    const int level = space_.costs->LevelSpanning(to - 1, to);
     return space_.costs->CollectiveMsAtLevel(Collective::kP2p,
                                              static_cast<double>(sc_.OutputBytes(b)), 2, level);
   }
 
   // Lower bound of the later stages' lanes: after `prefix_ms`, the layers after b on the units
-  // left (v = 1), or the whole chain's average over the positions (v > 1).
+  // left.
   double RestMs(int b, int units_left, double prefix_ms) const {
-    if (c_.v > 1) {
-      return LaneMicroBatches(c_.micro_batches, ReplicasOf(0), 0) *
-             sc_.Times(0, layers_ - 1).Total() / c_.pp;
-    }
     if (b + 1 >= layers_) return 0;
     const double rest = c_.micro_batches * sc_.Times(b + 1, layers_ - 1).Total() / units_left;
     return (pipedream_ ? 0 : prefix_ms) + rest;
@@ -122,26 +98,9 @@ class Enumerator {
   // The replica counts stage s may take from unit u: the position's, or (free) 1 up to what
   // leaves one unit to each later stage, at most M; the last stage takes every unit left.
   std::pair<int, int> ReplicaRange(int s, int u) const {
-    if (!space_.replicas.empty()) return {ReplicasOf(s % c_.pp), ReplicasOf(s % c_.pp)};
+    if (!space_.replicas.empty()) return {ReplicasOf(s), ReplicasOf(s)};
     if (s == stages_ - 1) return {space_.units - u, space_.units - u};
     return {1, std::min(space_.units - u - (stages_ - s - 1), c_.micro_batches)};
-  }
-
-  int UnitsLeftAfter(int s, int u, int r) const {
-    if (space_.replicas.empty()) return space_.units - u - r;
-    int left = 0;
-    for (int q = s + 1; q < stages_; ++q) left += ReplicasOf(q % c_.pp);
-    return left;
-  }
-
-  int FirstUnit(int s, int u) const { return space_.replicas.empty() ? u : first_unit_[s % c_.pp]; }
-
-  int EndUnit(int s, int u, int r) const {
-    return space_.replicas.empty() ? u + r : first_unit_[s % c_.pp] + r;
-  }
-
-  int NextUnit(int s, int u, int r) const {
-    return space_.replicas.empty() ? u + r : first_unit_[(s + 1) % c_.pp];
   }
 
   // Stages s.. from layer a and unit u, `bound_ms` the placed lanes' largest bound and
@@ -152,11 +111,10 @@ class Enumerator {
     const int b_low = s == stages_ - 1 ? layers_ - 1 : a;
     const int b_high = layers_ - (stages_ - s);
     for (int r = r_low; r <= r_high; ++r) {
-      const int units_left = UnitsLeftAfter(s, u, r);
+      const int units_left = space_.units - u - r;
       if (s + 1 < stages_ && units_left < 1) continue;
       for (int b = b_low; b <= b_high; ++b) {
-        Position position = positions_[static_cast<size_t>(s % c_.pp)];
-        const Placed placed = Place(s, a, b, r, FirstUnit(s, u), prefix_ms, &position);
+        const Placed placed = Place(s, a, b, r, u, prefix_ms);
         const double bound = std::max(bound_ms, placed.lane_ms);
         const double tail = std::max(tail_ms, placed.tail_ms);
         if (bound + tail >= *best_ms_) break;  // the lane only grows with b
@@ -166,13 +124,11 @@ class Enumerator {
           leaf_(stages_out_);
         } else {
           const RangeTimes t = sc_.Times(a, b);
-          const double send = SendMs(b, EndUnit(s, u, r), NextUnit(s, u, r));
+          const double send = SendMs(b, u + r);
           const double next_prefix = prefix_ms + (split_ ? t.fwd_ms + send : t.Total() + 2 * send);
           const double rest = RestMs(b, units_left, next_prefix);
           if (std::max(bound, rest) + tail < *best_ms_) {
-            std::swap(positions_[static_cast<size_t>(s % c_.pp)], position);
             Dfs(s + 1, b + 1, u + r, next_prefix, bound, tail);
-            std::swap(positions_[static_cast<size_t>(s % c_.pp)], position);
           }
         }
         stages_out_.pop_back();
@@ -189,8 +145,6 @@ class Enumerator {
   const int stages_;
   const bool pipedream_;
   const bool split_;
-  std::vector<Position> positions_;  // per position: its chunks placed so far
-  std::vector<int> first_unit_;      // per position, with fixed replicas
   std::vector<PlanStage> stages_out_;
   int64_t branches_ = 0;
 };
