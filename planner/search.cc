@@ -27,7 +27,7 @@ using search_internal::DpCosts;
 using search_internal::kInf;
 using search_internal::SharedCosts;
 // The per-stage replication DP seeds the search up to this many tp groups (it grows with
-// units² for every pp); Refine enumerates per-stage replication on every mesh.
+// units² for every pp); with `exact`, Refine enumerates per-stage replication on every mesh.
 constexpr int kMaxReplicatedUnits = 16;
 
 // A partition the DP chose (or the user's cuts), with its closed-form step estimate.
