@@ -14,16 +14,21 @@
 #include "planner/exact_partitions.h"
 #include "planner/partition.h"
 #include "planner/plan_request.h"
+#include "planner/search_checks.h"
 #include "planner/search_costs.h"
+#include "planner/search_estimate.h"
 #include "planner/sharding_comm.h"
 #include "planner/stage_costs.h"
 
 namespace trident {
 namespace {
 
+using search_internal::CheckCuts;
+using search_internal::CheckReplicas;
 using search_internal::Config;
 using search_internal::Describe;
 using search_internal::DpCosts;
+using search_internal::EstimateMs;
 using search_internal::kInf;
 using search_internal::SharedCosts;
 // The per-stage replication DP seeds the search up to this many tp groups (it grows with
@@ -36,79 +41,6 @@ struct Scored {
   std::vector<PlanStage> stages;
   double estimate_ms = kInf;
 };
-
-// The pipeline's part of the estimate: the busiest lane's compute and the fill and drain.
-double PipelineMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
-                  const std::vector<PlanStage>& stages) {
-  std::vector<double> position_ms(c.pp, 0);
-  std::vector<int> lane(c.pp, 0);
-  double sum_ms = 0, boundary_ms = 0, f_b_minus_w = 0;
-  for (size_t s = 0; s < stages.size(); ++s) {
-    const PlanStage& st = stages[s];
-    int last = st.first_layer + st.num_layers - 1;
-    RangeTimes t = costs.Times(st.first_layer, last);
-    position_ms[s % c.pp] += t.Total();
-    lane[s % c.pp] = LaneMicroBatches(c.micro_batches, st.replicas, 0);
-    sum_ms += t.Total();
-    f_b_minus_w = std::max(f_b_minus_w, t.fwd_ms + t.bwd_input_ms - t.bwd_weight_ms);
-    int next_unit = static_cast<int>((s + 1) % c.pp) * c.dp;
-    if (s + 1 < stages.size()) boundary_ms += 2 * dp_costs.BoundaryMs(last, next_unit);
-  }
-  int busiest = 0;
-  for (int p = 1; p < c.pp; ++p) {
-    if (lane[p] * position_ms[p] > lane[busiest] * position_ms[busiest]) busiest = p;
-  }
-  const double slowest = position_ms[busiest];
-  const double pace = lane[busiest] * slowest;
-  switch (c.schedule) {
-    case ScheduleKind::kNaive:
-      return sum_ms + boundary_ms;
-    case ScheduleKind::kPipeDream:
-      return pace;
-    case ScheduleKind::kInterleaved1F1B:
-      return pace + (c.pp - 1) * slowest / c.v + boundary_ms;
-    case ScheduleKind::kZbH1:
-      return pace + (c.pp - 1) * f_b_minus_w + boundary_ms;
-    case ScheduleKind::kGpipe:
-    case ScheduleKind::k1F1B:
-      return pace - slowest + sum_ms / c.v + boundary_ms;
-  }
-  return kInf;
-}
-
-// The data-parallel part of the estimate (planner/sharding_comm.h). REQUIRES: uniform
-// replication.
-double DataParallelEstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
-                              const std::vector<PlanStage>& stages) {
-  std::vector<PositionComm> positions(c.pp);
-  for (int p = 0; p < c.pp; ++p) {
-    PositionComm& position = positions[p];
-    for (size_t s = p; s < stages.size(); s += c.pp) {
-      const int last = stages[s].first_layer + stages[s].num_layers - 1;
-      const PositionFootprint chunk = costs.Footprint(stages[s].first_layer, last);
-      position.footprint.param_bytes += chunk.param_bytes;
-      position.footprint.grad_bytes += chunk.grad_bytes;
-      position.footprint.layer_param_bytes =
-          std::max(position.footprint.layer_param_bytes, chunk.layer_param_bytes);
-      position.compute_ms += costs.Times(stages[s].first_layer, last).Total();
-    }
-    position.links = dp_costs.Links(c.dp, p * c.dp);
-  }
-  return DataParallelMs(dp_costs.model(), c.sharding, c.schedule == ScheduleKind::kPipeDream,
-                        LaneMicroBatches(c.micro_batches, c.dp, 0), positions);
-}
-
-// Closed-form step time from per-position times (see DESIGN.md §5), used to pick which
-// candidates to simulate. A position's busiest lane runs ceil(M / r) micro-batches of its
-// chunks' T = F + B + W (round robin, core/replica_lanes.h); the busiest position sets the
-// pace, and the pipeline's fill and drain add one pass through the other stages; with uniform
-// replication the data-parallel communication follows (DataParallelMs, sharding_comm.h).
-double EstimateMs(const Config& c, const DpCosts& dp_costs, const StageCosts& costs,
-                  const std::vector<PlanStage>& stages) {
-  const double data_parallel =
-      UniformReplication(stages) ? DataParallelEstimateMs(c, dp_costs, costs, stages) : 0;
-  return PipelineMs(c, dp_costs, costs, stages) + data_parallel;
-}
 
 std::vector<PlanStage> StagesOf(const Partition& partition, RecomputeMode recompute) {
   std::vector<PlanStage> stages;
@@ -130,55 +62,6 @@ std::vector<int> Divisors(int n) {
 template <typename T>
 bool Allowed(const std::optional<T>& fixed, T value) {
   return !fixed || *fixed == value;
-}
-
-// --cuts: the first layer of each stage, starting at 0, strictly increasing, in range.
-Status CheckCuts(const std::vector<int>& cuts, int num_layers) {
-  for (size_t i = 0; i < cuts.size(); ++i) {
-    bool ok = i == 0 ? cuts[i] == 0 : cuts[i] > cuts[i - 1] && cuts[i] < num_layers;
-    if (!ok) {
-      return InvalidArgument("--cuts: cut " + std::to_string(i) + " is " + std::to_string(cuts[i]) +
-                             "; cuts are the first layer of each stage: 0, then strictly "
-                             "increasing, below the model's " +
-                             std::to_string(num_layers) + " layers");
-    }
-  }
-  return Status::Ok();
-}
-
-// --replicas: a count of at least 1 per stage, as many as --fix pp and the stages of --cuts,
-// summing to devices / (tp · cp) for some tp · cp.
-Status CheckReplicas(const SearchConstraints& c, int devices) {
-  const std::vector<int>& replicas = c.replicas;
-  if (replicas.empty()) return Status::Ok();
-  const int stages = static_cast<int>(replicas.size());
-  int64_t sum = 0;
-  for (int s = 0; s < stages; ++s) {
-    if (replicas[s] < 1) {
-      return InvalidArgument("--replicas: stage " + std::to_string(s) + " has " +
-                             std::to_string(replicas[s]) +
-                             " replicas; every stage needs at least 1");
-    }
-    sum += replicas[s];
-  }
-  const std::string given = "--replicas gives " + std::to_string(stages) + " stages";
-  if (c.pp && *c.pp != stages) {
-    return InvalidArgument(given + " but --fix pp=" + std::to_string(*c.pp) +
-                           "; give one count per pipeline stage or drop --fix pp");
-  }
-  if (!c.cuts.empty() && c.cuts.size() % replicas.size() != 0) {
-    return InvalidArgument(given + " but --cuts " + std::to_string(c.cuts.size()) +
-                           "; give one cut and one replica count per stage");
-  }
-  if (sum > devices || devices % sum != 0) {
-    return InvalidArgument(
-        "--replicas sums to " + std::to_string(sum) + " replicas, " +
-        (sum > devices ? "more than the " : "which does not divide the ") +
-        std::to_string(devices) +
-        " devices: each replica is one tp · cp group, so the counts must sum to devices / "
-        "(tp · cp); change the counts or --devices");
-  }
-  return Status::Ok();
 }
 
 class Searcher {
