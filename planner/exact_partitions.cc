@@ -22,7 +22,16 @@ class Enumerator {
         layers_(sc_.NumLayers()),
         stages_(c_.pp),
         pipedream_(c_.schedule == ScheduleKind::kPipeDream),
-        split_(c_.schedule == ScheduleKind::kZbH1) {}
+        split_(c_.schedule == ScheduleKind::kZbH1),
+        memory_context_{c_.schedule,
+                        c_.pp,
+                        c_.v,
+                        0,
+                        0,
+                        c_.sharding,
+                        space.costs->ReservedBytes(),
+                        c_.cp,
+                        space.costs->ActivationFragmentation()} {}
 
   int64_t Run() {
     Dfs(0, 0, 0, 0.0, 0.0, 0.0);
@@ -55,18 +64,17 @@ class Enumerator {
     return ShardingCommOf(*space_.costs, DpSharding::kNone, f, links).sync_ms;
   }
 
-  Placed Place(int s, int a, int b, int r, int first_unit, double prefix_ms) const {
-    const int m = LaneMicroBatches(c_.micro_batches, r, 0);
+  // Stage s's lane bound: layers [a, b] on r replicas, m micro-batches each, after `prefix_ms`.
+  double LaneMs(int a, int b, int m, double prefix_ms) const {
+    return (pipedream_ ? 0 : prefix_ms) + m * sc_.Times(a, b).Total();
+  }
+
+  // The rest of what stage s adds, once its lane is known not to end the branch.
+  Placed Place(int s, int a, int b, int r, int m, int first_unit, double lane_ms) const {
     const PositionFootprint f = sc_.Footprint(a, b);
-    MemoryContext context{c_.schedule,
-                          c_.pp,
-                          c_.v,
-                          m,
-                          r,
-                          c_.sharding,
-                          space_.costs->ReservedBytes(),
-                          c_.cp,
-                          space_.costs->ActivationFragmentation()};
+    MemoryContext context = memory_context_;
+    context.micro_batches = m;
+    context.replicas = r;
     context.shard_replicas = c_.shard > 0 ? c_.shard : r;
     const MemoryBreakdown memory = PositionMemory(f, s, context);
     Placed placed;
@@ -74,7 +82,7 @@ class Enumerator {
     const double state = static_cast<double>(memory.params + memory.grads + memory.optimizer);
     placed.tail_ms = (pipedream_ ? m : 1) * space_.costs->OptimizerMs(state);
     if (pipedream_) placed.tail_ms += m * UpdateSyncMs(f, first_unit, r);
-    placed.lane_ms = (pipedream_ ? 0 : prefix_ms) + m * sc_.Times(a, b).Total();
+    placed.lane_ms = lane_ms;
     return placed;
   }
 
@@ -113,11 +121,16 @@ class Enumerator {
     for (int r = r_low; r <= r_high; ++r) {
       const int units_left = space_.units - u - r;
       if (s + 1 < stages_ && units_left < 1) continue;
+      const int m = LaneMicroBatches(c_.micro_batches, r, 0);
       for (int b = b_low; b <= b_high; ++b) {
-        const Placed placed = Place(s, a, b, r, u, prefix_ms);
+        // The lane and the tail only grow with b: once either bound reaches the best, so do
+        // those of every later b. The lane alone is checked first, as it is the cheaper.
+        const double lane = LaneMs(a, b, m, prefix_ms);
+        if (std::max(bound_ms, lane) + tail_ms >= *best_ms_) break;
+        const Placed placed = Place(s, a, b, r, m, u, lane);
         const double bound = std::max(bound_ms, placed.lane_ms);
         const double tail = std::max(tail_ms, placed.tail_ms);
-        if (bound + tail >= *best_ms_) break;  // the lane only grows with b
+        if (bound + tail >= *best_ms_) break;
         if (!placed.fits) continue;
         stages_out_.push_back({a, b - a + 1, r, c_.recompute, 0, 0});
         if (s + 1 == stages_) {
@@ -145,6 +158,8 @@ class Enumerator {
   const int stages_;
   const bool pipedream_;
   const bool split_;
+  // The memory context every stage shares; Place sets its lane's counts.
+  const MemoryContext memory_context_;
   std::vector<PlanStage> stages_out_;
   int64_t branches_ = 0;
 };
