@@ -101,8 +101,9 @@ double RingCollectiveMs(Collective collective, double bytes, int n, const LinkSp
     volume = (ranks - 1) / ranks;
   }
   const double bytes_per_us = link.bw_gb_per_s * link.efficiency * 1e3;
-  return (static_cast<double>(calls) * steps * link.latency_us + volume * bytes / bytes_per_us) *
-         1e-3;
+  const double latency_us =
+      (collective == Collective::kP2p ? 0 : link.collective_latency_us) + steps * link.latency_us;
+  return (static_cast<double>(calls) * latency_us + volume * bytes / bytes_per_us) * 1e-3;
 }
 
 namespace {
@@ -124,6 +125,11 @@ FieldCheck CheckLink(const LinkSpec& link, const std::string& path) {
   if (link.latency_us < 0.0) {
     return FieldError{JoinKeyPath(path, "latency_us"), "must not be negative",
                       "give a small message's latency in microseconds, e.g. 5"};
+  }
+  if (link.collective_latency_us < 0.0) {
+    return FieldError{JoinKeyPath(path, "collective_latency_us"), "must not be negative",
+                      "give the fixed cost of one collective in microseconds, e.g. 8.4, or "
+                      "leave the key out"};
   }
   return CheckFraction(JoinKeyPath(path, "efficiency"), link.efficiency,
                        "the bus bandwidth a large collective reaches over bw_gb_per_s, e.g. 0.8");
@@ -336,11 +342,17 @@ std::string ClusterSpec::ToString() const {
 
 namespace {
 
-Status ReadLink(YamlMap& links, std::string_view key, LinkSpec* link) {
-  TRIDENT_ASSIGN_OR_RETURN(YamlMap map, links.GetMap(key));
+// The keys of a link, in a links entry or a level.
+Status ReadLinkFields(YamlMap& map, LinkSpec* link) {
   TRIDENT_RETURN_IF_ERROR(map.Get("bw_gb_per_s", &link->bw_gb_per_s));
   TRIDENT_RETURN_IF_ERROR(map.Get("latency_us", &link->latency_us));
-  TRIDENT_RETURN_IF_ERROR(map.GetOptional("efficiency", &link->efficiency));
+  TRIDENT_RETURN_IF_ERROR(map.GetOptional("collective_latency_us", &link->collective_latency_us));
+  return map.GetOptional("efficiency", &link->efficiency);
+}
+
+Status ReadLink(YamlMap& links, std::string_view key, LinkSpec* link) {
+  TRIDENT_ASSIGN_OR_RETURN(YamlMap map, links.GetMap(key));
+  TRIDENT_RETURN_IF_ERROR(ReadLinkFields(map, link));
   return map.Finish();
 }
 
@@ -396,9 +408,7 @@ Status ReadLevel(YamlMap& item, ClusterSpec* spec) {
   LinkLevel level;
   TRIDENT_RETURN_IF_ERROR(item.Get("name", &level.name));
   TRIDENT_RETURN_IF_ERROR(item.Get("nodes", &level.nodes));
-  TRIDENT_RETURN_IF_ERROR(item.Get("bw_gb_per_s", &level.link.bw_gb_per_s));
-  TRIDENT_RETURN_IF_ERROR(item.Get("latency_us", &level.link.latency_us));
-  TRIDENT_RETURN_IF_ERROR(item.GetOptional("efficiency", &level.link.efficiency));
+  TRIDENT_RETURN_IF_ERROR(ReadLinkFields(item, &level.link));
   spec->levels.push_back(level);
   return Status::Ok();
 }
@@ -436,11 +446,17 @@ Status ReadCluster(YamlMap& map, ClusterSpec* spec) {
                         [spec](YamlMap& item, int) { return ReadMeasured(item, spec); });
 }
 
+void WriteLinkFields(YamlWriter& out, const LinkSpec& link) {
+  out.Field("bw_gb_per_s", link.bw_gb_per_s).Field("latency_us", link.latency_us);
+  if (link.collective_latency_us > 0) {
+    out.Field("collective_latency_us", link.collective_latency_us);
+  }
+  out.Field("efficiency", link.efficiency);
+}
+
 void WriteLink(YamlWriter& out, std::string_view key, const LinkSpec& link) {
   out.Key(key).BeginMap();
-  out.Field("bw_gb_per_s", link.bw_gb_per_s)
-      .Field("latency_us", link.latency_us)
-      .Field("efficiency", link.efficiency);
+  WriteLinkFields(out, link);
   out.EndMap();
 }
 
@@ -451,13 +467,9 @@ void WriteLinks(YamlWriter& out, const ClusterSpec& spec) {
   if (!spec.levels.empty()) {
     out.Key("levels").BeginList();
     for (const LinkLevel& level : spec.levels) {
-      out.BeginMap()
-          .Field("name", level.name)
-          .Field("nodes", level.nodes)
-          .Field("bw_gb_per_s", level.link.bw_gb_per_s)
-          .Field("latency_us", level.link.latency_us)
-          .Field("efficiency", level.link.efficiency)
-          .EndMap();
+      out.BeginMap().Field("name", level.name).Field("nodes", level.nodes);
+      WriteLinkFields(out, level.link);
+      out.EndMap();
     }
     out.EndList();
   }

@@ -42,8 +42,11 @@ const NameTable<Collective>& CollectiveNames();
 // and synchronization eat the rest): the time models divide by bw_gb_per_s · efficiency.
 struct LinkSpec {
   double bw_gb_per_s = 0.0;
-  double latency_us = 0.0;
+  double latency_us = 0.0;  // per hop (ring step)
   double efficiency = 1.0;  // (0, 1]; absent from a file: 1
+  // A collective's fixed cost beyond its hops (NCCL's base latency); not paid by p2p. Absent
+  // from a file: 0.
+  double collective_latency_us = 0.0;
   bool operator==(const LinkSpec&) const = default;
 };
 
@@ -174,11 +177,13 @@ struct ClusterSpec {
 // bw = bw_gb_per_s · efficiency (Thakur et al., "Optimization of Collective Communication
 // Operations in MPICH", 2005; NCCL's "Performance" notes for the busbw factors):
 //   p2p              calls·α + B/bw
-//   all-reduce       calls·2(n−1)·α + 2(n−1)/n · B/bw
+//   all-reduce       calls·(α0 + 2(n−1)·α) + 2(n−1)/n · B/bw
 //   all-gather,
-//   reduce-scatter   calls·(n−1)·α + (n−1)/n · B/bw
-// 0 when n <= 1 or there is nothing to send. Example: one all-reduce of 1 GB over 8 ranks at
-// 25 GB/s, efficiency 1, α 5 µs: 14·5 µs + 1.75·40 ms = 70.07 ms.
+//   reduce-scatter   calls·(α0 + (n−1)·α) + (n−1)/n · B/bw
+// with α the link's latency_us and α0 its collective_latency_us (NCCL's latency model, src/
+// graph/tuning.cc: a ring collective costs a base latency plus one per step). 0 when n <= 1 or
+// there is nothing to send. Example: one all-reduce of 1 GB over 8 ranks at 25 GB/s, efficiency
+// 1, α 5 µs, α0 0: 14·5 µs + 1.75·40 ms = 70.07 ms.
 double RingCollectiveMs(Collective collective, double bytes, int n, const LinkSpec& link,
                         int64_t calls = 1);
 

@@ -142,10 +142,11 @@ expect_rc 1 && expect_in err "$WORK/bad.toml:3:" && [[ ! -e $WORK/bad.yaml ]]
 verdict "import torchtitan of a file that is not TOML names the line and writes nothing"
 
 # Sharding levels: a plan edited to a level exports and imports back to the same simulated step
-# (simulate both: the edit keeps the file's prediction of the unsharded plan).
+# (simulate both: the edit keeps the file's prediction of the unsharded plan). Sequence
+# parallelism is fixed on: torchtitan's tensor parallelism always runs it.
 run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 32 \
   --global-batch 32 --seq 2048 --fix tp=4,pp=2,cp=1 --schedule 1f1b --recompute none,full \
-  -o "$WORK/shard.yaml"
+  --sequence-parallel on -o "$WORK/shard.yaml"
 run "$bin" plan --model "$configs/models/llama3-8b.yaml" --cluster "$h100" --devices 32 \
   --global-batch 32 --seq 2048 --fix tp=4,pp=1,cp=1 --recompute none,full \
   --sequence-parallel off -o "$WORK/shard-flat.yaml"

@@ -35,7 +35,7 @@ constexpr char kEfficiency[] = R"(  efficiency:
 )";
 
 constexpr char kLinks[] = R"(links:
-  intra_node: {bw_gb_per_s: 300, latency_us: 3, efficiency: 0.75}
+  intra_node: {bw_gb_per_s: 300, latency_us: 3, collective_latency_us: 8.4, efficiency: 0.75}
   inter_node: {bw_gb_per_s: 25, latency_us: 5}
 )";
 
@@ -51,6 +51,8 @@ TEST(ClusterEfficiency, AbsentMeansTheFlatDefaultAndFullBandwidth) {
   EXPECT_DOUBLE_EQ(c->device.efficiency.memory, 1.0);
   EXPECT_DOUBLE_EQ(c->inter_node.efficiency, 1.0);
   EXPECT_DOUBLE_EQ(c->intra_node.efficiency, 0.75);
+  EXPECT_DOUBLE_EQ(c->intra_node.collective_latency_us, 8.4);
+  EXPECT_DOUBLE_EQ(c->inter_node.collective_latency_us, 0.0);
 }
 
 // Linear in log(gflop) between points, the ends' values beyond them, all times the clock:
@@ -97,6 +99,21 @@ TEST(ClusterEfficiency, CollectivesRunAtTheAchievedBandwidth) {
   EXPECT_NEAR(RingCollectiveMs(Collective::kP2p, 1e9, 2, link), 0.005 + 50, 1e-9);
   EXPECT_EQ(RingCollectiveMs(Collective::kAllReduce, 1e9, 1, link), 0);
   EXPECT_EQ(RingCollectiveMs(Collective::kAllReduce, 0, 8, link), 0);
+}
+
+// A collective's base latency α0 is paid once per call besides its hops; a p2p transfer pays
+// none. NCCL's ring on NVLink (α0 8.4 µs, α 3.4 µs), 8 ranks, 1 MB at 300 GB/s: an all-reduce
+// 8.4 + 14·3.4 = 56 µs + 1.75 · 3.333 µs; an all-gather 8.4 + 7·3.4 = 32.2 µs + 0.875 · 3.333 µs.
+TEST(ClusterEfficiency, CollectivesPayTheirBaseLatencyOncePerCall) {
+  LinkSpec link{300, 3.4, 1, 8.4};
+  const double wire_ms = 1e6 / 300e6;
+  EXPECT_NEAR(RingCollectiveMs(Collective::kAllReduce, 1e6, 8, link), 0.056 + 1.75 * wire_ms,
+              1e-12);
+  EXPECT_NEAR(RingCollectiveMs(Collective::kAllReduce, 1e6, 8, link, 2),
+              2 * 0.056 + 1.75 * wire_ms, 1e-12);
+  EXPECT_NEAR(RingCollectiveMs(Collective::kReduceScatter, 1e6, 8, link),
+              0.0322 + 0.875 * wire_ms, 1e-12);
+  EXPECT_NEAR(RingCollectiveMs(Collective::kP2p, 1e6, 2, link), 0.0034 + wire_ms, 1e-12);
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST(AnalyticProfile, ContextParallelRingsRunOnTheLinkTheGroupSpans) {
   const double k = 2.0 * 8192 * 256;  // K (or V) of the whole sequence, bf16, tp 4
   auto ring_ms = [k](int c, const LinkSpec& link) {
     return 2 * ((c - 1.0) / c * k / (link.bw_gb_per_s * link.efficiency * 1e6) +
-                (c - 1) * link.latency_us * 1e-3);
+                (link.collective_latency_us + (c - 1) * link.latency_us) * 1e-3);
   };
   // Forward: two gathers (k, v); the full recompute's forward reuses the input gradient's.
   EXPECT_NEAR(inside->fwd_ms - inside->recompute_full_ms, ring_ms(2, cluster.intra_node), 1e-9);
