@@ -48,7 +48,11 @@ std::string LinkLine(const std::string& what, const LinkSpec& link) {
   return "  " + what + ": " + Fraction(link.efficiency) + " of " +
          FormatFixed(link.bw_gb_per_s, 0) + " GB/s (" +
          FormatFixed(link.bw_gb_per_s * link.efficiency, 0) + " GB/s achieved), " +
-         FormatFixed(link.latency_us, 1) + " µs a hop\n";
+         FormatFixed(link.latency_us, 1) + " µs a hop" +
+         (link.collective_latency_us > 0
+              ? " + " + FormatFixed(link.collective_latency_us, 1) + " µs a collective"
+              : std::string()) +
+         "\n";
 }
 
 std::string SyncLine(const Evaluation& ev) {

@@ -109,10 +109,10 @@ TEST(ClusterEfficiency, CollectivesPayTheirBaseLatencyOncePerCall) {
   const double wire_ms = 1e6 / 300e6;
   EXPECT_NEAR(RingCollectiveMs(Collective::kAllReduce, 1e6, 8, link), 0.056 + 1.75 * wire_ms,
               1e-12);
-  EXPECT_NEAR(RingCollectiveMs(Collective::kAllReduce, 1e6, 8, link, 2),
-              2 * 0.056 + 1.75 * wire_ms, 1e-12);
-  EXPECT_NEAR(RingCollectiveMs(Collective::kReduceScatter, 1e6, 8, link),
-              0.0322 + 0.875 * wire_ms, 1e-12);
+  EXPECT_NEAR(RingCollectiveMs(Collective::kAllReduce, 1e6, 8, link, 2), 2 * 0.056 + 1.75 * wire_ms,
+              1e-12);
+  EXPECT_NEAR(RingCollectiveMs(Collective::kReduceScatter, 1e6, 8, link), 0.0322 + 0.875 * wire_ms,
+              1e-12);
   EXPECT_NEAR(RingCollectiveMs(Collective::kP2p, 1e6, 2, link), 0.0034 + wire_ms, 1e-12);
 }
 
