@@ -87,9 +87,9 @@ double ProfileCostModel::CollectiveMsAtLevel(Collective collective, double bytes
 // once and writes parameters and state back: about 2 × state_bytes of traffic, at the
 // device's memory-bound efficiency. Example: 1 GiB of state on an A100 (2039 GB/s,
 // efficiency 1): 2 · 1.07 GB / 2039 GB/s = 1.05 ms.
-double ProfileCostModel::OptimizerMs(double state_bytes) const {
+double ProfileCostModel::OptimizerMs(double bytes) const {
   const DeviceSpec& device = cluster_.device;
-  return 2 * state_bytes / (device.memory_bw_gb_per_s * device.efficiency.memory * 1e6);
+  return bytes / (device.memory_bw_gb_per_s * device.efficiency.memory * 1e6);
 }
 
 int64_t ProfileCostModel::ReservedBytes() const {

@@ -46,8 +46,9 @@ class CostModel {
     return CollectiveMsAtLevel(collective, bytes, group_size,
                                link == LinkClass::kIntraNode ? 0 : 1);
   }
-  // One optimizer step over `state_bytes` of parameters, gradients and optimizer state.
-  virtual double OptimizerMs(double state_bytes) const = 0;
+  // One optimizer step that moves `bytes` (OptimizerStepBytes of memory_model.h), at the
+  // memory-bound kernels' bandwidth.
+  virtual double OptimizerMs(double bytes) const = 0;
 
   virtual int64_t DeviceMemoryBytes() const = 0;
   // Memory a device cannot give to the model: runtime context, library workspaces,
@@ -76,7 +77,7 @@ class ProfileCostModel : public CostModel {
   int LevelSpanning(int first_rank, int last_rank) const override {
     return cluster_.LevelSpanning(first_rank, last_rank);
   }
-  double OptimizerMs(double state_bytes) const override;
+  double OptimizerMs(double bytes) const override;
   int64_t DeviceMemoryBytes() const override { return cluster_.DeviceMemoryBytes(); }
   int64_t ReservedBytes() const override;
   double ActivationFragmentation() const override {

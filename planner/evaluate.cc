@@ -152,6 +152,7 @@ MemoryContext MemoryContextOf(const CostModel& costs, const Plan& plan, int p) {
                         plan.mesh.cp,
                         costs.ActivationFragmentation()};
   context.shard_replicas = plan.ShardReplicas(p);
+  context.master_weights = plan.dtype != DType::kFp32;
   return context;
 }
 
@@ -237,10 +238,10 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
     ev->exposed_sync_ms = std::max(ev->exposed_sync_ms, exposed);
     ev->sync_ms = std::max(ev->sync_ms, updates * sync);
     // Each rank steps its share of the state (memory_model.h).
-    MemoryBreakdown share = PositionMemory(f, p, MemoryContextOf(costs, plan, p));
-    ev->optimizer_ms =
-        std::max(ev->optimizer_ms, updates * costs.OptimizerMs(static_cast<double>(
-                                                 share.params + share.grads + share.optimizer)));
+    const MemoryContext context = MemoryContextOf(costs, plan, p);
+    const MemoryBreakdown share = PositionMemory(f, p, context);
+    ev->optimizer_ms = std::max(ev->optimizer_ms,
+                                updates * costs.OptimizerMs(OptimizerStepBytes(f, share, context)));
     ev->busy_ms = std::max(ev->busy_ms, lanes[p].busy_ms);
   }
   if (TiedAcrossPositions(plan)) {

@@ -31,7 +31,9 @@ class Enumerator {
                         c_.sharding,
                         space.costs->ReservedBytes(),
                         c_.cp,
-                        space.costs->ActivationFragmentation()} {}
+                        space.costs->ActivationFragmentation(),
+                        0,
+                        space.master_weights} {}
 
   int64_t Run() {
     Dfs(0, 0, 0, 0.0, 0.0, 0.0);
@@ -79,8 +81,8 @@ class Enumerator {
     const MemoryBreakdown memory = PositionMemory(f, s, context);
     Placed placed;
     placed.fits = memory.Total() <= space_.memory_limit_bytes;
-    const double state = static_cast<double>(memory.params + memory.grads + memory.optimizer);
-    placed.tail_ms = (pipedream_ ? m : 1) * space_.costs->OptimizerMs(state);
+    placed.tail_ms =
+        (pipedream_ ? m : 1) * space_.costs->OptimizerMs(OptimizerStepBytes(f, memory, context));
     if (pipedream_) placed.tail_ms += m * UpdateSyncMs(f, first_unit, r);
     placed.lane_ms = lane_ms;
     return placed;

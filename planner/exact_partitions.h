@@ -40,6 +40,7 @@ struct PartitionSpace {
   // M, summing to `units` (no sharding only).
   std::vector<int> replicas;
   int64_t memory_limit_bytes = 0;
+  bool master_weights = false;  // MemoryContext::master_weights
 };
 
 // Calls `leaf` with every partition of `space` whose lower bound is below *best_ms, reading

@@ -87,6 +87,15 @@ MemoryBreakdown PositionMemory(const PositionFootprint& f, int position, const M
   return m;
 }
 
+double OptimizerStepBytes(const PositionFootprint& f, const MemoryBreakdown& share,
+                          const MemoryContext& c) {
+  const double stepped = Shards(c.sharding, DpSharding::kOptimizer) ? 1.0 / c.ShardRanks() : 1.0;
+  const double params = stepped * static_cast<double>(f.param_bytes);
+  const double grads = stepped * static_cast<double>(f.grad_bytes);
+  return 2 * grads + 2 * static_cast<double>(share.optimizer) +
+         (c.master_weights ? 3 : 2) * params + static_cast<double>(share.grads);
+}
+
 int64_t FullestPositionLowerBound(const PositionFootprint& whole, const MemoryContext& c) {
   const double live =
       LiveActivationFactor(c.schedule, c.pp - 1, c.pp, c.micro_batches, c.virtual_stages);

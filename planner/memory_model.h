@@ -115,6 +115,9 @@ struct MemoryContext {
   int cp = 1;                // the grad group is replicas · cp ranks
   double fragmentation = 0;  // MemoryOverhead::fragmentation: of the activations
   int shard_replicas = 0;    // of a shard group (Plan::ShardReplicas); 0: every replica
+  // The parameters are a low-precision copy (bf16, fp16) of fp32 master weights that the
+  // optimizer state holds (the plan's dtype is not fp32).
+  bool master_weights = false;
   // Whether the gradients travel in buckets: a grad group of more than one rank.
   bool GradBuckets() const { return replicas * cp > 1; }
   // n, the ranks of the shard group.
@@ -123,6 +126,20 @@ struct MemoryContext {
 
 MemoryBreakdown PositionMemory(const PositionFootprint& footprint, int position,
                                const MemoryContext& context);
+
+// The bytes one optimizer step moves on a rank of the position, kernel by kernel as the runtime
+// and Megatron-LM's optimizers run it, over the share the rank steps (all of it, or 1/n of the
+// parameters from optimizer sharding on; `share` is PositionMemory's): the gradient norm reads
+// the stepped gradients G; AdamW (or SGD) reads them and the optimizer state O and writes O
+// back; fp32 parameters P are their own master weights, read and written with O, while
+// low-precision ones are written from the fp32 masters in O (2 bytes read a byte written); the
+// held gradients Gh are zeroed for the next step:
+//   fp32            2·G + 2·O + 2·P + Gh
+//   master weights  2·G + 2·O + 3·P + Gh
+// Example: AdamW, bf16, no sharding (P 2, G = Gh 4, O 12: master, m, v bytes a parameter):
+// 8 + 24 + 6 + 4 = 42 bytes a parameter; fp32 (P 4, G 4, O 8): 8 + 16 + 8 + 4 = 36.
+double OptimizerStepBytes(const PositionFootprint& footprint, const MemoryBreakdown& share,
+                          const MemoryContext& context);
 
 // A lower bound on the fullest rank's memory (Total()) for any cut of layers whose footprints
 // sum to `whole` into context.pp · context.virtual_stages chunks (chunk s on position s mod pp),

@@ -57,6 +57,26 @@ TEST(ShardingMemory, EachLevelDividesItsStateOverTheShardGroup) {
   EXPECT_THAT(full.ToString(), ::testing::HasSubstr("gathered layers 15 B"));
 }
 
+// The optimizer step's traffic over the stepped share (P 100, G 200, O 800, n 4): the norm and
+// AdamW read G, AdamW reads and writes O, the parameters are read and written (fp32) or written
+// from masters read at twice their bytes, and the held gradients are zeroed.
+TEST(ShardingMemory, OptimizerStepMovesTheStepSharesBytes) {
+  MemoryContext c{ScheduleKind::k1F1B, 1, 1, 1, 2, DpSharding::kNone, 0};
+  c.cp = 2;
+  auto bytes = [&](DpSharding level, bool master) {
+    c.sharding = level;
+    c.master_weights = master;
+    return OptimizerStepBytes(Footprint(), PositionMemory(Footprint(), 0, c), c);
+  };
+  EXPECT_DOUBLE_EQ(bytes(DpSharding::kNone, false), 2 * 200 + 2 * 800 + 2 * 100 + 200);
+  EXPECT_DOUBLE_EQ(bytes(DpSharding::kNone, true), 2 * 200 + 2 * 800 + 3 * 100 + 200);
+  // Optimizer sharding steps a quarter and zeroes every gradient it holds; gradient sharding
+  // holds a quarter of them too.
+  EXPECT_DOUBLE_EQ(bytes(DpSharding::kOptimizer, true), 2 * 50 + 2 * 200 + 3 * 25 + 200);
+  EXPECT_DOUBLE_EQ(bytes(DpSharding::kGradients, true), 2 * 50 + 2 * 200 + 3 * 25 + 50);
+  EXPECT_DOUBLE_EQ(bytes(DpSharding::kFull, false), 2 * 50 + 2 * 200 + 2 * 25 + 50);
+}
+
 // A table tied over two positions keeps its whole gradient and its gather bucket, and under
 // full sharding its whole parameters.
 TEST(ShardingMemory, GradientShardingKeepsASplitTiesTableWhole) {
