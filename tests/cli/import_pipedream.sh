@@ -103,7 +103,7 @@ done
 
 # PipeDream's Cluster-A, where data parallelism pays 10 Gb/s Ethernet: PipeDream replicates
 # AlexNet's convolutions and not its fully connected layers (SOSP 2019, Figure 2); so does the
-# search, well ahead of the best uniform plan (428 ms, pp 4 x dp 4).
+# search, well ahead of the best uniform plan (432 ms, pp 4 x dp 4).
 out=$WORK/alexnet
 cluster_a=$2/tests/data/good/clusters/pipedream-cluster-a.yaml
 run "$bin" plan --model "$out/model.yaml" --profile "$out/profile.yaml" --cluster "$cluster_a" \
