@@ -23,17 +23,14 @@ class Enumerator {
         stages_(c_.pp),
         pipedream_(c_.schedule == ScheduleKind::kPipeDream),
         split_(c_.schedule == ScheduleKind::kZbH1),
-        memory_context_{c_.schedule,
-                        c_.pp,
-                        c_.v,
-                        0,
-                        0,
-                        c_.sharding,
-                        space.costs->ReservedBytes(),
-                        c_.cp,
-                        space.costs->ActivationFragmentation(),
-                        0,
-                        space.master_weights} {}
+        memory_context_{.schedule = c_.schedule,
+                        .pp = c_.pp,
+                        .virtual_stages = c_.v,
+                        .sharding = c_.sharding,
+                        .reserved_bytes = space.costs->ReservedBytes(),
+                        .cp = c_.cp,
+                        .fragmentation = space.costs->ActivationFragmentation(),
+                        .master_weights = space.master_weights} {}
 
   int64_t Run() {
     Dfs(0, 0, 0, 0.0, 0.0, 0.0);
@@ -41,11 +38,10 @@ class Enumerator {
   }
 
  private:
-  // What stage s adds: its lane's bound, what the step adds after the lanes for its position
+  // What stage s adds besides its lane: what the step adds after the lanes for its position
   // (its optimizer step; under PipeDream m of them, each after a gradient all-reduce), whether
   // it fits.
   struct Placed {
-    double lane_ms = 0;
     double tail_ms = 0;
     bool fits = true;
   };
@@ -72,7 +68,7 @@ class Enumerator {
   }
 
   // The rest of what stage s adds, once its lane is known not to end the branch.
-  Placed Place(int s, int a, int b, int r, int m, int first_unit, double lane_ms) const {
+  Placed Place(int s, int a, int b, int r, int m, int first_unit) const {
     const PositionFootprint f = sc_.Footprint(a, b);
     MemoryContext context = memory_context_;
     context.micro_batches = m;
@@ -84,7 +80,6 @@ class Enumerator {
     placed.tail_ms =
         (pipedream_ ? m : 1) * space_.costs->OptimizerMs(OptimizerStepBytes(f, memory, context));
     if (pipedream_) placed.tail_ms += m * UpdateSyncMs(f, first_unit, r);
-    placed.lane_ms = lane_ms;
     return placed;
   }
 
@@ -127,10 +122,9 @@ class Enumerator {
       for (int b = b_low; b <= b_high; ++b) {
         // The lane and the tail only grow with b: once either bound reaches the best, so do
         // those of every later b. The lane alone is checked first, as it is the cheaper.
-        const double lane = LaneMs(a, b, m, prefix_ms);
-        if (std::max(bound_ms, lane) + tail_ms >= *best_ms_) break;
-        const Placed placed = Place(s, a, b, r, m, u, lane);
-        const double bound = std::max(bound_ms, placed.lane_ms);
+        const double bound = std::max(bound_ms, LaneMs(a, b, m, prefix_ms));
+        if (bound + tail_ms >= *best_ms_) break;
+        const Placed placed = Place(s, a, b, r, m, u);
         const double tail = std::max(tail_ms, placed.tail_ms);
         if (bound + tail >= *best_ms_) break;
         if (!placed.fits) continue;
