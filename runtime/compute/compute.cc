@@ -97,14 +97,15 @@ void Compute::GemmStridedBatched(const BatchedGemm& gemm, const Tensor& a, const
       << gemm.trans_a << ", trans_b " << gemm.trans_b << "; a " << a.ToString() << ", b "
       << b.ToString() << ", c " << c.ToString() << ")";
   OpCheck(this, "Gemm")
-      .Floats({{"a", a}, {"b", b}, {"c", c}})
+      .Floats({{"a", a}, {"b", b}})
+      .Accumulator({"c", c}, {"a", a})
       .Inside({"a", a}, gemm.a, gemm.batch)
       .Inside({"b", b}, gemm.b, gemm.batch)
       .Inside({"c", c}, gemm.c, gemm.batch)
       .NoOverlap({"c", c}, gemm.c, gemm.batch)
       .Disjoint({"c", c}, {"a", a})
       .Disjoint({"c", c}, {"b", b});
-  Widened w(this);
+  Widened w(this, c.type() != a.type());
   DoGemmStridedBatched(gemm, w.In(a), w.In(b), w.Out(c));
 }
 
@@ -154,10 +155,11 @@ void Compute::AddBias(const Tensor& bias_C, Tensor& y_NC) {
 
 void Compute::BiasGrad(const Tensor& dy_NC, Tensor& dbias_C) {
   OpCheck(this, "BiasGrad")
-      .Floats({{"dy_NC", dy_NC}, {"dbias_C", dbias_C}})
+      .Floats({{"dy_NC", dy_NC}})
+      .Accumulator({"dbias_C", dbias_C}, {"dy_NC", dy_NC})
       .Numel({"dbias_C", dbias_C}, MatrixCols(dy_NC))
       .Disjoint({"dbias_C", dbias_C}, {"dy_NC", dy_NC});
-  Widened w(this);
+  Widened w(this, dbias_C.type() != dy_NC.type());
   DoBiasGrad(w.In(dy_NC), w.Out(dbias_C));
 }
 

@@ -19,7 +19,9 @@
 //  - Tensors are dense and row-major; all tensors of one call belong to this backend.
 //  - Float operands share one element type (fp32 or bf16 on both backends; the optimizers take
 //    fp32 master buffers); saved statistics (mean, rstd) and the loss are always fp32; ids and
-//    targets are int32.
+//    targets are int32. Mixed precision: a GEMM's c and the accumulated weight gradients
+//    (dbias, dgamma, dbeta, dtable) may be fp32 beside bf16 operands, as Megatron's bf16 mode
+//    keeps its gradients; such a mixed call runs widened (below) on every backend.
 //  - A float type a backend stores but has no kernels for (ComputesOn; CpuCompute: bf16) is
 //    widened here, once for every backend: the op runs on fp32 stand-ins of its operands and
 //    each output is rounded back once, as a kernel that loads bf16, computes in fp32 and stores

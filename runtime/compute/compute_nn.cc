@@ -60,9 +60,9 @@ void Compute::LayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const
       .Floats({{"x_NC", x_NC},
                {"gamma_C", gamma_C},
                {"dy_NC", dy_NC},
-               {"dx_NC", dx_NC},
-               {"dgamma_C", dgamma_C},
-               {"dbeta_C", dbeta_C}})
+               {"dx_NC", dx_NC}})
+      .Accumulator({"dgamma_C", dgamma_C}, {"gamma_C", gamma_C})
+      .Accumulator({"dbeta_C", dbeta_C}, {"dgamma_C", dgamma_C})
       .OfType(ElementType::kFp32, {{"mean_N", mean_N}, {"rstd_N", rstd_N}})
       .SameNumel({{"x_NC", x_NC}, {"dy_NC", dy_NC}, {"dx_NC", dx_NC}})
       .LastDim({"dy_NC", dy_NC}, MatrixCols(x_NC))
@@ -74,7 +74,7 @@ void Compute::LayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const
       .Disjoint({"dx_NC", dx_NC}, {"x_NC", x_NC})
       .Disjoint({"dx_NC", dx_NC}, {"dy_NC", dy_NC})
       .Disjoint({"dgamma_C", dgamma_C}, {"dbeta_C", dbeta_C});
-  Widened w(this);
+  Widened w(this, dgamma_C.type() != gamma_C.type() || dbeta_C.type() != gamma_C.type());
   DoLayerNormBackward(w.In(x_NC), w.In(gamma_C), mean_N, rstd_N, w.In(dy_NC), w.Out(dx_NC),
                       w.Out(dgamma_C), w.Out(dbeta_C));
 }
@@ -99,8 +99,8 @@ void Compute::RmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const T
       .Floats({{"x_NC", x_NC},
                {"gamma_C", gamma_C},
                {"dy_NC", dy_NC},
-               {"dx_NC", dx_NC},
-               {"dgamma_C", dgamma_C}})
+               {"dx_NC", dx_NC}})
+      .Accumulator({"dgamma_C", dgamma_C}, {"gamma_C", gamma_C})
       .OfType(ElementType::kFp32, {{"rstd_N", rstd_N}})
       .SameNumel({{"x_NC", x_NC}, {"dy_NC", dy_NC}, {"dx_NC", dx_NC}})
       .LastDim({"dy_NC", dy_NC}, MatrixCols(x_NC))
@@ -110,7 +110,7 @@ void Compute::RmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const T
       .Numel({"rstd_N", rstd_N}, MatrixRows(x_NC))
       .Disjoint({"dx_NC", dx_NC}, {"x_NC", x_NC})
       .Disjoint({"dx_NC", dx_NC}, {"dy_NC", dy_NC});
-  Widened w(this);
+  Widened w(this, dgamma_C.type() != gamma_C.type());
   DoRmsNormBackward(w.In(x_NC), w.In(gamma_C), rstd_N, w.In(dy_NC), w.Out(dx_NC), w.Out(dgamma_C));
 }
 
@@ -128,11 +128,12 @@ void Compute::Embedding(const Tensor& ids_N, const Tensor& table_VC, Tensor& out
 void Compute::EmbeddingBackward(const Tensor& ids_N, const Tensor& dout_NC, Tensor& dtable_VC) {
   OpCheck(this, "EmbeddingBackward")
       .OfType(ElementType::kInt32, {{"ids_N", ids_N}})
-      .Floats({{"dout_NC", dout_NC}, {"dtable_VC", dtable_VC}})
+      .Floats({{"dout_NC", dout_NC}})
+      .Accumulator({"dtable_VC", dtable_VC}, {"dout_NC", dout_NC})
       .LastDim({"dout_NC", dout_NC}, MatrixCols(dtable_VC))
       .Numel({"dout_NC", dout_NC}, ids_N.numel() * MatrixCols(dtable_VC))
       .Disjoint({"dtable_VC", dtable_VC}, {"dout_NC", dout_NC});
-  Widened w(this);
+  Widened w(this, dtable_VC.type() != dout_NC.type());
   DoEmbeddingBackward(ids_N, w.In(dout_NC), w.Out(dtable_VC));
 }
 

@@ -2,7 +2,9 @@
 // each tensor itself, or, for a float type the backend stores but does not compute on, an fp32
 // stand-in in workspace memory, cast from it on first use; one stand-in per storage, so an
 // output that aliases an input stays aliased. When the op returns, every output's stand-in is
-// cast back (rounded once) and the workspace freed.
+// cast back (rounded once) and the workspace freed. A mixed call (an fp32 accumulator beside
+// bf16 operands) widens every operand that is not fp32, on every backend, so kernels only ever
+// see one float type.
 // Internal to compute.cc and compute_nn.cc.
 #pragma once
 
@@ -15,7 +17,7 @@ namespace trident {
 
 class Compute::Widened {
  public:
-  explicit Widened(Compute* compute) : compute_(compute) {}
+  explicit Widened(Compute* compute, bool mixed = false) : compute_(compute), mixed_(mixed) {}
   Widened(const Widened&) = delete;
   Widened& operator=(const Widened&) = delete;
   ~Widened() {
@@ -39,7 +41,8 @@ class Compute::Widened {
   Tensor& StandIn(Tensor& t, bool output) {
     const ElementType type = t.type();
     const bool is_float = type != ElementType::kInt32;
-    if (!t.defined() || !is_float || compute_->ComputesOn(type)) return t;
+    const bool native = compute_->ComputesOn(type) && (!mixed_ || type == ElementType::kFp32);
+    if (!t.defined() || !is_float || native) return t;
     for (int i = 0; i < count_; ++i) {
       Entry& e = entries_[i];
       if (e.original->raw_data() == t.raw_data() && e.original->numel() == t.numel()) {
@@ -58,6 +61,7 @@ class Compute::Widened {
   }
 
   Compute* compute_;
+  bool mixed_;
   std::array<Entry, 8> entries_;  // the most float operands of one op
   int count_ = 0;
 };

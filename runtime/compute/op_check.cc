@@ -60,6 +60,15 @@ const OpCheck& OpCheck::Floats(std::initializer_list<NamedTensor> args) const {
   return *this;
 }
 
+const OpCheck& OpCheck::Accumulator(const NamedTensor& acc, const NamedTensor& like) const {
+  Mine(acc);
+  const ElementType type = acc.tensor.type();
+  TRIDENT_CHECK(type == like.tensor.type() || type == ElementType::kFp32)
+      << "Compute::" << op_ << ": " << acc.name << " " << acc.tensor.ToString()
+      << " must be fp32 or of the type of " << like.name << " " << like.tensor.ToString();
+  return *this;
+}
+
 const OpCheck& OpCheck::OfType(ElementType type, std::initializer_list<NamedTensor> args) const {
   for (const NamedTensor& arg : args) {
     Mine(arg);

@@ -22,6 +22,9 @@ class OpCheck {
 
   // Each is defined, belongs to the backend, and is floating point; all share one type.
   const OpCheck& Floats(std::initializer_list<NamedTensor> args) const;
+  // `acc` is a float tensor of `like`'s type or fp32: a weight gradient or GEMM output that
+  // mixed precision keeps in fp32 while the operands are bf16 (compute.h, "mixed").
+  const OpCheck& Accumulator(const NamedTensor& acc, const NamedTensor& like) const;
   // Each is defined, belongs to the backend and has element type `type`.
   const OpCheck& OfType(ElementType type, std::initializer_list<NamedTensor> args) const;
   // All have the element count of the first.
