@@ -213,8 +213,8 @@ void AddProfileFlags(CLI::App* cmd, ProfileOptions* o) {
   cmd->add_option("--seq", o->seq_len, "Sequence length [default: the model's max_seq_len]")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--dtype", o->dtype,
-                  "Training dtype [default: the model's; fp32 measured; --efficiency: fp32 on cpu, "
-                  "bf16 on cuda]")
+                  "Training dtype: fp32, or bf16 (mixed precision, fp32 gradients) [default: the "
+                  "model's; --efficiency: fp32 on cpu, bf16 on cuda]")
       ->check(CLI::IsMember(NamesOf(DTypeNames())));
   AddMeasureFlags(cmd, o);
   cmd->add_option("-o,--output", o->output,

@@ -92,14 +92,21 @@ class ProgressPrinter {
   std::chrono::steady_clock::time_point start_;
 };
 
+// The dtype measured: --dtype, else the model's.
+DType MeasuredDtype(const ProfileOptions& o, const ModelSpec& model) {
+  return ValueOf(DTypeNames(), o.dtype).value_or(model.dtype);
+}
+
 StatusOr<MeasuredProfileOptions> MeasuredOptions(const ProfileOptions& o, const ModelSpec& model) {
-  if (!o.dtype.empty() && o.dtype != "fp32") {
-    return InvalidArgument("--dtype " + o.dtype +
-                           ": the runtime's layers compute in fp32; use --dtype fp32 or leave it "
-                           "out (--analytic --cluster C computes a bf16 profile)");
+  const DType dtype = MeasuredDtype(o, model);
+  if (dtype == DType::kFp16) {
+    return InvalidArgument(
+        "--dtype fp16: the runtime does not train in fp16 (it has no loss "
+        "scaling); use --dtype bf16 or fp32");
   }
   const int launched = LaunchedWorldSize().value_or(0);
   MeasuredProfileOptions options;
+  options.dtype = dtype;
   options.device = o.device;
   options.micro_batches = o.micro_batches;
   if (!o.tps.empty()) {
@@ -135,10 +142,6 @@ void PrintNotes(const ModelSpec& model) {
   if (model.dropout > 0) {
     std::cerr << "note: " << model.name << " has dropout " << model.dropout
               << ", which the runtime layers do not implement; measuring it without dropout\n";
-  }
-  if (model.dtype != DType::kFp32) {
-    std::cerr << "note: " << model.name << " trains in " << DTypeName(model.dtype)
-              << "; the runtime's layers compute in fp32, so the profile is of fp32\n";
   }
 }
 

@@ -1,6 +1,7 @@
 // trident run MODEL: the whole flow on this machine (launcher/run_flow.h) — the layer and link
 // profiles (cached), the plan, training — and finally the run's files. Each step runs the same
 // `trident` subcommand a user would, and prints its command first.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -32,6 +33,7 @@ struct RunFlags {
   int64_t global_batch = 16;
   int64_t steps = 50;
   int64_t seq_len = 0;
+  std::string dtype;
   std::string data;
   std::vector<int> micro_batches = {1, 2, 4};
   int threads = 1;
@@ -74,6 +76,17 @@ std::vector<int> ProfiledCpDegrees(const std::vector<std::string>& fix, const Mo
   return CheckMeasuredOptions(model, options, devices).ok() ? options.cps : std::vector<int>{1};
 }
 
+// bf16 runs where no bf16 tensor crosses ranks (runtime/train/plan_contract.h): the profile
+// measures tp 1 and cp 1 only, and unless the flags say otherwise (which the plan check then
+// refuses, naming the field), the planner keeps one pipeline stage and unsharded replicas.
+void KeepBf16Runnable(const RunFlags& f, RunFlowOptions* o) {
+  const bool pp_fixed = std::any_of(f.fix.begin(), f.fix.end(), [](const std::string& fix) {
+    return fix.find("pp=") != std::string::npos;
+  });
+  if (!pp_fixed) o->fix.push_back("pp=1");
+  if (f.dp_sharding == RunFlags().dp_sharding) o->dp_sharding = "none";
+}
+
 // The flow's options from the flags and the files they name, and the cluster's name; what is
 // wrong when they do not hold together.
 
@@ -85,6 +98,7 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   o.global_batch = f.global_batch;
   o.steps = f.steps;
   o.seq_len = f.seq_len;
+  o.dtype = f.dtype;
   o.data = f.data;
   o.micro_batches = f.micro_batches;
   o.threads = f.threads;
@@ -125,9 +139,14 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   profile.micro_batches = o.micro_batches;
   profile.seq_len = o.seq_len;
   profile.threads = o.threads;
-  o.profile_tps = MeasurableTpDegrees(model, profile, o.devices);
-  profile.tps = o.profile_tps;
-  o.profile_cps = ProfiledCpDegrees(f.fix, model, profile, o.devices);
+  profile.dtype = ValueOf(DTypeNames(), f.dtype).value_or(model.dtype);
+  if (profile.dtype == DType::kFp32) {
+    o.profile_tps = MeasurableTpDegrees(model, profile, o.devices);
+    profile.tps = o.profile_tps;
+    o.profile_cps = ProfiledCpDegrees(f.fix, model, profile, o.devices);
+  } else {
+    KeepBf16Runnable(f, &o);
+  }
   o.machine = ThisCpuModelName() + "|" + TridentBuild();
   return o;
 }
@@ -187,6 +206,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--seq", f->seq_len, "Sequence length [default: the model's max_seq_len]")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->add_option("--dtype", f->dtype,
+                  "Training dtype: fp32, or bf16 (mixed precision: bf16 values and activations, "
+                  "fp32 gradients and master weights) [default: the model's]")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--data", f->data,
                   "Text file or folder [default: the worker's default corpus]; 'synthetic'");
   cmd->add_option("--micro-batch", f->micro_batches, "Micro-batch sizes to profile and plan with")

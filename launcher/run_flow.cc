@@ -86,8 +86,8 @@ std::string DefaultRunCacheDir(const char* xdg_cache_home, const char* home) {
 std::string LayerProfileCachePath(const RunFlowOptions& o) {
   const std::string key = o.model_text + "|seq " + std::to_string(o.seq_len) + "|mb " +
                           Join(o.micro_batches) + "|tp " + Join(o.profile_tps) + " with sp|cp " +
-                          Join(o.profile_cps) + "|threads " + std::to_string(o.threads) + "|" +
-                          o.machine;
+                          Join(o.profile_cps) + "|threads " + std::to_string(o.threads) +
+                          "|dtype " + o.dtype + "|" + o.machine;
   return CachePath(o, "profile-" + o.model_name, key);
 }
 
@@ -101,6 +101,7 @@ std::vector<std::string> LayerProfileArgv(const RunFlowOptions& o, const std::st
   argv.insert(argv.end(), {"--micro-batch", Join(o.micro_batches), "--tp", Join(o.profile_tps),
                            "--cp", Join(o.profile_cps), "--threads", std::to_string(o.threads)});
   if (o.seq_len > 0) argv.insert(argv.end(), {"--seq", std::to_string(o.seq_len)});
+  if (!o.dtype.empty()) argv.insert(argv.end(), {"--dtype", o.dtype});
   return argv;
 }
 
@@ -116,6 +117,7 @@ std::vector<std::string> PlanArgv(const RunFlowOptions& o, const RunFlowFiles& f
   argv.insert(argv.end(), {"--devices", std::to_string(o.devices), "--global-batch",
                            std::to_string(o.global_batch)});
   if (o.seq_len > 0) argv.insert(argv.end(), {"--seq", std::to_string(o.seq_len)});
+  if (!o.dtype.empty()) argv.insert(argv.end(), {"--dtype", o.dtype});
   for (const std::string& fix : o.fix) argv.insert(argv.end(), {"--fix", fix});
   for (const std::string& s : o.schedules) argv.insert(argv.end(), {"--schedule", s});
   argv.insert(argv.end(), {"--sequence-parallel", o.sequence_parallel});

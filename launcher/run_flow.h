@@ -33,6 +33,7 @@ struct RunFlowOptions {
   int64_t global_batch = 16;
   int64_t steps = 50;
   int64_t seq_len = 0;  // 0: the model's max_seq_len
+  std::string dtype;    // the profile's and the plan's --dtype; empty: the model's
   std::string data;     // empty: the worker's default corpus
   std::vector<int> micro_batches = {1, 2, 4};
   std::vector<int> profile_tps = {1};      // tp degrees the layer profile measures

@@ -184,6 +184,7 @@ LayerContext Bench::Context(RecomputeMode mode) {
   c.tp_rank = tp_rank();
   c.tp_size = tp();
   c.seed = kInitSeed;
+  c.dtype = setup_.dtype;
   c.layer_index = FirstIndexOf(model_, setup_.kind);
   c.recompute = mode;
   c.sequence_parallel = sequence_parallel();
@@ -201,7 +202,7 @@ Status Bench::Build(ProfileEntry* entry) {
   if (setup_.kind == LayerKind::kLmHead && model_.tied_embeddings) {
     Shape full = {model_.vocab_size, model_.hidden};
     Shape mine = SliceShape(full, ShardSlice(full, SliceAxis::kRows, tp(), tp_rank()));
-    tied_table_VlH_ = compute_.Allocate(mine);
+    tied_table_VlH_ = compute_.Allocate(mine, setup_.dtype);
     tied_grad_VlH_ = compute_.Allocate(mine);
     compute_.Fill(kTiedWeight, tied_table_VlH_);
   }
@@ -223,13 +224,14 @@ Status Bench::Build(ProfileEntry* entry) {
   return Status::Ok();
 }
 
-// AdamW's two moments per parameter, allocated as runtime/train/optimizer.cc does, and freed.
+// AdamW's two moments per parameter, and the fp32 master weights of a value of another type,
+// allocated as runtime/train/optimizer.cc does, and freed.
 int64_t Bench::OptimizerStateBytes(Layer& layer) {
   const int64_t before = Current();
   std::vector<Tensor> state;
   for (const Parameter& p : layer.Parameters()) {
-    state.push_back(compute_.Allocate(p.value->shape()));
-    state.push_back(compute_.Allocate(p.value->shape()));
+    const int copies = p.value->type() == ElementType::kFp32 ? 2 : 3;
+    for (int i = 0; i < copies; ++i) state.push_back(compute_.Allocate({p.numel()}));
   }
   return Current() - before;
 }
@@ -240,14 +242,15 @@ Tensor Bench::MakeInput() {
     compute_.CopyFromHost(std::span<const int32_t>(host_ids_), ids_BS);
     return ids_BS;
   }
-  Tensor x_BSH = compute_.Allocate(activation_shape_);
+  Tensor x_BSH = compute_.Allocate(activation_shape_, setup_.dtype);
   compute_.CopyFromHost(std::span<const float>(host_x_), x_BSH);
   return x_BSH;
 }
 
 Tensor Bench::MakeOutputGrad() {
-  Tensor dy = setup_.kind == LayerKind::kLmHead ? compute_.Allocate({1})
-                                                : compute_.Allocate(activation_shape_);
+  Tensor dy = setup_.kind == LayerKind::kLmHead
+                  ? compute_.Allocate({1})
+                  : compute_.Allocate(activation_shape_, setup_.dtype);
   compute_.CopyFromHost(std::span<const float>(host_dy_), dy);
   return dy;
 }

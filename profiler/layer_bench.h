@@ -60,6 +60,8 @@ struct LayerBenchSetup {
   // The cp group (nullptr for cp 1): each rank runs its S/cp tokens of each sequence.
   // REQUIRES: 2·cp divides seq_len; the world is set (the job measures together).
   Comm* cp_comm = nullptr;
+  // The layers' values and activations (LayerContext::dtype): fp32 or bf16.
+  ElementType dtype = ElementType::kFp32;
 };
 
 struct LayerMeasurement {

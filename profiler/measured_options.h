@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/model_spec.h"
 #include "core/status.h"
 #include "profiler/repeat_policy.h"
@@ -26,7 +27,10 @@ struct MeasuredProfileOptions {
   std::vector<int> tps = {1};
   // Context-parallel degrees: each measured with every tp whose tp·cp divides the job's ranks.
   std::vector<int> cps = {1};
-  int64_t seq_len = 0;                     // 0: the model's max_seq_len
+  int64_t seq_len = 0;  // 0: the model's max_seq_len
+  // The layers' values and activations (fp32, or bf16 as the runtime's mixed precision: fp32
+  // gradients and master weights); fp16 is not run.
+  DType dtype = DType::kFp32;
   std::string device = "cpu";              // the compute backend's device: cpu or cuda
   int threads = 1;                         // compute threads per rank (cpu)
   TimingClock clock = TimingClock::kWall;  // kThreadCpu needs threads == 1

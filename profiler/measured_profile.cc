@@ -55,7 +55,7 @@ Profile ProfileHeader(const ModelSpec& model, const MeasuredProfileOptions& o,
   p.model = model.name;
   p.num_layers = model.NumLayers();
   p.seq_len = o.seq_len > 0 ? o.seq_len : model.max_seq_len;
-  p.dtype = DType::kFp32;
+  p.dtype = o.dtype;
   p.device_kind = o.device == "cuda" ? DeviceKind::kGpu : DeviceKind::kCpu;
   p.device = DeviceName(o, compute, world_size);
   p.threads = o.threads;
@@ -133,8 +133,15 @@ StatusOr<Profile> MeasureProfile(const ModelSpec& model, const MeasuredProfileOp
       for (bool sp : {false, true}) {
         if (sp && (tp == 1 || profile.seq_len / cp % tp != 0)) continue;
         for (LayerKind kind : DistinctKinds(model)) {
-          LayerBenchSetup setup{kind,  profile.seq_len, &compute, groups.back().tp.get(),
-                                world, options.clock,   sp,       groups.back().cp.get()};
+          LayerBenchSetup setup{kind,
+                                profile.seq_len,
+                                &compute,
+                                groups.back().tp.get(),
+                                world,
+                                options.clock,
+                                sp,
+                                groups.back().cp.get(),
+                                ElementTypeOf(options.dtype)};
           TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<LayerBench> bench,
                                    LayerBench::Create(runnable, setup));
           measurements.push_back({kind, tp, sp, cp, std::move(bench)});

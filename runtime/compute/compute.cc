@@ -16,9 +16,10 @@ Tensor Compute::Allocate(std::vector<int64_t> shape, ElementType type) {
 
 void Compute::CopyFromHost(std::span<const float> host, Tensor& dst) {
   OpCheck(this, "CopyFromHost")
-      .OfType(ElementType::kFp32, {{"dst", dst}})
+      .Floats({{"dst", dst}})
       .Numel({"dst", dst}, static_cast<int64_t>(host.size()));
-  DoCopyFromHost(host.data(), dst);
+  Widened w(this, /*mixed=*/true);  // the host holds fp32: another type goes through a cast
+  DoCopyFromHost(host.data(), w.Out(dst));
 }
 
 void Compute::CopyFromHost(std::span<const int32_t> host, Tensor& dst) {
@@ -30,9 +31,10 @@ void Compute::CopyFromHost(std::span<const int32_t> host, Tensor& dst) {
 
 void Compute::CopyToHost(const Tensor& src, std::span<float> host) {
   OpCheck(this, "CopyToHost")
-      .OfType(ElementType::kFp32, {{"src", src}})
+      .Floats({{"src", src}})
       .Numel({"src", src}, static_cast<int64_t>(host.size()));
-  DoCopyToHost(src, host.data());
+  Widened w(this, /*mixed=*/true);
+  DoCopyToHost(w.In(src), host.data());
 }
 
 std::vector<float> Compute::CopyToHost(const Tensor& src) {

@@ -133,13 +133,14 @@ class Compute {
   // A zero-filled tensor of `shape`. REQUIRES: every dimension >= 0; a type the backend
   // supports (fp32, bf16 and int32 on both backends).
   Tensor Allocate(std::vector<int64_t> shape, ElementType type = ElementType::kFp32);
-  // dst = host. REQUIRES: host.size() == dst.numel(); dst is fp32 (float) or int32 (int32_t).
+  // dst = host (float into bf16: rounded to nearest even). REQUIRES: host.size() == dst.numel();
+  // dst is a float tensor (float) or int32 (int32_t).
   void CopyFromHost(std::span<const float> host, Tensor& dst);
   void CopyFromHost(std::span<const int32_t> host, Tensor& dst);
   // host = src, after every op issued before. REQUIRES: as CopyFromHost.
   void CopyToHost(const Tensor& src, std::span<float> host);
   void CopyToHost(const Tensor& src, std::span<int32_t> host);
-  // The values of `src` in a new host vector. REQUIRES: src is fp32.
+  // The values of `src` in a new host vector. REQUIRES: src is a float tensor.
   std::vector<float> CopyToHost(const Tensor& src);
   // dst = src. REQUIRES: same element count and type.
   void Copy(const Tensor& src, Tensor& dst);

@@ -88,7 +88,8 @@ void ComputeProbs(const LayerContext& context, const LayerShapes& shapes, const 
                   AttentionStash& st) {
   Compute& compute = *context.compute;
   GatherKeys(context, st);
-  st.probs_BAlSS = compute.Allocate(shapes.Scores(WholeTokens(shapes, st.in_BSH)));
+  st.probs_BAlSS =
+      compute.Allocate(shapes.Scores(WholeTokens(shapes, st.in_BSH)), st.in_BSH.type());
   for (size_t k = 0; k < g.chunks.size(); ++k) {
     for (int64_t b = 0; b < g.b; ++b) {
       HeadGemm(compute, g, false, true, Scale(g), QueryLayout(g, b, k), KeyLayout(g, b, 1),
@@ -100,7 +101,7 @@ void ComputeProbs(const LayerContext& context, const LayerShapes& shapes, const 
 
 void ComputeContext(Compute& compute, const LayerShapes& shapes, const Heads& g,
                     AttentionStash& st) {
-  st.ctx_BSHl = compute.Allocate(shapes.Query(WholeTokens(shapes, st.in_BSH)));
+  st.ctx_BSHl = compute.Allocate(shapes.Query(WholeTokens(shapes, st.in_BSH)), st.in_BSH.type());
   for (size_t k = 0; k < g.chunks.size(); ++k) {
     for (int64_t b = 0; b < g.b; ++b) {
       HeadGemm(compute, g, false, false, 1.0f, ScoreLayout(g, b, k), KeyLayout(g, b, 2),
@@ -172,7 +173,7 @@ void AttentionRecompute(const LayerContext& context, const LayerShapes& shapes, 
   const bool full = !stash.qkv_BS3Hl.defined();
   if (full) {
     const Tensor in_BSH = TpGatherKept(context, stash.in_BSH);
-    stash.qkv_BS3Hl = compute.Allocate(shapes.Qkv(TokensOf(in_BSH)));
+    stash.qkv_BS3Hl = compute.Allocate(shapes.Qkv(TokensOf(in_BSH)), in_BSH.type());
     LinearForward(compute, in_BSH, p.qkv_weight.value, &p.qkv_bias.value, stash.qkv_BS3Hl);
   }
   if (!stash.probs_BAlSS.defined()) ComputeProbs(context, shapes, g, stash);
@@ -183,7 +184,8 @@ Tensor AttentionForward(const LayerContext& context, const LayerShapes& shapes, 
                         Tensor in_BSH, AttentionStash& stash) {
   stash.in_BSH = std::move(in_BSH);
   AttentionRecompute(context, shapes, p, stash);
-  Tensor partial_BSH = context.compute->Allocate(shapes.Hidden(TokensOf(stash.ctx_BSHl)));
+  Tensor partial_BSH =
+      context.compute->Allocate(shapes.Hidden(TokensOf(stash.ctx_BSHl)), stash.ctx_BSHl.type());
   LinearForward(*context.compute, stash.ctx_BSHl, p.proj_weight.value, nullptr, partial_BSH);
   Tensor out_BSH = TpReduce(context, std::move(partial_BSH));
   context.compute->AddBias(p.proj_bias.value, out_BSH);
@@ -196,11 +198,11 @@ Tensor AttentionBackwardInput(const LayerContext& context, const LayerShapes& sh
   const Heads g = HeadsOf(context, shapes, stash.in_BSH);
   GatherKeys(context, stash);
   Tensor dout_BSH = TpGather(context, std::move(dout_local));
-  Tensor dctx_BSHl = compute.Allocate(stash.ctx_BSHl.shape());
+  Tensor dctx_BSHl = compute.Allocate(stash.ctx_BSHl.shape(), stash.ctx_BSHl.type());
   LinearBackwardInput(compute, dout_BSH, p.proj_weight.value, dctx_BSHl);
   // dK and dV of the whole sequences; with cp 1 that is dqkv itself (dQ fills the rest).
-  Tensor dkeys_BS3Hl = compute.Allocate(stash.keys_BS3Hl.shape());
-  Tensor dscores_BAlSS = compute.Allocate(stash.probs_BAlSS.shape());
+  Tensor dkeys_BS3Hl = compute.Allocate(stash.keys_BS3Hl.shape(), stash.keys_BS3Hl.type());
+  Tensor dscores_BAlSS = compute.Allocate(stash.probs_BAlSS.shape(), stash.probs_BAlSS.type());
   ContextBackward(compute, g, stash, dctx_BSHl, dscores_BAlSS, dkeys_BS3Hl);
   compute.SoftmaxBackward(stash.probs_BAlSS, dscores_BAlSS, dscores_BAlSS);
   KeyBackward(compute, g, stash, dscores_BAlSS, dkeys_BS3Hl);
@@ -209,7 +211,7 @@ Tensor AttentionBackwardInput(const LayerContext& context, const LayerShapes& sh
   stash.probs_BAlSS = Tensor();
   stash.keys_BS3Hl = Tensor();
   stash.qkv_BS3Hl = Tensor();
-  Tensor din_BSH = compute.Allocate(dout_BSH.shape());
+  Tensor din_BSH = compute.Allocate(dout_BSH.shape(), dout_BSH.type());
   LinearBackwardInput(compute, dqkv_BS3Hl, p.qkv_weight.value, din_BSH);
   stash.dqkv_BS3Hl = std::move(dqkv_BS3Hl);
   stash.dout_BSH = std::move(dout_BSH);

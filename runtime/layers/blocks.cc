@@ -21,7 +21,8 @@ struct NormStash {
 NormStash RunLayerNorm(Compute& compute, const LayerShapes& shapes, const Tensor& x_BSH,
                        OwnedParameter& gamma, OwnedParameter& beta, float eps) {
   const std::vector<int64_t> stat_N = shapes.NormStat(TokensOf(x_BSH));
-  NormStash n{compute.Allocate(x_BSH.shape()), compute.Allocate(stat_N), compute.Allocate(stat_N)};
+  NormStash n{compute.Allocate(x_BSH.shape(), x_BSH.type()), compute.Allocate(stat_N),
+              compute.Allocate(stat_N)};
   compute.LayerNorm(x_BSH, gamma.value, beta.value, eps, n.out_BSH, n.mean_N, n.rstd_N);
   return n;
 }

@@ -43,7 +43,7 @@ class Embedding final : public Layer {
     TRIDENT_CHECK(ids_BS.rank() == 2)
         << "embedding input must be ids [B, S], got " << ids_BS.ToString();
     EmbeddingStash stash = LocalIds(ids_BS);
-    Tensor x_BSH = compute.Allocate(shapes_.Hidden(TokensOf(ids_BS)));
+    Tensor x_BSH = compute.Allocate(shapes_.Hidden(TokensOf(ids_BS)), context_.dtype);
     compute.Embedding(stash.local_ids_BS, token_.value, x_BSH);
     for (int64_t n : stash.masked_tokens) {
       Tensor row = RowOf(x_BSH, n);
@@ -130,7 +130,7 @@ class Embedding final : public Layer {
     const bool split = context_.sequence_parallel;
     const int64_t first = split ? context_.tp_rank * tb.seq : 0;
     Tensor positions_BS = PositionIds(tb, first, split ? tb.seq * context_.tp_size : tb.seq);
-    Tensor pos_BSH = compute.Allocate(x_BSH.shape());
+    Tensor pos_BSH = compute.Allocate(x_BSH.shape(), x_BSH.type());
     compute.Embedding(positions_BS, position_.value, pos_BSH);
     compute.Add(x_BSH, pos_BSH, x_BSH);
   }

@@ -29,9 +29,9 @@ void FfnRecompute(const LayerContext& context, const LayerShapes& shapes, FfnPar
                   FfnStash& stash) {
   Compute& compute = *context.compute;
   const Tensor in_BSH = TpGatherKept(context, stash.in_BSH);
-  stash.h_BSFl = compute.Allocate(shapes.Ffn(TokensOf(in_BSH)));
+  stash.h_BSFl = compute.Allocate(shapes.Ffn(TokensOf(in_BSH)), in_BSH.type());
   LinearForward(compute, in_BSH, p.fc1_weight.value, &p.fc1_bias.value, stash.h_BSFl);
-  stash.act_BSFl = compute.Allocate(stash.h_BSFl.shape());
+  stash.act_BSFl = compute.Allocate(stash.h_BSFl.shape(), stash.h_BSFl.type());
   compute.Activation(ActivationKind::kGelu, stash.h_BSFl, stash.act_BSFl);
 }
 
@@ -39,7 +39,8 @@ Tensor FfnForward(const LayerContext& context, const LayerShapes& shapes, FfnPar
                   Tensor in_BSH, FfnStash& stash) {
   stash.in_BSH = std::move(in_BSH);
   FfnRecompute(context, shapes, p, stash);
-  Tensor partial_BSH = context.compute->Allocate(shapes.Hidden(TokensOf(stash.act_BSFl)));
+  Tensor partial_BSH =
+      context.compute->Allocate(shapes.Hidden(TokensOf(stash.act_BSFl)), stash.act_BSFl.type());
   LinearForward(*context.compute, stash.act_BSFl, p.fc2_weight.value, nullptr, partial_BSH);
   Tensor out_BSH = TpReduce(context, std::move(partial_BSH));
   context.compute->AddBias(p.fc2_bias.value, out_BSH);
@@ -50,11 +51,11 @@ Tensor FfnBackwardInput(const LayerContext& context, FfnParams& p, FfnStash& sta
                         Tensor dout_local) {
   Compute& compute = *context.compute;
   Tensor dout_BSH = TpGather(context, std::move(dout_local));
-  Tensor dact_BSFl = compute.Allocate(stash.act_BSFl.shape());
+  Tensor dact_BSFl = compute.Allocate(stash.act_BSFl.shape(), stash.act_BSFl.type());
   LinearBackwardInput(compute, dout_BSH, p.fc2_weight.value, dact_BSFl);
   compute.ActivationBackward(ActivationKind::kGelu, stash.h_BSFl, dact_BSFl, dact_BSFl);
   stash.h_BSFl = Tensor();
-  Tensor din_BSH = compute.Allocate(dout_BSH.shape());
+  Tensor din_BSH = compute.Allocate(dout_BSH.shape(), dout_BSH.type());
   LinearBackwardInput(compute, dact_BSFl, p.fc1_weight.value, din_BSH);
   stash.dh_BSFl = std::move(dact_BSFl);
   stash.dout_BSH = std::move(dout_BSH);

@@ -42,7 +42,7 @@ class FinalNorm final : public Layer {
     const std::vector<int64_t> stat_N = shapes_.NormStat(TokensOf(x_BSH));
     NormStash st;
     st.rstd_N = compute.Allocate(stat_N);
-    Tensor y_BSH = compute.Allocate(x_BSH.shape());
+    Tensor y_BSH = compute.Allocate(x_BSH.shape(), x_BSH.type());
     if (shapes_.layer_norm) {
       st.mean_N = compute.Allocate(stat_N);
       compute.LayerNorm(x_BSH, weight_.value, bias_.value, eps_, y_BSH, st.mean_N, st.rstd_N);
@@ -57,7 +57,8 @@ class FinalNorm final : public Layer {
   Tensor BackwardInput(int micro_batch, Tensor dy_BSH) override {
     Compute& compute = *context_.compute;
     NormStash& st = stashes_.Get(micro_batch);
-    Tensor dx_BSH = compute.Allocate(st.x_BSH.shape());  // zero: the norms' dx accumulates
+    Tensor dx_BSH =
+        compute.Allocate(st.x_BSH.shape(), st.x_BSH.type());  // zero: the norms' dx accumulates
     if (shapes_.layer_norm) {
       compute.LayerNormBackward(st.x_BSH, weight_.value, st.mean_N, st.rstd_N, dy_BSH, dx_BSH,
                                 weight_.grad, bias_.grad);
@@ -125,7 +126,7 @@ class LmHead final : public Layer {
     HeadStash st;
     st.targets_BS = targets_BS;
     const Tensor whole_BSH = TpGatherKept(context_, x_BSH);
-    st.probs_BSV = compute.Allocate(shapes_.Logits(TokensOf(whole_BSH)));
+    st.probs_BSV = compute.Allocate(shapes_.Logits(TokensOf(whole_BSH)), whole_BSH.type());
     LinearForward(compute, whole_BSH, *weight_, nullptr, st.probs_BSV);
     Tensor loss_1 = compute.Allocate({1});
     if (context_.tp_size == 1) {
@@ -153,7 +154,7 @@ class LmHead final : public Layer {
       VocabParallelCrossEntropyBackward(context_, *st.targets_BS, shapes_.vocab_shard, dloss,
                                         st.probs_BSV);
     }
-    Tensor dx_BSH = compute.Allocate(shapes_.Hidden(TokensOf(st.probs_BSV)));
+    Tensor dx_BSH = compute.Allocate(shapes_.Hidden(TokensOf(st.probs_BSV)), st.probs_BSV.type());
     LinearBackwardInput(compute, st.probs_BSV, *weight_, dx_BSH);
     return TpReduce(context_, std::move(dx_BSH));
   }

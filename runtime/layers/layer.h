@@ -100,6 +100,10 @@ struct LayerContext {
   // Tied LM head only: the embedding's token table [Vl, H] and its gradient (see above).
   Tensor* tied_weight = nullptr;
   Tensor* tied_weight_grad = nullptr;
+  // The element type of parameter values and activations: fp32, or bf16 for mixed precision
+  // (values rounded from the fp32 initialization; gradients are fp32 whatever it is, and the
+  // optimizer keeps fp32 master weights: runtime/train/optimizer.h).
+  ElementType dtype = ElementType::kFp32;
 };
 
 // One parameter as this rank holds it.

@@ -29,9 +29,9 @@ OwnedParameter MakeParameter(const LayerContext& context, const ParamShape& shap
   TRIDENT_CHECK(host.shape == shape.local)
       << shape.name << ": rank " << context.tp_rank << " of " << context.tp_size << " holds "
       << ShapeToString(host.shape) << " but models/ says " << ShapeToString(shape.local);
-  p.value = context.compute->Allocate(host.shape);
+  p.value = context.compute->Allocate(host.shape, context.dtype);
   context.compute->CopyFromHost(std::span<const float>(host.values), p.value);
-  p.grad = context.compute->Allocate(host.shape);
+  p.grad = context.compute->Allocate(host.shape);  // fp32 whatever the values' type
   p.name = shape.name;
   p.full_shape = shape.full;
   return p;
@@ -89,7 +89,7 @@ void SwapBlockOrder(Compute& compute, Tensor& from, Tensor& to, int64_t outer, i
 // CheckCollective.
 Tensor AllGatherRankMajor(const LayerContext& context, Comm& comm, const char* what,
                           const Tensor& local, const std::vector<int64_t>& dims) {
-  Tensor by_rank = context.compute->Allocate(dims);
+  Tensor by_rank = context.compute->Allocate(dims, local.type());
   context.compute->Synchronize();
   CheckCollective(comm.AllGather(local.span<float>(), by_rank.span<float>()), what, local, context);
   return by_rank;
@@ -99,7 +99,7 @@ Tensor AllGatherRankMajor(const LayerContext& context, Comm& comm, const char* w
 // of `dims`.
 Tensor ReduceScatterRankMajor(const LayerContext& context, Comm& comm, const char* what,
                               const Tensor& by_rank, const std::vector<int64_t>& dims) {
-  Tensor mine = context.compute->Allocate(dims);
+  Tensor mine = context.compute->Allocate(dims, by_rank.type());
   context.compute->Synchronize();
   CheckCollective(comm.ReduceScatterSum(by_rank.span<float>(), mine.span<float>()), what, by_rank,
                   context);
@@ -119,7 +119,7 @@ Tensor TpGatherKept(const LayerContext& context, Tensor& local_BSC) {
   whole[1] *= t;
   Tensor by_rank = AllGatherRankMajor(context, *context.tp_comm, "tp all-gather", local_BSC, whole);
   if (b == 1) return by_rank;
-  Tensor out = context.compute->Allocate(whole);
+  Tensor out = context.compute->Allocate(whole, local_BSC.type());
   SwapBlockOrder(*context.compute, by_rank, out, t, b);
   return out;
 }
@@ -144,7 +144,7 @@ Tensor TpReduce(const LayerContext& context, Tensor partial_BSC) {
   std::vector<int64_t> local = partial_BSC.shape();
   local[1] /= t;
   if (b > 1) {
-    Tensor by_rank = compute.Allocate(partial_BSC.shape());
+    Tensor by_rank = compute.Allocate(partial_BSC.shape(), partial_BSC.type());
     SwapBlockOrder(compute, partial_BSC, by_rank, b, t);
     partial_BSC = std::move(by_rank);
   }
@@ -206,14 +206,14 @@ Tensor CpGather(const LayerContext& context, Tensor& local_BS) {
   whole_dims[1] *= context.cp_size;
   Tensor by_rank =
       AllGatherRankMajor(context, *context.cp_comm, "cp all-gather", local_BS, whole_dims);
-  Tensor whole = context.compute->Allocate(whole_dims);
+  Tensor whole = context.compute->Allocate(whole_dims, local_BS.type());
   MoveChunks(context, by_rank, whole, /*to_whole=*/true);
   return whole;
 }
 
 Tensor CpReduce(const LayerContext& context, Tensor whole_BS) {
   if (context.cp_size == 1) return whole_BS;
-  Tensor by_rank = context.compute->Allocate(whole_BS.shape());
+  Tensor by_rank = context.compute->Allocate(whole_BS.shape(), whole_BS.type());
   MoveChunks(context, by_rank, whole_BS, /*to_whole=*/false);
   std::vector<int64_t> local_dims = whole_BS.shape();
   local_dims[1] /= context.cp_size;

@@ -75,7 +75,7 @@ void AppendRopeRow(double position, int64_t d, double theta, std::vector<float>&
 }  // namespace
 
 RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND,
-                          const std::vector<int64_t>& positions, double theta) {
+                          const std::vector<int64_t>& positions, double theta, ElementType type) {
   const int64_t batch = dims_BSND[0], seq = dims_BSND[1], heads = dims_BSND[2], d = dims_BSND[3];
   TRIDENT_CHECK(static_cast<int64_t>(positions.size()) == seq)
       << positions.size() << " positions for a sequence of " << seq;
@@ -89,19 +89,19 @@ RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSN
       }
     }
   }
-  RopeTables t{compute.Allocate(dims_BSND), compute.Allocate(dims_BSND)};
+  RopeTables t{compute.Allocate(dims_BSND, type), compute.Allocate(dims_BSND, type)};
   compute.CopyFromHost(std::span<const float>(cos_values), t.cos_BSND);
   compute.CopyFromHost(std::span<const float>(sin_values), t.sin_BSND);
   return t;
 }
 
-Tensor MakeRotateHalf(Compute& compute, int64_t d) {
+Tensor MakeRotateHalf(Compute& compute, int64_t d, ElementType type) {
   std::vector<float> r(static_cast<size_t>(d * d), 0.0f);
   for (int64_t j = 0; j < d / 2; ++j) {
     r[static_cast<size_t>((j + d / 2) * d + j)] = -1.0f;
     r[static_cast<size_t>(j * d + j + d / 2)] = 1.0f;
   }
-  Tensor rotate_DD = compute.Allocate({d, d});
+  Tensor rotate_DD = compute.Allocate({d, d}, type);
   compute.CopyFromHost(std::span<const float>(r), rotate_DD);
   return rotate_DD;
 }
@@ -109,7 +109,7 @@ Tensor MakeRotateHalf(Compute& compute, int64_t d) {
 void RopeForward(Compute& compute, const RopeTables& tables, const Tensor& rotate_DD, Tensor& x) {
   const int64_t d = rotate_DD.dim(0);
   Tensor x_ND = MatrixView(x, d);
-  Tensor rotated_ND = compute.Allocate(x_ND.shape());
+  Tensor rotated_ND = compute.Allocate(x_ND.shape(), x.type());
   compute.Gemm(false, false, 1.0f, x_ND, rotate_DD, 0.0f, rotated_ND);
   compute.Mul(x, tables.cos_BSND, x);
   compute.Mul(rotated_ND, tables.sin_BSND, rotated_ND);
@@ -118,9 +118,9 @@ void RopeForward(Compute& compute, const RopeTables& tables, const Tensor& rotat
 
 void RopeBackward(Compute& compute, const RopeTables& tables, const Tensor& rotate_DD, Tensor& dy) {
   const int64_t d = rotate_DD.dim(0);
-  Tensor scaled_ND = compute.Allocate(MatrixView(dy, d).shape());
+  Tensor scaled_ND = compute.Allocate(MatrixView(dy, d).shape(), dy.type());
   compute.Mul(dy, tables.sin_BSND, scaled_ND);
-  Tensor back_ND = compute.Allocate(scaled_ND.shape());
+  Tensor back_ND = compute.Allocate(scaled_ND.shape(), dy.type());
   compute.Gemm(false, true, 1.0f, scaled_ND, rotate_DD, 0.0f, back_ND);
   compute.Mul(dy, tables.cos_BSND, dy);
   compute.Add(dy, back_ND, dy);
@@ -164,7 +164,7 @@ void GqaContext(Compute& compute, const GqaShape& g, const Tensor& probs_BAlSS,
 
 void GqaBackward(Compute& compute, const GqaShape& g, const GqaInputs& in, const Tensor& dctx_BSHl,
                  Tensor& dq_BSHl, Tensor& dk_BSKVl, Tensor& dv_BSKVl) {
-  Tensor dscores_BAlSS = compute.Allocate(in.probs_BAlSS->shape());
+  Tensor dscores_BAlSS = compute.Allocate(in.probs_BAlSS->shape(), in.probs_BAlSS->type());
   EachGroup(
       compute, g, true, 1.0f,
       [&](int64_t b, size_t k, int64_t j) {

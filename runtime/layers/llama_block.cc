@@ -48,7 +48,7 @@ class LlamaBlock final : public Layer {
     wg_ = MakeParameter(context, shapes.Param("mlp.gate.weight"), WeightInit());
     wu_ = MakeParameter(context, shapes.Param("mlp.up.weight"), WeightInit());
     wd_ = MakeParameter(context, shapes.Param("mlp.down.weight"), WeightInit());
-    rotate_ = MakeRotateHalf(*context.compute, shapes.head_dim);
+    rotate_ = MakeRotateHalf(*context.compute, shapes.head_dim, context.dtype);
   }
 
   Tensor Forward(int micro_batch, Tensor input, const Tensor* /*targets*/) override {
@@ -72,7 +72,7 @@ class LlamaBlock final : public Layer {
     if (!st.x1.defined()) Run(st);  // full recompute
     if (!st.probs.defined()) {
       GatherKeys(st);
-      st.probs = compute.Allocate(shapes_.Scores(Whole(st)));
+      st.probs = compute.Allocate(shapes_.Scores(Whole(st)), st.q.type());
       GqaProbs(compute, GqaOf(st), st.q, st.k_whole, st.probs);
     }
     Tensor dx1 = Clone(compute, dy);
@@ -130,7 +130,7 @@ class LlamaBlock final : public Layer {
   // RoPE's tables for `dims_BSND` at this rank's sequence positions.
   RopeTables Rope(const std::vector<int64_t>& dims_BSND) const {
     return MakeRopeTables(*context_.compute, dims_BSND, SequencePositions(context_, dims_BSND[1]),
-                          theta_);
+                          theta_, context_.dtype);
   }
 
   // The whole sequences' k and v (views of k and v for cp 1), once per pass.
@@ -146,13 +146,13 @@ class LlamaBlock final : public Layer {
 
   // in·wᵀ into a new tensor of shape `out_dims`.
   Tensor Linear(const Tensor& in, const OwnedParameter& w, const std::vector<int64_t>& out_dims) {
-    Tensor out = context_.compute->Allocate(out_dims);
+    Tensor out = context_.compute->Allocate(out_dims, in.type());
     LinearForward(*context_.compute, in, w.value, nullptr, out);
     return out;
   }
 
   void Norm(const Tensor& x, const OwnedParameter& w, Tensor& out, Tensor& rstd) {
-    out = context_.compute->Allocate(x.shape());
+    out = context_.compute->Allocate(x.shape(), x.type());
     rstd = context_.compute->Allocate(shapes_.NormStat(TokensOf(x)));
     context_.compute->RmsNorm(x, w.value, eps_, out, rstd);
   }
@@ -171,9 +171,9 @@ class LlamaBlock final : public Layer {
     RopeForward(compute, Rope(shapes_.QueryHeads(tb)), rotate_, st.q);
     RopeForward(compute, Rope(shapes_.KeyValueHeads(tb)), rotate_, st.k);
     GatherKeys(st);
-    st.probs = compute.Allocate(shapes_.Scores(tb));
+    st.probs = compute.Allocate(shapes_.Scores(tb), st.q.type());
     GqaProbs(compute, g, st.q, st.k_whole, st.probs);
-    st.ctx = compute.Allocate(shapes_.Query(tb));
+    st.ctx = compute.Allocate(shapes_.Query(tb), st.q.type());
     GqaContext(compute, g, st.probs, st.v_whole, st.ctx);
     st.x1 = TpReduce(context_, Linear(st.ctx, wo_, shapes_.Hidden(tb)));
     compute.Add(st.x1, st.x, st.x1);
@@ -182,7 +182,7 @@ class LlamaBlock final : public Layer {
     st.gate = Linear(n2, wg_, shapes_.Ffn(tb));
     st.up = Linear(n2, wu_, shapes_.Ffn(tb));
     n2 = Tensor();
-    st.act = compute.Allocate(shapes_.Ffn(tb));
+    st.act = compute.Allocate(shapes_.Ffn(tb), st.gate.type());
     compute.SwiGlu(st.gate, st.up, st.act);
     Tensor y = TpReduce(context_, Linear(st.act, wd_, shapes_.Hidden(tb)));
     compute.Add(y, st.x1, y);
@@ -193,14 +193,14 @@ class LlamaBlock final : public Layer {
   void MlpBackward(LlamaStash& st, Tensor dy_local, Tensor& dx1) {
     Compute& compute = *context_.compute;
     Tensor dy = TpGather(context_, std::move(dy_local));
-    Tensor dact = compute.Allocate(st.act.shape());
+    Tensor dact = compute.Allocate(st.act.shape(), dy.type());
     LinearBackwardInput(compute, dy, wd_.value, dact);
-    st.dgate = compute.Allocate(st.gate.shape());
-    st.dup = compute.Allocate(st.up.shape());
+    st.dgate = compute.Allocate(st.gate.shape(), dy.type());
+    st.dup = compute.Allocate(st.up.shape(), dy.type());
     compute.SwiGluBackward(st.gate, st.up, dact, st.dgate, st.dup);
     st.gate = Tensor();
     st.up = Tensor();
-    Tensor dn2 = compute.Allocate(dy.shape());
+    Tensor dn2 = compute.Allocate(dy.shape(), dy.type());
     LinearBackwardInput(compute, st.dgate, wg_.value, dn2);
     compute.Gemm(false, false, 1.0f, st.dup, wu_.value, 1.0f, dn2);
     dn2 = TpReduce(context_, std::move(dn2));
@@ -216,12 +216,12 @@ class LlamaBlock final : public Layer {
     const GqaShape g = GqaOf(st);
     const TokenBlock tb = Whole(st);
     Tensor dx1 = TpGather(context_, std::move(dx1_local));
-    Tensor dctx = compute.Allocate(st.ctx.shape());
+    Tensor dctx = compute.Allocate(st.ctx.shape(), dx1.type());
     LinearBackwardInput(compute, dx1, wo_.value, dctx);
     GatherKeys(st);
-    st.dq = compute.Allocate(st.q.shape());
-    Tensor dk_whole = compute.Allocate(st.k_whole.shape());
-    Tensor dv_whole = compute.Allocate(st.v_whole.shape());
+    st.dq = compute.Allocate(st.q.shape(), dx1.type());
+    Tensor dk_whole = compute.Allocate(st.k_whole.shape(), dx1.type());
+    Tensor dv_whole = compute.Allocate(st.v_whole.shape(), dx1.type());
     GqaBackward(compute, g, {&st.q, &st.k_whole, &st.v_whole, &st.probs}, dctx, st.dq, dk_whole,
                 dv_whole);
     DropWholeKeys(st);
@@ -229,7 +229,7 @@ class LlamaBlock final : public Layer {
     st.dv = CpReduce(context_, std::move(dv_whole));
     RopeBackward(compute, Rope(shapes_.QueryHeads(tb)), rotate_, st.dq);
     RopeBackward(compute, Rope(shapes_.KeyValueHeads(tb)), rotate_, st.dk);
-    Tensor dn1 = compute.Allocate(dx1.shape());
+    Tensor dn1 = compute.Allocate(dx1.shape(), dx1.type());
     LinearBackwardInput(compute, st.dq, wq_.value, dn1);
     compute.Gemm(false, false, 1.0f, st.dk, wk_.value, 1.0f, dn1);
     compute.Gemm(false, false, 1.0f, st.dv, wv_.value, 1.0f, dn1);

@@ -32,15 +32,15 @@ struct GqaShape {
 };
 
 // cos and sin tables of shape dims_BSND = [B, S, heads, D] for the sequence positions
-// `positions` (S of them) of each sequence.
+// `positions` (S of them) of each sequence, in the activations' element type `type`.
 struct RopeTables {
   Tensor cos_BSND;
   Tensor sin_BSND;
 };
 RopeTables MakeRopeTables(Compute& compute, const std::vector<int64_t>& dims_BSND,
-                          const std::vector<int64_t>& positions, double theta);
-// The rotate-half matrix R [D, D].
-Tensor MakeRotateHalf(Compute& compute, int64_t d);
+                          const std::vector<int64_t>& positions, double theta, ElementType type);
+// The rotate-half matrix R [D, D] of element type `type` (its entries are 0 and ±1, exact in any).
+Tensor MakeRotateHalf(Compute& compute, int64_t d, ElementType type);
 // x = RoPE(x) in place, x [B, S, heads·D] matching the tables.
 void RopeForward(Compute& compute, const RopeTables& tables, const Tensor& rotate_DD, Tensor& x);
 // dx = RoPE'ᵀ(dy) in place.

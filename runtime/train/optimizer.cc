@@ -56,7 +56,18 @@ Optimizer::Optimizer(Compute* compute, std::vector<ModelParameter>* parameters,
     const int64_t length = shard_.Of(p.param.numel()).length;
     exp_avg_.push_back(needs_buf ? compute_->Allocate({length}) : Tensor());
     exp_avg_sq_.push_back(adam ? compute_->Allocate({length}) : Tensor());
+    master_.push_back(MasterOf(p.param, length));
   }
+}
+
+Tensor Optimizer::MasterOf(const Parameter& p, int64_t length) {
+  // A released value (parameter sharding) has no type to go by: the plan check refuses mixed
+  // precision with it.
+  if (!p.value->defined() || p.value->type() == ElementType::kFp32 || length == 0) return Tensor();
+  Tensor master = compute_->Allocate({length});
+  Tensor value = DpShard::Chunk(*p.value, shard_.Of(p.numel()));
+  compute_->Cast(value, master);
+  return master;
 }
 
 void Optimizer::Step(int64_t step, int64_t update, double grad_scale) {
@@ -75,8 +86,9 @@ void Optimizer::Step(int64_t step, int64_t update, double grad_scale, ParamChunk
   for (size_t i = 0; i < parameters_->size(); ++i) {
     const Parameter& p = (*parameters_)[i].param;
     Tensor& grad = chunks.grads[i];
-    Tensor& value = chunks.values[i];
-    if (!value.defined()) continue;  // an empty chunk
+    Tensor& chunk = chunks.values[i];
+    if (!chunk.defined()) continue;  // an empty chunk
+    Tensor& value = master_[i].defined() ? master_[i] : chunk;
     if (grad_scale != 1.0) compute_->Scale(static_cast<float>(grad_scale), grad);
     const float decay = p.full_shape.size() >= 2 ? static_cast<float>(options_.weight_decay) : 0.0f;
     if (options_.kind == OptimizerKind::kAdamW) {
@@ -87,6 +99,7 @@ void Optimizer::Step(int64_t step, int64_t update, double grad_scale, ParamChunk
       SgdConfig c{lr, static_cast<float>(options_.momentum), decay};
       compute_->Sgd(c, grad, value, exp_avg_[i]);
     }
+    if (master_[i].defined()) compute_->Cast(value, chunk);
   }
 }
 

@@ -6,6 +6,9 @@
 // chunk, and Step updates that chunk of the value only, from the chunk of its gradient.
 // Weight decay applies to matrices only (parameters of rank >= 2), not to biases and norm
 // weights, as in Megatron-LM and nanoGPT.
+// Mixed precision (values of another type than fp32, bf16): the optimizer keeps an fp32 master
+// copy of each value's chunk, cast from the value when it is built; Step updates the master
+// from the fp32 gradient and writes the value back rounded, as Megatron's bf16 optimizer.
 // Thread-safety: one thread at a time.
 #pragma once
 
@@ -77,15 +80,21 @@ class Optimizer {
   // i of the list, flat over its chunk; for checkpoints.
   Tensor& ExpAvg(size_t i) { return exp_avg_[i]; }
   Tensor& ExpAvgSq(size_t i) { return exp_avg_sq_[i]; }
+  // The fp32 master weights of parameter i's chunk; undefined for an fp32 value (its own master).
+  Tensor& Master(size_t i) { return master_[i]; }
   const DpShard& shard() const { return shard_; }
 
  private:
+  // Parameter p's master weights over `length` elements of its chunk (see Master).
+  Tensor MasterOf(const Parameter& p, int64_t length);
+
   Compute* compute_;
   std::vector<ModelParameter>* parameters_;
   OptimizerOptions options_;
   DpShard shard_;
   std::vector<Tensor> exp_avg_;
   std::vector<Tensor> exp_avg_sq_;
+  std::vector<Tensor> master_;
 };
 
 }  // namespace trident

@@ -25,13 +25,14 @@ StageModel::StageModel(const JobLayout& layout, int rank, Compute* compute, Comm
   base.cp_rank = layout.rank_map().Coords(rank).cp;
   base.cp_size = plan.mesh.cp;
   base.seed = seed;
+  base.dtype = ElementTypeOf(plan.dtype);
   if (tie_split_ && mine.back() == layout.LastStage()) {
     Slice rows = ShardSlice({plan.model.vocab_size, plan.model.hidden}, SliceAxis::kRows,
                             base.tp_size, base.tp_rank);
     tied_full_shape_ = {plan.model.vocab_size, plan.model.hidden};
     tied_slice_ = rows;
     Shape shape = SliceShape(tied_full_shape_, rows);
-    tied_value_ = compute->Allocate(shape);
+    tied_value_ = compute->Allocate(shape, base.dtype);
     tied_grad_ = compute->Allocate(shape);
   }
   for (int stage : mine) BuildStage(layout, stage, base);

@@ -49,7 +49,9 @@ StatusOr<std::vector<float>> EncodeShards(const TrainState& s) {
     w.Int(static_cast<int64_t>(shape.size()));
     for (int64_t d : shape) w.Int(d);
     const int64_t numel = p.param.numel();
-    if (p.param.value->defined()) {
+    if (const Tensor& master = s.optimizer->Master(i); master.defined()) {
+      w.Floats(ToHost(*s.compute, master));  // mixed precision: the fp32 weights, not the bf16
+    } else if (p.param.value->defined()) {
       w.Floats(ToHost(*s.compute, *p.param.value));
     } else {  // released: every rank of the shard group gathers it
       TRIDENT_ASSIGN_OR_RETURN(std::vector<float> value,
@@ -198,8 +200,11 @@ StatusOr<int64_t> LoadTrainCheckpoint(const TrainState& s, const std::string& pa
   for (size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = params[i].param;
     const int layer = params[i].layer;
-    TRIDENT_RETURN_IF_ERROR(
-        CopyIn(*s.compute, reader.ReadParam(layer, p.name, p.full_shape, p.slice), *p.value));
+    Tensor& master = s.optimizer->Master(i);
+    TRIDENT_RETURN_IF_ERROR(CopyIn(*s.compute,
+                                   reader.ReadParam(layer, p.name, p.full_shape, p.slice),
+                                   master.defined() ? master : *p.value));
+    if (master.defined()) s.compute->Cast(master, *p.value);
     Tensor& avg = s.optimizer->ExpAvg(i);
     if (avg.defined() && !reader.Contains(ExpAvgKey(layer, p.name))) {
       return InvalidArgument(reader.path() +

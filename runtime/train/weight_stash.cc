@@ -50,7 +50,7 @@ void WeightStash::BeforeUpdate() {
   if (!needed || stash_.count(version_)) return;
   std::vector<Tensor> copy;
   for (ModelParameter& p : *parameters_) {
-    copy.push_back(compute_->Allocate(p.param.value->shape()));
+    copy.push_back(compute_->Allocate(p.param.value->shape(), p.param.value->type()));
     compute_->Copy(*p.param.value, copy.back());
   }
   stash_.emplace(version_, std::move(copy));

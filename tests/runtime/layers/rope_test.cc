@@ -16,8 +16,10 @@ TEST(RopeTest, RotatesPairsHalfADimensionApart) {
   CpuCompute compute;
   std::vector<float> x = RandomValues(kSeq * kHeads * kDim, 1.0f, 1);
   Tensor t = FromHost(compute, {1, kSeq, kHeads * kDim}, x);
-  RopeForward(compute, MakeRopeTables(compute, {1, kSeq, kHeads, kDim}, {0, 1, 2}, kTheta),
-              MakeRotateHalf(compute, kDim), t);
+  RopeForward(
+      compute,
+      MakeRopeTables(compute, {1, kSeq, kHeads, kDim}, {0, 1, 2}, kTheta, ElementType::kFp32),
+      MakeRotateHalf(compute, kDim, ElementType::kFp32), t);
   std::vector<float> y = ToHost(compute, t);
   for (int64_t p = 0; p < kSeq; ++p) {
     for (int64_t h = 0; h < kHeads; ++h) {
