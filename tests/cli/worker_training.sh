@@ -151,6 +151,17 @@ expect_rc 0 && same_as_single resumed adam losses &&
   [[ $(wc -l <"$WORK/resumed/metrics.jsonl") -eq 6 ]]
 verdict "an AdamW checkpoint of a pp 2 run resumed under tp 2 continues the same losses"
 
+# bf16 (mixed precision) resumes exactly: the checkpoint holds the fp32 master weights and the
+# moments, and the bf16 values are the masters rounded, so steps 4-6 from the step-3 checkpoint
+# repeat the uninterrupted run's losses.
+sed 's/^dtype: fp32$/dtype: bf16/' "$WORK/single.yaml" >"$WORK/bf16.yaml"
+cp "$WORK/bf16.yaml" "$WORK/bf16_resumed.yaml"
+train bf16 1 --save-every 3
+expect_rc 0 && grep -q '^dtype: bf16$' "$WORK/bf16.yaml"
+train bf16_resumed 1 --load "$WORK/bf16/ckpt/step-3.safetensors"
+expect_rc 0 && same_as_single bf16_resumed bf16 losses
+verdict "a bf16 run resumed from its checkpoint continues the same losses"
+
 # PipeDream (asynchronous, weight stashing; untied embeddings): the update rule is checked
 # against a one-process re-implementation in tests/runtime/train/pipedream_test.cc. Here it
 # runs under mpirun with replicated stages (a gradient sum per update) and resumes from a
@@ -220,4 +231,4 @@ else
 fi
 verdict "a killed rank ends the job within 30 s ($elapsed s)"
 
-summary 29
+summary 30
