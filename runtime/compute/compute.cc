@@ -107,7 +107,7 @@ void Compute::GemmStridedBatched(const BatchedGemm& gemm, const Tensor& a, const
       .NoOverlap({"c", c}, gemm.c, gemm.batch)
       .Disjoint({"c", c}, {"a", a})
       .Disjoint({"c", c}, {"b", b});
-  Widened w(this, c.type() != a.type());
+  Widened w(this, c.type() != a.type() && !TakesMixedGemm());
   DoGemmStridedBatched(gemm, w.In(a), w.In(b), w.Out(c));
 }
 

@@ -21,7 +21,8 @@
 //    fp32 master buffers); saved statistics (mean, rstd) and the loss are always fp32; ids and
 //    targets are int32. Mixed precision: a GEMM's c and the accumulated weight gradients
 //    (dbias, dgamma, dbeta, dtable) may be fp32 beside bf16 operands, as Megatron's bf16 mode
-//    keeps its gradients; such a mixed call runs widened (below) on every backend.
+//    keeps its gradients; such a mixed call runs widened (below) on every backend, except a
+//    GEMM on a backend that takes it (TakesMixedGemm).
 //  - A float type a backend stores but has no kernels for (ComputesOn; CpuCompute: bf16) is
 //    widened here, once for every backend: the op runs on fp32 stand-ins of its operands and
 //    each output is rounded back once, as a kernel that loads bf16, computes in fp32 and stores
@@ -247,6 +248,9 @@ class Compute {
   // Whether the Do* kernels take float tensors of `type` themselves; a supported float type
   // they do not take is widened to fp32 (see the conventions at the top).
   virtual bool ComputesOn(ElementType type) const { return Supports(type); }
+  // Whether DoGemmStridedBatched takes bf16 a and b beside an fp32 c itself (cuBLAS does, as
+  // Megatron's fused weight-gradient accumulation); otherwise such a call is widened.
+  virtual bool TakesMixedGemm() const { return false; }
   // Memory for the fp32 stand-ins of a widened op, freed when the op returns.
   virtual void* DoAllocateWorkspace(int64_t bytes) { return DoAllocate(bytes); }
   virtual void DoFreeWorkspace(void* data, int64_t bytes) { DoFree(data, bytes); }

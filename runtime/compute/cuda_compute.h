@@ -56,6 +56,7 @@ class CudaCompute final : public Compute {
   void* device_stream() const override { return stream(); }
 
  protected:
+  bool TakesMixedGemm() const override { return true; }
   void* DoAllocate(int64_t bytes) override;
   void DoFree(void* data, int64_t bytes) override;
   void DoCopyFromHost(const void* host, Tensor& dst) override;

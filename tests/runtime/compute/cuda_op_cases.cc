@@ -42,6 +42,16 @@ void RunGemm(OpContext& ctx, const GemmShape& g) {
   ctx.Output("c", c);
 }
 
+// Mixed precision's weight gradient: dW (fp32) += dyᵀ·x with dy and x of the case's type, as
+// bf16 training accumulates (cuBLAS takes bf16 A and B with an fp32 C; the CPU widens them).
+void RunMixedGemm(OpContext& ctx, const GemmShape& g) {
+  Tensor dy = ctx.Input({g.k, g.m}, RandomFloats(g.k * g.m, 1));
+  Tensor x = ctx.Input({g.k, g.n}, RandomFloats(g.k * g.n, 2));
+  Tensor dw = ctx.Fp32({g.m, g.n}, RandomFloats(g.m * g.n, 3));
+  ctx.compute().Gemm(true, false, g.alpha, dy, x, g.beta, dw);
+  ctx.OutputFp32("dw", dw);
+}
+
 struct AttentionShape {
   const char* label;
   int64_t batch, seq, heads, head_dim;
@@ -107,6 +117,12 @@ void AddGemmCases(std::vector<OpCase>& cases) {
     const std::string ops = std::string(g.trans_a ? "T" : "N") + (g.trans_b ? "T" : "N");
     cases.push_back({"Gemm_" + ops + "_" + g.label, Family::kGemm, false,
                      [g](OpContext& ctx) { RunGemm(ctx, g); }});
+  }
+  for (const GemmShape& g : {GemmShape{"7x5x13", 7, 5, 13, true, false, 1.0f, 1.0f},
+                             GemmShape{"Gpt2FcWeightGrad_3072x768x256", 3072, 768, 256, true,
+                                       false, 1.0f, 1.0f}}) {
+    cases.push_back({std::string("GemmFp32Accumulator_TN_") + g.label, Family::kGemm, false,
+                     [g](OpContext& ctx) { RunMixedGemm(ctx, g); }});
   }
   for (const AttentionShape& s : {AttentionShape{"B2S7A3D5", 2, 7, 3, 5},
                                   AttentionShape{"Gpt2_B2S128A12D64", 2, 128, 12, 64}}) {
