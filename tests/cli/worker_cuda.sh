@@ -2,7 +2,7 @@
 # Usage: worker_cuda.sh WORKER_BIN MPIRUN [MPIRUN_FLAG...]
 #
 # trident-worker --device cuda against --device cpu on the same plan, seed and data: gpt-tiny,
-# 10 steps of SGD with momentum, losses and final parameters within 1e-3 relative (both fp32;
+# 10 steps of SGD with momentum, losses and final parameters within 1e-3 relative (fp32; 1e-2 in bf16;
 # cuBLAS and Eigen sum in different orders, and the GPU kernels fuse multiply-adds, so the two
 # runs drift apart by rounding, far less than any wrong formula would). One GPU: the
 # single-rank plan. Two or more: pp 2 (activations and gradients through NCCL), dp 2 (the
@@ -54,6 +54,15 @@ if [[ $RC -ne 0 ]] && grep -q "this build has no CUDA backend" "$WORK/err"; then
 fi
 expect_rc 0 && same_as single-cpu single-cuda
 verdict "one GPU: same losses and parameters as the CPU"
+
+# bf16 mixed precision: the same plan in bf16 on the GPU (bf16 kernels, cuBLAS bf16 GEMMs) and on
+# the CPU (each op widened and rounded once): losses and master weights within 1e-2, the bf16
+# roundings of the two backends falling at different sums.
+sed 's/^dtype: fp32$/dtype: bf16/' "$WORK/single.yaml" >"$WORK/bf16.yaml"
+train bf16 1 cpu
+train bf16 1 cuda
+expect_rc 0 && tol=1e-2 same_as bf16-cpu bf16-cuda
+verdict "bf16 on one GPU: losses and master weights within 1e-2 of the CPU's bf16 run"
 
 if ((gpus >= 2)); then
   plan pp2 2 1 2 2 4 "$(tiny_stage 0 2 1 none)
