@@ -742,13 +742,19 @@ StatusOr<SearchResult> Searcher::Run() {
   if (!result_.ranked.empty()) return std::move(result_);
   for (const Config& c : infeasible_) TrackLeastMemory(c);
   if (result_.least_memory_bytes > 0) return NothingFits(result_);
+  const std::vector<ScheduleKind> schedules = Schedules();
+  const bool async_replicas =
+      !constraints_.replicas.empty() &&
+      std::find(schedules.begin(), schedules.end(), ScheduleKind::kPipeDream) != schedules.end();
   return InvalidArgument(
       "no configuration of " + request_.model.name + " on " + std::to_string(request_.devices) +
       " devices satisfies the constraints (tp dividing the heads and the "
       "devices per node, a cp of the profile with 2·cp dividing --seq, a "
       "micro-batch size dividing --global-batch " +
-      std::to_string(request_.global_batch) +
-      " into a multiple of dp); relax --fix, --cuts, --replicas or --global-batch");
+      std::to_string(request_.global_batch) + " into a multiple of dp" +
+      (async_replicas ? ", and under pipedream every --replicas count dividing the micro-batches"
+                      : "") +
+      "); relax --fix, --cuts, --replicas or --global-batch");
 }
 
 }  // namespace

@@ -40,6 +40,11 @@ for bad in "3,2|sums to 5 replicas, more than the 4 devices" "3,0|stage 1 has 0 
   expect_rc 1 && expect_in err "--replicas" && expect_in err "${bad#*|}" && [[ ! -e $vgg/bad.yaml ]]
   verdict "plan --replicas ${bad%%|*} is refused: ${bad#*|}; nothing written"
 done
+run "$bin" plan --model "$vgg/model.yaml" "${vgg_costs[@]}" --devices 4 --global-batch 256 \
+  --schedule pipedream --replicas 3,1 -o "$vgg/bad.yaml"
+expect_rc 1 && expect_in err "under pipedream every --replicas count dividing the micro-batches" &&
+  [[ ! -e $vgg/bad.yaml ]]
+verdict "plan --replicas 3,1 under pipedream with 2 micro-batches says the counts must divide them"
 
 # --exact on AlexNet, 8 A100s in nodes of 4 joined by 10 Gb/s Ethernet (0.3125 GB/s a GPU):
 # every cut and replica vector whose bound beats the DP's plan is simulated, and one is faster.
