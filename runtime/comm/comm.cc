@@ -1,6 +1,7 @@
 #include "runtime/comm/comm.h"
 
 #include <cstdlib>
+#include <string>
 
 #include "core/logging.h"
 
@@ -12,6 +13,10 @@ Request& Request::operator=(Request&& other) noexcept {
   other.owner_ = nullptr;
   other.id_ = 0;
   return *this;
+}
+
+std::string Wire::CountText() const {
+  return std::to_string(count) + (type == WireType::kFp32 ? " floats" : " bf16 values");
 }
 
 void Comm::FailJob(const Status& reason) {

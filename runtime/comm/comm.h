@@ -7,9 +7,12 @@
 // of core/rank_map.h from Split. Communicators travel in the runtime's context object; there is
 // no global one.
 //
-// Buffers are floats in host memory for the MPI and in-process backends, in device memory for
-// NCCL. Every backend gives bit-identical results for exactly representable
-// inputs (small integers times powers of two): then every summation order gives the same sum.
+// Buffers are fp32 or bf16 elements (a Wire; float spans convert to one) in host memory for the
+// MPI and in-process backends, in device memory for NCCL. A transfer, gather or broadcast moves
+// the elements' bits; a bf16 sum adds in fp32 and rounds to bf16 (NCCL rounds after each step of
+// its ring, MPI after each pairwise reduction, the in-process backend once). Every backend gives
+// bit-identical results for exactly representable inputs (small integers times powers of two):
+// then every summation order gives the same sum.
 //
 // Errors: argument errors are InvalidArgument, found before anything is sent, with the same
 // message in every backend. A wait that passes its deadline returns DeadlineExceeded whose
@@ -26,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -42,6 +46,32 @@ struct CommOptions {
   // NCCL: the compute stream (Compute::device_stream(), a cudaStream_t) whose queued work every
   // transfer and collective is ordered after. Required by the NCCL backend; ignored by others.
   void* device_stream = nullptr;
+};
+
+// The element types a Comm moves: fp32, and bf16 (mixed precision's activations and values).
+enum class WireType { kFp32, kBf16 };
+
+// `count` elements of `type` at `data`. A send buffer is read only, though the pointer is not
+// const (one type for both directions).
+struct Wire {
+  void* data = nullptr;
+  size_t count = 0;
+  WireType type = WireType::kFp32;
+
+  Wire() = default;
+  Wire(void* d, size_t n, WireType t) : data(d), count(n), type(t) {}
+  Wire(float* d, size_t n) : data(d), count(n) {}
+  Wire(const float* d, size_t n) : data(const_cast<float*>(d)), count(n) {}
+  Wire(std::span<float> s) : data(s.data()), count(s.size()) {}  // NOLINT: implicit by design
+  Wire(std::span<const float> s)  // NOLINT: implicit by design
+      : data(const_cast<float*>(s.data())), count(s.size()) {}
+  Wire(std::vector<float>& v) : Wire(std::span<float>(v)) {}  // NOLINT: implicit by design
+  Wire(const std::vector<float>& v)                           // NOLINT: implicit by design
+      : Wire(std::span<const float>(v)) {}
+
+  size_t bytes() const { return count * (type == WireType::kFp32 ? 4 : 2); }
+  // "4 floats" / "4 bf16 values": the size in messages.
+  std::string CountText() const;
 };
 
 class Comm;
@@ -87,13 +117,13 @@ class Comm {
   // REQUIRES: `data` stays valid and unchanged until the request completes. The send may
   // complete before the matching receive is posted (buffered) or only after it; callers must
   // not rely on either.
-  virtual StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) = 0;
+  virtual StatusOr<Request> Isend(Wire data, int dest, int tag) = 0;
   // Starts receiving one message from rank `source` with `tag` into `data`. Messages from one
   // source with one tag are received in the order they were sent (MPI's non-overtaking rule);
-  // different tags may be received in any order. The message must hold exactly data.size()
-  // floats, otherwise the request fails with InvalidArgument.
+  // different tags may be received in any order. The message must hold exactly data.count
+  // elements of data.type, otherwise the request fails with InvalidArgument.
   // REQUIRES: `data` stays valid and untouched until the request completes.
-  virtual StatusOr<Request> Irecv(std::span<float> data, int source, int tag) = 0;
+  virtual StatusOr<Request> Irecv(Wire data, int source, int tag) = 0;
 
   // Blocks until `request` completes (returns its status) or `timeout` passes (returns a
   // timeout error and leaves the request active: wait again, or Cancel it).
@@ -107,7 +137,7 @@ class Comm {
   virtual Status Cancel(Request& request) = 0;
 
   // Collectives: every rank of the communicator calls the same collective, in the same order,
-  // with the same sizes (and root). Blocking and started collectives (StartAllReduceSum) share
+  // with the same sizes, element types (and root). Blocking and started collectives (StartAllReduceSum) share
   // one order: a rank's k-th collective call on a communicator, of either kind, matches the
   // k-th of every other rank, and must be the same call (a StartAllReduceSum matches only a
   // StartAllReduceSum). Split is not counted. Blocking collectives return when done or when
@@ -118,14 +148,15 @@ class Comm {
   // reassociation otherwise.
 
   // data := elementwise sum of every rank's data.
-  virtual Status AllReduceSum(std::span<float> data) = 0;
-  // recv := rank 0's send, then rank 1's, ...   REQUIRES: recv.size() == Size() * send.size().
-  virtual Status AllGather(std::span<const float> send, std::span<float> recv) = 0;
+  virtual Status AllReduceSum(Wire data) = 0;
+  // recv := rank 0's send, then rank 1's, ...   REQUIRES: recv.count == Size() * send.count,
+  // one element type.
+  virtual Status AllGather(Wire send, Wire recv) = 0;
   // recv := block Rank() of the elementwise sum of every rank's send, blocks being consecutive
-  // recv.size() floats.   REQUIRES: send.size() == Size() * recv.size().
-  virtual Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) = 0;
+  // recv.count elements.   REQUIRES: send.count == Size() * recv.count, one element type.
+  virtual Status ReduceScatterSum(Wire send, Wire recv) = 0;
   // data := rank root's data.
-  virtual Status Broadcast(std::span<float> data, int root) = 0;
+  virtual Status Broadcast(Wire data, int root) = 0;
   // Returns once every rank has entered the barrier.
   virtual Status Barrier() = 0;
 
@@ -139,15 +170,14 @@ class Comm {
   // collective before destroying the Comm (the MPI backend waits up to the collective timeout
   // for one still pending, then breaks off).
   // REQUIRES: `data` stays valid and untouched until the request completes.
-  virtual StatusOr<Request> StartAllReduceSum(std::span<float> data) = 0;
+  virtual StatusOr<Request> StartAllReduceSum(Wire data) = 0;
   // Starts recv := block Rank() of the elementwise sum of every rank's send, like
   // ReduceScatterSum (same checks, same result bits), and returns at once; complete it as a
   // StartAllReduceSum, with which it shares the rules above (it matches only a
   // StartReduceScatterSum; its message names "ReduceScatterSum of N floats", N = send.size()).
-  // REQUIRES: send.size() == Size() * recv.size(); both stay valid and untouched until the
+  // REQUIRES: send.count == Size() * recv.count; both stay valid and untouched until the
   // request completes.
-  virtual StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
-                                                  std::span<float> recv) = 0;
+  virtual StatusOr<Request> StartReduceScatterSum(Wire send, Wire recv) = 0;
 
   // A sub-communicator of the listed ranks of this communicator; rank i of the result is
   // ranks[i]. Every listed rank calls Split with the same list (the others do not call it), and

@@ -13,13 +13,13 @@ std::string Str(int n) { return std::to_string(n); }
 
 }  // namespace
 
-std::string DescribeTransfer(bool is_send, int peer, int tag, size_t count) {
+std::string DescribeTransfer(bool is_send, int peer, int tag, const Wire& data) {
   std::string text = is_send ? "Isend to rank " : "Irecv from rank ";
-  return text + Str(peer) + " (tag " + Str(tag) + ", " + Str(count) + " floats)";
+  return text + Str(peer) + " (tag " + Str(tag) + ", " + data.CountText() + ")";
 }
 
-std::string DescribeCollective(std::string_view op, size_t count) {
-  return std::string(op) + " of " + Str(count) + " floats";
+std::string DescribeCollective(std::string_view op, const Wire& data) {
+  return std::string(op) + " of " + data.CountText();
 }
 
 std::string RankList(const std::vector<int>& ranks) {
@@ -49,32 +49,45 @@ Status CheckTag(std::string_view op, int tag) {
                          " (larger tags are reserved)");
 }
 
-Status CheckCount(std::string_view op, size_t count) {
-  if (count <= static_cast<size_t>(INT_MAX)) return Status::Ok();
-  return InvalidArgument(std::string(op) + ": " + Str(count) + " floats is more than " +
+Status CheckCount(std::string_view op, const Wire& data) {
+  if (data.count <= static_cast<size_t>(INT_MAX)) return Status::Ok();
+  return InvalidArgument(std::string(op) + ": " + data.CountText() + " is more than " +
                          Str(INT_MAX) + " in one call; hint: split the buffer into chunks");
 }
 
-Status CheckAllGatherSizes(size_t send_count, size_t recv_count, int size) {
-  if (recv_count == send_count * static_cast<size_t>(size)) return Status::Ok();
-  return InvalidArgument("AllGather: recv holds " + Str(recv_count) + " floats but needs " +
-                         Str(size) + " ranks x " + Str(send_count) + " = " +
-                         Str(send_count * static_cast<size_t>(size)));
+namespace {
+
+Status CheckSameType(std::string_view op, const Wire& send, const Wire& recv) {
+  if (send.type == recv.type) return Status::Ok();
+  return InvalidArgument(std::string(op) + ": send holds " + send.CountText() + " but recv " +
+                         recv.CountText() + "; hint: both buffers need one element type");
 }
 
-Status CheckReduceScatterSizes(size_t send_count, size_t recv_count, int size) {
-  if (send_count == recv_count * static_cast<size_t>(size)) return Status::Ok();
-  return InvalidArgument("ReduceScatterSum: send holds " + Str(send_count) + " floats but needs " +
-                         Str(size) + " ranks x " + Str(recv_count) + " = " +
-                         Str(recv_count * static_cast<size_t>(size)));
+}  // namespace
+
+Status CheckAllGatherSizes(const Wire& send, const Wire& recv, int size) {
+  TRIDENT_RETURN_IF_ERROR(CheckSameType("AllGather", send, recv));
+  if (recv.count == send.count * static_cast<size_t>(size)) return Status::Ok();
+  return InvalidArgument("AllGather: recv holds " + recv.CountText() + " but needs " + Str(size) +
+                         " ranks x " + Str(send.count) + " = " +
+                         Str(send.count * static_cast<size_t>(size)));
 }
 
-Status CheckNoOverlap(std::string_view op, std::span<const float> send,
-                      std::span<const float> recv) {
-  if (send.empty() || recv.empty()) return Status::Ok();
-  const float* send_end = send.data() + send.size();
-  const float* recv_end = recv.data() + recv.size();
-  if (send_end <= recv.data() || recv_end <= send.data()) return Status::Ok();
+Status CheckReduceScatterSizes(const Wire& send, const Wire& recv, int size) {
+  TRIDENT_RETURN_IF_ERROR(CheckSameType("ReduceScatterSum", send, recv));
+  if (send.count == recv.count * static_cast<size_t>(size)) return Status::Ok();
+  return InvalidArgument("ReduceScatterSum: send holds " + send.CountText() + " but needs " +
+                         Str(size) + " ranks x " + Str(recv.count) + " = " +
+                         Str(recv.count * static_cast<size_t>(size)));
+}
+
+Status CheckNoOverlap(std::string_view op, const Wire& send, const Wire& recv) {
+  if (send.count == 0 || recv.count == 0) return Status::Ok();
+  const char* send_begin = static_cast<const char*>(send.data);
+  const char* recv_begin = static_cast<const char*>(recv.data);
+  if (send_begin + send.bytes() <= recv_begin || recv_begin + recv.bytes() <= send_begin) {
+    return Status::Ok();
+  }
   return InvalidArgument(std::string(op) + ": send and recv buffers overlap");
 }
 
@@ -110,9 +123,10 @@ Status CancelCollectiveError(std::string_view collective) {
                          "Wait for it");
 }
 
-Status MessageSizeError(std::string_view transfer, std::string_view got) {
-  return InvalidArgument(std::string(transfer) + ": the message holds " + std::string(got) +
-                         " floats; hint: sender and receiver must use the same count");
+Status MessageSizeError(std::string_view transfer, std::string_view got, const Wire& data) {
+  const std::string unit = data.type == WireType::kFp32 ? " floats" : " bf16 values";
+  return InvalidArgument(std::string(transfer) + ": the message holds " + std::string(got) + unit +
+                         "; hint: sender and receiver must use the same count and element type");
 }
 
 Status BrokenCommError(std::string_view op, std::string_view cause) {

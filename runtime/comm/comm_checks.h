@@ -18,10 +18,10 @@ namespace trident::comm_internal {
 inline constexpr std::string_view kTimeoutPhrase = " did not complete within ";
 
 // "Irecv from rank 1 (tag 99, 4 floats)" / "Isend to rank 2 (tag 3, 8 floats)".
-std::string DescribeTransfer(bool is_send, int peer, int tag, size_t count);
+std::string DescribeTransfer(bool is_send, int peer, int tag, const Wire& data);
 
 // "AllReduceSum of 1024 floats": a started collective, in messages.
-std::string DescribeCollective(std::string_view op, size_t count);
+std::string DescribeCollective(std::string_view op, const Wire& data);
 
 // The hint of a timed-out Wait on a transfer, in the backends that match by tag.
 inline constexpr std::string_view kTransferHint =
@@ -40,11 +40,11 @@ Status TimeoutError(std::string_view what, std::chrono::milliseconds waited, std
 Status CheckPeer(std::string_view op, std::string_view role, int peer, int size);
 Status CheckTag(std::string_view op, int tag);
 // MPI counts are ints.
-Status CheckCount(std::string_view op, size_t count);
-Status CheckAllGatherSizes(size_t send_count, size_t recv_count, int size);
-Status CheckReduceScatterSizes(size_t send_count, size_t recv_count, int size);
-Status CheckNoOverlap(std::string_view op, std::span<const float> send,
-                      std::span<const float> recv);
+Status CheckCount(std::string_view op, const Wire& data);
+// Also one element type.
+Status CheckAllGatherSizes(const Wire& send, const Wire& recv, int size);
+Status CheckReduceScatterSizes(const Wire& send, const Wire& recv, int size);
+Status CheckNoOverlap(std::string_view op, const Wire& send, const Wire& recv);
 Status CheckSplitRanks(const std::vector<int>& ranks, int rank, int size);
 
 // A request that this Comm did not make, or that already completed.
@@ -53,7 +53,8 @@ Status CancelSendError(std::string_view transfer);
 // `collective` as DescribeCollective writes it.
 Status CancelCollectiveError(std::string_view collective);
 // A received message whose length differs from the buffer; `got` is a count or "more".
-Status MessageSizeError(std::string_view transfer, std::string_view got);
+// `data`: the receive buffer, whose element type names the unit of `got`.
+Status MessageSizeError(std::string_view transfer, std::string_view got, const Wire& data);
 // Every call after a collective timed out.
 Status BrokenCommError(std::string_view op, std::string_view cause);
 

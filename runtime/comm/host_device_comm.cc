@@ -14,8 +14,8 @@ HostDeviceComm::HostDeviceComm(std::unique_ptr<Comm> host, std::unique_ptr<Comm>
       << host_->Size() << ", the device one rank " << device_->Rank() << " of " << device_->Size();
 }
 
-Comm& HostDeviceComm::For(const void* data, size_t count) const {
-  return count > 0 && is_device_(data) ? *device_ : *host_;
+Comm& HostDeviceComm::For(const Wire& data) const {
+  return data.count > 0 && is_device_(data.data) ? *device_ : *host_;
 }
 
 StatusOr<Request> HostDeviceComm::Wrap(StatusOr<Request> inner, Comm* comm, RequestInfo info) {
@@ -39,43 +39,37 @@ Status HostDeviceComm::Withdraw(Pending& pending) {
   return pending.op.comm->Cancel(pending.op.request);
 }
 
-StatusOr<Request> HostDeviceComm::Isend(std::span<const float> data, int dest, int tag) {
-  Comm& comm = For(data.data(), data.size());
-  return Wrap(comm.Isend(data, dest, tag), &comm, RequestInfo::Send(dest, tag, data.size()));
+StatusOr<Request> HostDeviceComm::Isend(Wire data, int dest, int tag) {
+  Comm& comm = For(data);
+  return Wrap(comm.Isend(data, dest, tag), &comm, RequestInfo::Send(dest, tag, data));
 }
 
-StatusOr<Request> HostDeviceComm::Irecv(std::span<float> data, int source, int tag) {
-  Comm& comm = For(data.data(), data.size());
-  return Wrap(comm.Irecv(data, source, tag), &comm, RequestInfo::Recv(source, tag, data.size()));
+StatusOr<Request> HostDeviceComm::Irecv(Wire data, int source, int tag) {
+  Comm& comm = For(data);
+  return Wrap(comm.Irecv(data, source, tag), &comm, RequestInfo::Recv(source, tag, data));
 }
 
-Status HostDeviceComm::AllReduceSum(std::span<float> data) {
-  return For(data.data(), data.size()).AllReduceSum(data);
+Status HostDeviceComm::AllReduceSum(Wire data) { return For(data).AllReduceSum(data); }
+
+Status HostDeviceComm::AllGather(Wire send, Wire recv) {
+  return For(recv).AllGather(send, recv);
 }
 
-Status HostDeviceComm::AllGather(std::span<const float> send, std::span<float> recv) {
-  return For(recv.data(), recv.size()).AllGather(send, recv);
+Status HostDeviceComm::ReduceScatterSum(Wire send, Wire recv) {
+  return For(send).ReduceScatterSum(send, recv);
 }
 
-Status HostDeviceComm::ReduceScatterSum(std::span<const float> send, std::span<float> recv) {
-  return For(send.data(), send.size()).ReduceScatterSum(send, recv);
+Status HostDeviceComm::Broadcast(Wire data, int root) { return For(data).Broadcast(data, root); }
+
+StatusOr<Request> HostDeviceComm::StartAllReduceSum(Wire data) {
+  Comm& comm = For(data);
+  return Wrap(comm.StartAllReduceSum(data), &comm, RequestInfo::Collective("AllReduceSum", data));
 }
 
-Status HostDeviceComm::Broadcast(std::span<float> data, int root) {
-  return For(data.data(), data.size()).Broadcast(data, root);
-}
-
-StatusOr<Request> HostDeviceComm::StartAllReduceSum(std::span<float> data) {
-  Comm& comm = For(data.data(), data.size());
-  return Wrap(comm.StartAllReduceSum(data), &comm,
-              RequestInfo::Collective("AllReduceSum", data.size()));
-}
-
-StatusOr<Request> HostDeviceComm::StartReduceScatterSum(std::span<const float> send,
-                                                        std::span<float> recv) {
-  Comm& comm = For(send.data(), send.size());
+StatusOr<Request> HostDeviceComm::StartReduceScatterSum(Wire send, Wire recv) {
+  Comm& comm = For(send);
   return Wrap(comm.StartReduceScatterSum(send, recv), &comm,
-              RequestInfo::Collective("ReduceScatterSum", send.size()));
+              RequestInfo::Collective("ReduceScatterSum", send));
 }
 
 StatusOr<std::unique_ptr<Comm>> HostDeviceComm::Split(std::vector<int> ranks) {

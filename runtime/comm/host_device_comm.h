@@ -46,22 +46,21 @@ class HostDeviceComm final : public Comm, private RequestTable<InnerRequest>::Ba
   int Rank() const override { return host_->Rank(); }
   int Size() const override { return host_->Size(); }
 
-  StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override;
-  StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override;
+  StatusOr<Request> Isend(Wire data, int dest, int tag) override;
+  StatusOr<Request> Irecv(Wire data, int source, int tag) override;
   Status Wait(Request& request, std::chrono::milliseconds timeout) override {
     return requests_.Wait(request, timeout);
   }
   StatusOr<bool> Test(Request& request) override { return requests_.Test(request); }
   Status Cancel(Request& request) override { return requests_.Cancel(request); }
 
-  Status AllReduceSum(std::span<float> data) override;
-  Status AllGather(std::span<const float> send, std::span<float> recv) override;
-  Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) override;
-  Status Broadcast(std::span<float> data, int root) override;
+  Status AllReduceSum(Wire data) override;
+  Status AllGather(Wire send, Wire recv) override;
+  Status ReduceScatterSum(Wire send, Wire recv) override;
+  Status Broadcast(Wire data, int root) override;
   Status Barrier() override { return device_->Barrier(); }
-  StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
-  StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
-                                          std::span<float> recv) override;
+  StatusOr<Request> StartAllReduceSum(Wire data) override;
+  StatusOr<Request> StartReduceScatterSum(Wire send, Wire recv) override;
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
   [[noreturn]] void AbortJob(int exit_code) override;
 
@@ -75,7 +74,7 @@ class HostDeviceComm final : public Comm, private RequestTable<InnerRequest>::Ba
   Status Withdraw(Pending& pending) override;
 
   // The communicator for a buffer at `data` (an empty buffer goes to the host).
-  Comm& For(const void* data, size_t count) const;
+  Comm& For(const Wire& data) const;
   StatusOr<Request> Wrap(StatusOr<Request> inner, Comm* comm, RequestInfo info);
 
   std::unique_ptr<Comm> host_;

@@ -23,6 +23,7 @@ using inprocess_internal::Message;
 using inprocess_internal::PostedRecv;
 using inprocess_internal::Round;
 using inprocess_internal::RoundKey;
+using inprocess_internal::ToFloats;
 using inprocess_internal::Transfer;
 using inprocess_internal::WaitLocked;
 using inprocess_internal::WaitResult;
@@ -33,7 +34,7 @@ using inprocess_internal::WorldState;
 struct InProcessOp {
   std::shared_ptr<Transfer> transfer = nullptr;
   RoundKey round = {};
-  std::span<float> out = {};
+  Wire out = Wire();
   size_t offset = 0;  // of `out` in the round's result
 };
 using Requests = RequestTable<InProcessOp>;
@@ -53,22 +54,21 @@ class InProcessComm final : public Comm, private Requests::Backend {
   int Rank() const override { return rank_; }
   int Size() const override { return static_cast<int>(world_ranks_.size()); }
 
-  StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override;
-  StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override;
+  StatusOr<Request> Isend(Wire data, int dest, int tag) override;
+  StatusOr<Request> Irecv(Wire data, int source, int tag) override;
   Status Wait(Request& request, std::chrono::milliseconds timeout) override {
     return requests_.Wait(request, timeout);
   }
   StatusOr<bool> Test(Request& request) override { return requests_.Test(request); }
   Status Cancel(Request& request) override { return requests_.Cancel(request); }
 
-  Status AllReduceSum(std::span<float> data) override;
-  Status AllGather(std::span<const float> send, std::span<float> recv) override;
-  Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) override;
-  Status Broadcast(std::span<float> data, int root) override;
+  Status AllReduceSum(Wire data) override;
+  Status AllGather(Wire send, Wire recv) override;
+  Status ReduceScatterSum(Wire send, Wire recv) override;
+  Status Broadcast(Wire data, int root) override;
   Status Barrier() override;
-  StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
-  StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
-                                          std::span<float> recv) override;
+  StatusOr<Request> StartAllReduceSum(Wire data) override;
+  StatusOr<Request> StartReduceScatterSum(Wire send, Wire recv) override;
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
   [[noreturn]] void AbortJob(int exit_code) override;
 
@@ -79,7 +79,7 @@ class InProcessComm final : public Comm, private Requests::Backend {
   Status Withdraw(Pending& pending) override;
 
   Status CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
-                       size_t count) const;
+                       const Wire& data) const;
   Status CheckUsable(std::string_view op) const;
   // REQUIRES: world_->mu held.
   Status AbortedError(std::string_view op) const;
@@ -89,9 +89,9 @@ class InProcessComm final : public Comm, private Requests::Backend {
   // its buffer). REQUIRES: world_->mu held.
   Status CompleteLocked(Pending& p);
   RoundKey NextRoundKey() { return RoundKey(context_, collective_seq_++); }
-  // Adds this rank's part to the next round, waits for it and copies out.size() floats of the
+  // Adds this rank's part to the next round, waits for it and copies out.count elements of the
   // result, starting at `offset`.
-  Status RunCollective(std::string_view op, Contribution mine, std::span<float> out, size_t offset);
+  Status RunCollective(std::string_view op, Contribution mine, const Wire& out, size_t offset);
   Status CollectiveTimeout(std::string_view op, const Round& round);
   StatusOr<int> MeetForSplit(const std::vector<int>& ranks);
 
@@ -107,11 +107,11 @@ class InProcessComm final : public Comm, private Requests::Backend {
 };
 
 Status InProcessComm::CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
-                                    size_t count) const {
+                                    const Wire& data) const {
   TRIDENT_RETURN_IF_ERROR(CheckUsable(op));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckPeer(op, role, peer, Size()));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckTag(op, tag));
-  return comm_internal::CheckCount(op, count);
+  return comm_internal::CheckCount(op, data);
 }
 
 Status InProcessComm::CheckUsable(std::string_view op) const {
@@ -128,7 +128,7 @@ InProcessComm::~InProcessComm() {
   std::lock_guard<std::mutex> lock(world_->mu);
   requests_.ForEach([this](Pending& p) {
     if (p.info.kind == RequestInfo::Kind::kCollective) {
-      (void)LeaveRoundLocked(*world_, p.op.round, Size(), {}, 0);  // drops the result
+      (void)LeaveRoundLocked(*world_, p.op.round, Size(), Wire(), 0);  // drops the result
     } else if (p.info.kind == RequestInfo::Kind::kRecv) {
       WithdrawLocked(*world_, world_ranks_[rank_], p.op.transfer.get());
     }
@@ -167,37 +167,37 @@ Status InProcessComm::Withdraw(Pending& p) {
   return p.op.transfer->status;
 }
 
-StatusOr<Request> InProcessComm::Isend(std::span<const float> data, int dest, int tag) {
-  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Isend", "dest", dest, tag, data.size()));
+StatusOr<Request> InProcessComm::Isend(Wire data, int dest, int tag) {
+  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Isend", "dest", dest, tag, data));
   auto transfer = std::make_shared<Transfer>();
   transfer->done = true;  // buffered
   {
     std::lock_guard<std::mutex> lock(world_->mu);
     if (!world_->abort_status.ok()) return AbortedError("Isend");
-    Message message{context_, rank_, tag, std::vector<float>(data.begin(), data.end())};
+    Message message{context_, rank_, tag, data.type, ToFloats(data)};
     DeliverLocked(*world_, world_ranks_[dest], std::move(message));
   }
   world_->cv.notify_all();
-  return requests_.Add(RequestInfo::Send(dest, tag, data.size()),
+  return requests_.Add(RequestInfo::Send(dest, tag, data),
                        {.transfer = std::move(transfer)});
 }
 
-StatusOr<Request> InProcessComm::Irecv(std::span<float> data, int source, int tag) {
-  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Irecv", "source", source, tag, data.size()));
+StatusOr<Request> InProcessComm::Irecv(Wire data, int source, int tag) {
+  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Irecv", "source", source, tag, data));
   auto transfer = std::make_shared<Transfer>();
   {
     std::lock_guard<std::mutex> lock(world_->mu);
     if (!world_->abort_status.ok()) return AbortedError("Irecv");
     PostedRecv recv{context_, source,
                     tag,      data,
-                    transfer, comm_internal::DescribeTransfer(false, source, tag, data.size())};
+                    transfer, comm_internal::DescribeTransfer(false, source, tag, data)};
     PostRecvLocked(*world_, world_ranks_[rank_], std::move(recv));
   }
-  return requests_.Add(RequestInfo::Recv(source, tag, data.size()),
+  return requests_.Add(RequestInfo::Recv(source, tag, data),
                        {.transfer = std::move(transfer)});
 }
 
-Status InProcessComm::RunCollective(std::string_view op, Contribution mine, std::span<float> out,
+Status InProcessComm::RunCollective(std::string_view op, Contribution mine, const Wire& out,
                                     size_t offset) {
   TRIDENT_RETURN_IF_ERROR(CheckUsable(op));
   std::unique_lock<std::mutex> lock(world_->mu);
@@ -220,46 +220,42 @@ Status InProcessComm::CollectiveTimeout(std::string_view op, const Round& round)
       options_.collective_timeout, "those ranks may have failed or called another collective");
 }
 
-Status InProcessComm::AllReduceSum(std::span<float> data) {
-  std::vector<float> copy(data.begin(), data.end());
-  Contribution mine{CollectiveKind::kAllReduceSum, data.size(), data.size(), 0, std::move(copy)};
+Status InProcessComm::AllReduceSum(Wire data) {
+  Contribution mine{CollectiveKind::kAllReduceSum, data.count, data.count, 0, ToFloats(data)};
   return RunCollective("AllReduceSum", std::move(mine), data, 0);
 }
 
-Status InProcessComm::AllGather(std::span<const float> send, std::span<float> recv) {
-  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckAllGatherSizes(send.size(), recv.size(), Size()));
+Status InProcessComm::AllGather(Wire send, Wire recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckAllGatherSizes(send, recv, Size()));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("AllGather", send, recv));
-  std::vector<float> copy(send.begin(), send.end());
-  Contribution mine{CollectiveKind::kAllGather, send.size(), recv.size(), 0, std::move(copy)};
+  Contribution mine{CollectiveKind::kAllGather, send.count, recv.count, 0, ToFloats(send)};
   return RunCollective("AllGather", std::move(mine), recv, 0);
 }
 
-Status InProcessComm::ReduceScatterSum(std::span<const float> send, std::span<float> recv) {
-  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send.size(), recv.size(), Size()));
+Status InProcessComm::ReduceScatterSum(Wire send, Wire recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send, recv, Size()));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("ReduceScatterSum", send, recv));
-  std::vector<float> copy(send.begin(), send.end());
-  Contribution mine{CollectiveKind::kReduceScatterSum, send.size(), recv.size(), 0,
-                    std::move(copy)};
+  Contribution mine{CollectiveKind::kReduceScatterSum, send.count, recv.count, 0,
+                    ToFloats(send)};
   return RunCollective("ReduceScatterSum", std::move(mine), recv,
-                       static_cast<size_t>(rank_) * recv.size());
+                       static_cast<size_t>(rank_) * recv.count);
 }
 
-Status InProcessComm::Broadcast(std::span<float> data, int root) {
+Status InProcessComm::Broadcast(Wire data, int root) {
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckPeer("Broadcast", "root", root, Size()));
   std::vector<float> copy;
-  if (rank_ == root) copy.assign(data.begin(), data.end());
-  Contribution mine{CollectiveKind::kBroadcast, data.size(), data.size(), root, std::move(copy)};
+  if (rank_ == root) copy = ToFloats(data);
+  Contribution mine{CollectiveKind::kBroadcast, data.count, data.count, root, std::move(copy)};
   return RunCollective("Broadcast", std::move(mine), data, 0);
 }
 
-Status InProcessComm::Barrier() { return RunCollective("Barrier", Contribution{}, {}, 0); }
+Status InProcessComm::Barrier() { return RunCollective("Barrier", Contribution{}, Wire(), 0); }
 
-StatusOr<Request> InProcessComm::StartAllReduceSum(std::span<float> data) {
+StatusOr<Request> InProcessComm::StartAllReduceSum(Wire data) {
   TRIDENT_RETURN_IF_ERROR(CheckUsable("StartAllReduceSum"));
-  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckCount("StartAllReduceSum", data.size()));
-  std::vector<float> copy(data.begin(), data.end());
-  Contribution mine{CollectiveKind::kStartAllReduceSum, data.size(), data.size(), 0,
-                    std::move(copy)};
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckCount("StartAllReduceSum", data));
+  Contribution mine{CollectiveKind::kStartAllReduceSum, data.count, data.count, 0,
+                    ToFloats(data)};
   InProcessOp op{.out = data};
   {
     std::lock_guard<std::mutex> lock(world_->mu);
@@ -267,25 +263,23 @@ StatusOr<Request> InProcessComm::StartAllReduceSum(std::span<float> data) {
     op.round = NextRoundKey();
     JoinRoundLocked(*world_, op.round, rank_, Size(), std::move(mine));
   }
-  return requests_.Add(RequestInfo::Collective("AllReduceSum", data.size()), std::move(op));
+  return requests_.Add(RequestInfo::Collective("AllReduceSum", data), std::move(op));
 }
 
-StatusOr<Request> InProcessComm::StartReduceScatterSum(std::span<const float> send,
-                                                       std::span<float> recv) {
+StatusOr<Request> InProcessComm::StartReduceScatterSum(Wire send, Wire recv) {
   TRIDENT_RETURN_IF_ERROR(CheckUsable("StartReduceScatterSum"));
-  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send.size(), recv.size(), Size()));
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send, recv, Size()));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("StartReduceScatterSum", send, recv));
-  std::vector<float> copy(send.begin(), send.end());
-  Contribution mine{CollectiveKind::kStartReduceScatterSum, send.size(), recv.size(), 0,
-                    std::move(copy)};
-  InProcessOp op{.out = recv, .offset = static_cast<size_t>(rank_) * recv.size()};
+  Contribution mine{CollectiveKind::kStartReduceScatterSum, send.count, recv.count, 0,
+                    ToFloats(send)};
+  InProcessOp op{.out = recv, .offset = static_cast<size_t>(rank_) * recv.count};
   {
     std::lock_guard<std::mutex> lock(world_->mu);
     if (!world_->abort_status.ok()) return AbortedError("StartReduceScatterSum");
     op.round = NextRoundKey();
     JoinRoundLocked(*world_, op.round, rank_, Size(), std::move(mine));
   }
-  return requests_.Add(RequestInfo::Collective("ReduceScatterSum", send.size()), std::move(op));
+  return requests_.Add(RequestInfo::Collective("ReduceScatterSum", send), std::move(op));
 }
 
 StatusOr<int> InProcessComm::MeetForSplit(const std::vector<int>& ranks) {

@@ -2,9 +2,31 @@
 
 #include <algorithm>
 
+#include "core/dtype.h"
 #include "runtime/comm/comm_checks.h"
 
 namespace trident::inprocess_internal {
+
+std::vector<float> ToFloats(const Wire& data) {
+  if (data.type == WireType::kFp32) {
+    const float* values = static_cast<const float*>(data.data);
+    return std::vector<float>(values, values + data.count);
+  }
+  const auto* bits = static_cast<const uint16_t*>(data.data);
+  std::vector<float> values(data.count);
+  for (size_t i = 0; i < data.count; ++i) values[i] = FromBf16(bits[i]);
+  return values;
+}
+
+void WriteFloats(const float* values, const Wire& data) {
+  if (data.type == WireType::kFp32) {
+    std::copy_n(values, data.count, static_cast<float*>(data.data));
+    return;
+  }
+  auto* bits = static_cast<uint16_t*>(data.data);
+  for (size_t i = 0; i < data.count; ++i) bits[i] = ToBf16(values[i]);
+}
+
 namespace {
 
 bool Matches(const Message& message, const PostedRecv& recv) {
@@ -13,11 +35,12 @@ bool Matches(const Message& message, const PostedRecv& recv) {
 }
 
 void Complete(const Message& message, PostedRecv& recv) {
-  if (message.data.size() == recv.buffer.size()) {
-    std::copy(message.data.begin(), message.data.end(), recv.buffer.begin());
+  if (message.data.size() == recv.buffer.count && message.type == recv.buffer.type) {
+    WriteFloats(message.data.data(), recv.buffer);
   } else {
-    recv.transfer->status =
-        comm_internal::MessageSizeError(recv.description, std::to_string(message.data.size()));
+    const Wire sent(nullptr, message.data.size(), message.type);
+    recv.transfer->status = comm_internal::MessageSizeError(
+        recv.description, std::to_string(message.data.size()), sent);
   }
   recv.transfer->done = true;
 }
@@ -155,14 +178,11 @@ Round& JoinRoundLocked(WorldState& state, const RoundKey& key, int rank, int siz
   return round;
 }
 
-Status LeaveRoundLocked(WorldState& state, const RoundKey& key, int size, std::span<float> out,
+Status LeaveRoundLocked(WorldState& state, const RoundKey& key, int size, const Wire& out,
                         size_t offset) {
   Round& round = state.rounds.at(key);
   Status status = round.status;
-  if (status.ok() && !out.empty()) {
-    std::copy_n(round.result.begin() + static_cast<std::ptrdiff_t>(offset), out.size(),
-                out.begin());
-  }
+  if (status.ok() && out.count > 0) WriteFloats(round.result.data() + offset, out);
   if (++round.departed == size) state.rounds.erase(key);
   return status;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "runtime/comm/comm.h"
 
 namespace trident::inprocess_internal {
 
@@ -33,10 +34,17 @@ struct Transfer {
   Status status;
 };
 
+// Messages and collectives hold their elements as floats whatever they travel as: bf16 widens
+// exactly and is rounded back (a sum once) when it lands in a bf16 buffer.
+std::vector<float> ToFloats(const Wire& data);
+// Writes data.count values from `values` into `data`, in its element type.
+void WriteFloats(const float* values, const Wire& data);
+
 struct Message {
   int context = 0;
   int source = 0;  // rank in the communicator of `context`
   int tag = 0;
+  WireType type = WireType::kFp32;
   std::vector<float> data;
 };
 
@@ -44,7 +52,7 @@ struct PostedRecv {
   int context = 0;
   int source = 0;
   int tag = 0;
-  std::span<float> buffer;
+  Wire buffer;
   std::shared_ptr<Transfer> transfer;
   std::string description;  // for errors: "Irecv from rank 1 (tag 3, 4 floats)"
 };
@@ -128,10 +136,10 @@ void FinishRound(Round& round);
 // finishes the round and wakes its waiters if that was the last part. Never waits.
 Round& JoinRoundLocked(WorldState& state, const RoundKey& key, int rank, int size,
                        Contribution part);
-// Leaves round `key`: copies out.size() floats of its result, starting at `offset`, into `out`
+// Leaves round `key`: copies out.count elements of its result, starting at `offset`, into `out`
 // if the round succeeded, and erases the round if this was the last of `size` ranks to leave.
 // Returns the round's status. REQUIRES: the round exists and this rank has not left it.
-Status LeaveRoundLocked(WorldState& state, const RoundKey& key, int size, std::span<float> out,
+Status LeaveRoundLocked(WorldState& state, const RoundKey& key, int size, const Wire& out,
                         size_t offset);
 // The communicator ranks whose part `round` still lacks, for timeout messages.
 std::vector<int> MissingRanks(const Round& round);

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "core/dtype.h"
 #include "runtime/comm/comm_checks.h"
 #include "runtime/comm/request_table.h"
 
@@ -57,6 +58,30 @@ class GroupGuard {
   MPI_Group group = MPI_GROUP_NULL;
 };
 
+// bf16 travels as 16-bit words; its sum adds in fp32 and rounds once per pairwise reduction.
+MPI_Datatype MpiType(const Wire& data) {
+  return data.type == WireType::kFp32 ? MPI_FLOAT : MPI_UINT16_T;
+}
+
+// The element count as MPI takes it (CheckCount keeps it within an int).
+int Count(const Wire& data) { return static_cast<int>(data.count); }
+
+void Bf16Sum(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = ToBf16(FromBf16(a[i]) + FromBf16(b[i]));
+}
+
+MPI_Op SumOp(const Wire& data) {
+  if (data.type == WireType::kFp32) return MPI_SUM;
+  static const MPI_Op bf16_sum = [] {
+    MPI_Op op = MPI_OP_NULL;
+    ReportIfError(TRIDENT_MPI_CALL(MPI_Op_create(&Bf16Sum, /*commute=*/1, &op)));
+    return op;
+  }();
+  return bf16_sum;
+}
+
 class MpiComm final : public Comm, private Requests::Backend {
  public:
   MpiComm(std::shared_ptr<MpiSession> session, MPI_Comm comm, int rank, int size,
@@ -71,22 +96,21 @@ class MpiComm final : public Comm, private Requests::Backend {
   int Rank() const override { return rank_; }
   int Size() const override { return size_; }
 
-  StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override;
-  StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override;
+  StatusOr<Request> Isend(Wire data, int dest, int tag) override;
+  StatusOr<Request> Irecv(Wire data, int source, int tag) override;
   Status Wait(Request& request, std::chrono::milliseconds timeout) override {
     return requests_.Wait(request, timeout);
   }
   StatusOr<bool> Test(Request& request) override { return requests_.Test(request); }
   Status Cancel(Request& request) override { return requests_.Cancel(request); }
 
-  Status AllReduceSum(std::span<float> data) override;
-  Status AllGather(std::span<const float> send, std::span<float> recv) override;
-  Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) override;
-  Status Broadcast(std::span<float> data, int root) override;
+  Status AllReduceSum(Wire data) override;
+  Status AllGather(Wire send, Wire recv) override;
+  Status ReduceScatterSum(Wire send, Wire recv) override;
+  Status Broadcast(Wire data, int root) override;
   Status Barrier() override;
-  StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
-  StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
-                                          std::span<float> recv) override;
+  StatusOr<Request> StartAllReduceSum(Wire data) override;
+  StatusOr<Request> StartReduceScatterSum(Wire send, Wire recv) override;
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
   [[noreturn]] void AbortJob(int exit_code) override;
 
@@ -96,8 +120,8 @@ class MpiComm final : public Comm, private Requests::Backend {
   Status Withdraw(Pending& pending) override;
 
   Status CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
-                       size_t count) const;
-  Status CheckCollective(std::string_view op, size_t count) const;
+                       const Wire& data) const;
+  Status CheckCollective(std::string_view op, const Wire& data) const;
   // One MPI_Test of `pending`; on completion checks the received count.
   StatusOr<bool> TestOnce(Pending& pending);
   // Starts tracking `request`, an MPI request started for `info`.
@@ -161,32 +185,32 @@ MpiComm::~MpiComm() {
 }
 
 Status MpiComm::CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
-                              size_t count) const {
+                              const Wire& data) const {
   if (!broken_.empty()) return comm_internal::BrokenCommError(op, broken_);
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckPeer(op, role, peer, size_));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckTag(op, tag));
-  return comm_internal::CheckCount(op, count);
+  return comm_internal::CheckCount(op, data);
 }
 
-Status MpiComm::CheckCollective(std::string_view op, size_t count) const {
+Status MpiComm::CheckCollective(std::string_view op, const Wire& data) const {
   if (!broken_.empty()) return comm_internal::BrokenCommError(op, broken_);
-  return comm_internal::CheckCount(op, count);
+  return comm_internal::CheckCount(op, data);
 }
 
-StatusOr<Request> MpiComm::Isend(std::span<const float> data, int dest, int tag) {
-  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Isend", "dest", dest, tag, data.size()));
+StatusOr<Request> MpiComm::Isend(Wire data, int dest, int tag) {
+  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Isend", "dest", dest, tag, data));
   MPI_Request request = MPI_REQUEST_NULL;
   TRIDENT_MPI_RETURN_IF_ERROR(
-      MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_FLOAT, dest, tag, comm_, &request));
-  return Track(RequestInfo::Send(dest, tag, data.size()), request);
+      MPI_Isend(data.data, Count(data), MpiType(data), dest, tag, comm_, &request));
+  return Track(RequestInfo::Send(dest, tag, data), request);
 }
 
-StatusOr<Request> MpiComm::Irecv(std::span<float> data, int source, int tag) {
-  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Irecv", "source", source, tag, data.size()));
+StatusOr<Request> MpiComm::Irecv(Wire data, int source, int tag) {
+  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Irecv", "source", source, tag, data));
   MPI_Request request = MPI_REQUEST_NULL;
-  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Irecv(data.data(), static_cast<int>(data.size()), MPI_FLOAT,
-                                        source, tag, comm_, &request));
-  return Track(RequestInfo::Recv(source, tag, data.size()), request);
+  TRIDENT_MPI_RETURN_IF_ERROR(
+      MPI_Irecv(data.data, Count(data), MpiType(data), source, tag, comm_, &request));
+  return Track(RequestInfo::Recv(source, tag, data), request);
 }
 
 StatusOr<bool> MpiComm::TestOnce(Pending& p) {
@@ -194,15 +218,16 @@ StatusOr<bool> MpiComm::TestOnce(Pending& p) {
   MPI_Status status;
   int code = MPI_Test(&p.op, &done, &status);
   if (code != MPI_SUCCESS && ErrorClass(code) == MPI_ERR_TRUNCATE) {
-    return comm_internal::MessageSizeError(p.info.Describe(),
-                                           "more than " + std::to_string(p.info.count));
+    return comm_internal::MessageSizeError(
+        p.info.Describe(), "more than " + std::to_string(p.info.data.count), p.info.data);
   }
   TRIDENT_RETURN_IF_ERROR(mpi_internal::MpiResult(code, "MPI_Test", __FILE__, __LINE__));
   if (!done || p.info.kind != RequestInfo::Kind::kRecv) return done != 0;
   int received = 0;
-  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Get_count(&status, MPI_FLOAT, &received));
-  if (static_cast<size_t>(received) != p.info.count) {
-    return comm_internal::MessageSizeError(p.info.Describe(), std::to_string(received));
+  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Get_count(&status, MpiType(p.info.data), &received));
+  if (static_cast<size_t>(received) != p.info.data.count) {
+    return comm_internal::MessageSizeError(p.info.Describe(), std::to_string(received),
+                                           p.info.data);
   }
   return true;
 }
@@ -220,9 +245,10 @@ Status MpiComm::Withdraw(Pending& p) {
   if (result.ok()) result = TRIDENT_MPI_CALL(MPI_Test_cancelled(&status, &cancelled));
   if (result.ok() && !cancelled) {  // it had matched: check it like a completed receive
     int received = 0;
-    result = TRIDENT_MPI_CALL(MPI_Get_count(&status, MPI_FLOAT, &received));
-    if (result.ok() && static_cast<size_t>(received) != p.info.count) {
-      result = comm_internal::MessageSizeError(p.info.Describe(), std::to_string(received));
+    result = TRIDENT_MPI_CALL(MPI_Get_count(&status, MpiType(p.info.data), &received));
+    if (result.ok() && static_cast<size_t>(received) != p.info.data.count) {
+      result = comm_internal::MessageSizeError(p.info.Describe(), std::to_string(received),
+                                               p.info.data);
     }
   }
   return result;
@@ -245,72 +271,66 @@ Status MpiComm::Complete(std::string_view op, MPI_Request request) {
                                      "a rank may have failed or called another collective");
 }
 
-Status MpiComm::AllReduceSum(std::span<float> data) {
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("AllReduceSum", data.size()));
+Status MpiComm::AllReduceSum(Wire data) {
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("AllReduceSum", data));
   MPI_Request request;
-  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Iallreduce(MPI_IN_PLACE, data.data(),
-                                             static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
-                                             comm_, &request));
+  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Iallreduce(MPI_IN_PLACE, data.data, Count(data), MpiType(data),
+                                             SumOp(data), comm_, &request));
   return Complete("AllReduceSum", request);
 }
 
-Status MpiComm::AllGather(std::span<const float> send, std::span<float> recv) {
-  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckAllGatherSizes(send.size(), recv.size(), size_));
+Status MpiComm::AllGather(Wire send, Wire recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckAllGatherSizes(send, recv, size_));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("AllGather", send, recv));
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("AllGather", recv.size()));
-  int count = static_cast<int>(send.size());
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("AllGather", recv));
   MPI_Request request;
-  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Iallgather(send.data(), count, MPI_FLOAT, recv.data(), count,
-                                             MPI_FLOAT, comm_, &request));
+  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Iallgather(send.data, Count(send), MpiType(send), recv.data,
+                                             Count(send), MpiType(recv), comm_, &request));
   return Complete("AllGather", request);
 }
 
-Status MpiComm::ReduceScatterSum(std::span<const float> send, std::span<float> recv) {
-  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send.size(), recv.size(), size_));
+Status MpiComm::ReduceScatterSum(Wire send, Wire recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send, recv, size_));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("ReduceScatterSum", send, recv));
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("ReduceScatterSum", send.size()));
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("ReduceScatterSum", send));
   MPI_Request request;
-  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Ireduce_scatter_block(send.data(), recv.data(),
-                                                        static_cast<int>(recv.size()), MPI_FLOAT,
-                                                        MPI_SUM, comm_, &request));
+  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Ireduce_scatter_block(
+      send.data, recv.data, Count(recv), MpiType(recv), SumOp(recv), comm_, &request));
   return Complete("ReduceScatterSum", request);
 }
 
-Status MpiComm::Broadcast(std::span<float> data, int root) {
+Status MpiComm::Broadcast(Wire data, int root) {
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckPeer("Broadcast", "root", root, size_));
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("Broadcast", data.size()));
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("Broadcast", data));
   MPI_Request request;
   TRIDENT_MPI_RETURN_IF_ERROR(
-      MPI_Ibcast(data.data(), static_cast<int>(data.size()), MPI_FLOAT, root, comm_, &request));
+      MPI_Ibcast(data.data, Count(data), MpiType(data), root, comm_, &request));
   return Complete("Broadcast", request);
 }
 
 Status MpiComm::Barrier() {
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("Barrier", 0));
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("Barrier", Wire()));
   MPI_Request request;
   TRIDENT_MPI_RETURN_IF_ERROR(MPI_Ibarrier(comm_, &request));
   return Complete("Barrier", request);
 }
 
-StatusOr<Request> MpiComm::StartAllReduceSum(std::span<float> data) {
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartAllReduceSum", data.size()));
+StatusOr<Request> MpiComm::StartAllReduceSum(Wire data) {
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartAllReduceSum", data));
   MPI_Request request = MPI_REQUEST_NULL;
-  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Iallreduce(MPI_IN_PLACE, data.data(),
-                                             static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
-                                             comm_, &request));
-  return Track(RequestInfo::Collective("AllReduceSum", data.size()), request);
+  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Iallreduce(MPI_IN_PLACE, data.data, Count(data), MpiType(data),
+                                             SumOp(data), comm_, &request));
+  return Track(RequestInfo::Collective("AllReduceSum", data), request);
 }
 
-StatusOr<Request> MpiComm::StartReduceScatterSum(std::span<const float> send,
-                                                 std::span<float> recv) {
-  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send.size(), recv.size(), size_));
+StatusOr<Request> MpiComm::StartReduceScatterSum(Wire send, Wire recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send, recv, size_));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("StartReduceScatterSum", send, recv));
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartReduceScatterSum", send.size()));
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartReduceScatterSum", send));
   MPI_Request request = MPI_REQUEST_NULL;
-  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Ireduce_scatter_block(send.data(), recv.data(),
-                                                        static_cast<int>(recv.size()), MPI_FLOAT,
-                                                        MPI_SUM, comm_, &request));
-  return Track(RequestInfo::Collective("ReduceScatterSum", send.size()), request);
+  TRIDENT_MPI_RETURN_IF_ERROR(MPI_Ireduce_scatter_block(
+      send.data, recv.data, Count(recv), MpiType(recv), SumOp(recv), comm_, &request));
+  return Track(RequestInfo::Collective("ReduceScatterSum", send), request);
 }
 
 // MPI_COMM_WORLD rather than comm_: MPI promises to end only the processes of the communicator

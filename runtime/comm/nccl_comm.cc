@@ -90,10 +90,14 @@ ncclUniqueId UnpackUniqueId(const std::vector<float>& message) {
   return id;
 }
 
-Status LaunchAllReduce(std::span<float> data, ncclComm_t comm, cudaStream_t stream) {
-  if (data.empty()) return Status::Ok();
+ncclDataType_t NcclType(const Wire& data) {
+  return data.type == WireType::kFp32 ? ncclFloat32 : ncclBfloat16;
+}
+
+Status LaunchAllReduce(const Wire& data, ncclComm_t comm, cudaStream_t stream) {
+  if (data.count == 0) return Status::Ok();
   return TRIDENT_NCCL_CALL(
-      ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, stream));
+      ncclAllReduce(data.data, data.data, data.count, NcclType(data), ncclSum, comm, stream));
 }
 
 }  // namespace
@@ -197,16 +201,16 @@ Status NcclComm::Usable(std::string_view op) const {
 }
 
 Status NcclComm::CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
-                               size_t count) const {
+                               const Wire& data) const {
   TRIDENT_RETURN_IF_ERROR(Usable(op));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckPeer(op, role, peer, Size()));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckTag(op, tag));
-  return comm_internal::CheckCount(op, count);
+  return comm_internal::CheckCount(op, data);
 }
 
-Status NcclComm::CheckCollective(std::string_view op, size_t count) const {
+Status NcclComm::CheckCollective(std::string_view op, const Wire& data) const {
   TRIDENT_RETURN_IF_ERROR(Usable(op));
-  return comm_internal::CheckCount(op, count);
+  return comm_internal::CheckCount(op, data);
 }
 
 bool IsCudaDeviceMemory(const void* data) {
@@ -219,10 +223,10 @@ bool IsCudaDeviceMemory(const void* data) {
 }
 
 Status NcclComm::CheckDeviceMemory(std::string_view op, std::string_view name,
-                                   std::span<const float> data) const {
-  if (data.empty()) return Status::Ok();
+                                   const Wire& data) const {
+  if (data.count == 0) return Status::Ok();
   cudaPointerAttributes attributes{};
-  const cudaError_t error = cudaPointerGetAttributes(&attributes, data.data());
+  const cudaError_t error = cudaPointerGetAttributes(&attributes, data.data);
   if (error == cudaErrorInvalidValue) {  // CUDA before 11 on memory it does not know
     (void)cudaGetLastError();
     attributes.type = cudaMemoryTypeUnregistered;
@@ -300,13 +304,13 @@ Status NcclComm::LaunchGroup(const std::vector<Pending*>& transfers) {
   TRIDENT_NCCL_RETURN_IF_ERROR(ncclGroupStart());
   Status status = Status::Ok();
   for (const Pending* p : transfers) {
-    const size_t count = p->info.count;
+    const size_t count = p->info.data.count;
+    const ncclDataType_t type = NcclType(p->info.data);
     const int peer = p->info.peer;
     if (count == 0) continue;
-    status =
-        p->info.kind == RequestInfo::Kind::kSend
-            ? TRIDENT_NCCL_CALL(ncclSend(p->op.source, count, ncclFloat32, peer, comm_, stream_))
-            : TRIDENT_NCCL_CALL(ncclRecv(p->op.target, count, ncclFloat32, peer, comm_, stream_));
+    status = p->info.kind == RequestInfo::Kind::kSend
+                 ? TRIDENT_NCCL_CALL(ncclSend(p->op.source, count, type, peer, comm_, stream_))
+                 : TRIDENT_NCCL_CALL(ncclRecv(p->op.target, count, type, peer, comm_, stream_));
     if (!status.ok()) break;
   }
   Status ended = TRIDENT_NCCL_CALL(ncclGroupEnd());  // closes the group even after a failure
@@ -369,16 +373,16 @@ void NcclComm::Break(std::string cause) {
   comm_ = nullptr;
 }
 
-StatusOr<Request> NcclComm::Isend(std::span<const float> data, int dest, int tag) {
-  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Isend", "dest", dest, tag, data.size()));
+StatusOr<Request> NcclComm::Isend(Wire data, int dest, int tag) {
+  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Isend", "dest", dest, tag, data));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("Isend", "data", data));
-  return Enqueue(RequestInfo::Send(dest, tag, data.size()), {.source = data.data()});
+  return Enqueue(RequestInfo::Send(dest, tag, data), {.source = data.data});
 }
 
-StatusOr<Request> NcclComm::Irecv(std::span<float> data, int source, int tag) {
-  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Irecv", "source", source, tag, data.size()));
+StatusOr<Request> NcclComm::Irecv(Wire data, int source, int tag) {
+  TRIDENT_RETURN_IF_ERROR(CheckTransfer("Irecv", "source", source, tag, data));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("Irecv", "data", data));
-  return Enqueue(RequestInfo::Recv(source, tag, data.size()), {.target = data.data()});
+  return Enqueue(RequestInfo::Recv(source, tag, data), {.target = data.data});
 }
 
 Progress NcclComm::Poll(Pending& p, std::optional<std::chrono::milliseconds> timeout) {
@@ -407,46 +411,46 @@ Status NcclComm::Withdraw(Pending& p) {
   return status;
 }
 
-Status NcclComm::AllReduceSum(std::span<float> data) {
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("AllReduceSum", data.size()));
+Status NcclComm::AllReduceSum(Wire data) {
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("AllReduceSum", data));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("AllReduceSum", "data", data));
   return RunCollective("AllReduceSum", [&] { return LaunchAllReduce(data, comm_, stream_); });
 }
 
-Status NcclComm::AllGather(std::span<const float> send, std::span<float> recv) {
-  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckAllGatherSizes(send.size(), recv.size(), Size()));
+Status NcclComm::AllGather(Wire send, Wire recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckAllGatherSizes(send, recv, Size()));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("AllGather", send, recv));
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("AllGather", recv.size()));
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("AllGather", recv));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("AllGather", "send", send));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("AllGather", "recv", recv));
   return RunCollective("AllGather", [&]() -> Status {
-    if (send.empty()) return Status::Ok();
+    if (send.count == 0) return Status::Ok();
     return TRIDENT_NCCL_CALL(
-        ncclAllGather(send.data(), recv.data(), send.size(), ncclFloat32, comm_, stream_));
+        ncclAllGather(send.data, recv.data, send.count, NcclType(send), comm_, stream_));
   });
 }
 
-Status NcclComm::ReduceScatterSum(std::span<const float> send, std::span<float> recv) {
-  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send.size(), recv.size(), Size()));
+Status NcclComm::ReduceScatterSum(Wire send, Wire recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send, recv, Size()));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("ReduceScatterSum", send, recv));
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("ReduceScatterSum", send.size()));
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("ReduceScatterSum", send));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("ReduceScatterSum", "send", send));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("ReduceScatterSum", "recv", recv));
   return RunCollective("ReduceScatterSum", [&]() -> Status {
-    if (recv.empty()) return Status::Ok();
-    return TRIDENT_NCCL_CALL(ncclReduceScatter(send.data(), recv.data(), recv.size(), ncclFloat32,
+    if (recv.count == 0) return Status::Ok();
+    return TRIDENT_NCCL_CALL(ncclReduceScatter(send.data, recv.data, recv.count, NcclType(recv),
                                                ncclSum, comm_, stream_));
   });
 }
 
-Status NcclComm::Broadcast(std::span<float> data, int root) {
+Status NcclComm::Broadcast(Wire data, int root) {
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckPeer("Broadcast", "root", root, Size()));
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("Broadcast", data.size()));
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("Broadcast", data));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("Broadcast", "data", data));
   return RunCollective("Broadcast", [&]() -> Status {
-    if (data.empty()) return Status::Ok();
+    if (data.count == 0) return Status::Ok();
     return TRIDENT_NCCL_CALL(
-        ncclBroadcast(data.data(), data.data(), data.size(), ncclFloat32, root, comm_, stream_));
+        ncclBroadcast(data.data, data.data, data.count, NcclType(data), root, comm_, stream_));
   });
 }
 
@@ -461,31 +465,30 @@ Status NcclComm::Barrier() {
   return status;
 }
 
-StatusOr<Request> NcclComm::StartAllReduceSum(std::span<float> data) {
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartAllReduceSum", data.size()));
+StatusOr<Request> NcclComm::StartAllReduceSum(Wire data) {
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartAllReduceSum", data));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("StartAllReduceSum", "data", data));
   DeviceGuard guard(device_);
   TRIDENT_ASSIGN_OR_RETURN(cudaEvent_t done, LaunchCollective("StartAllReduceSum", [&] {
                              return LaunchAllReduce(data, comm_, stream_);
                            }));
-  return requests_.Add(RequestInfo::Collective("AllReduceSum", data.size()), {.done = done});
+  return requests_.Add(RequestInfo::Collective("AllReduceSum", data), {.done = done});
 }
 
-StatusOr<Request> NcclComm::StartReduceScatterSum(std::span<const float> send,
-                                                  std::span<float> recv) {
-  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send.size(), recv.size(), Size()));
+StatusOr<Request> NcclComm::StartReduceScatterSum(Wire send, Wire recv) {
+  TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send, recv, Size()));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("StartReduceScatterSum", send, recv));
-  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartReduceScatterSum", send.size()));
+  TRIDENT_RETURN_IF_ERROR(CheckCollective("StartReduceScatterSum", send));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("StartReduceScatterSum", "send", send));
   TRIDENT_RETURN_IF_ERROR(CheckDeviceMemory("StartReduceScatterSum", "recv", recv));
   DeviceGuard guard(device_);
   TRIDENT_ASSIGN_OR_RETURN(
       cudaEvent_t done, LaunchCollective("StartReduceScatterSum", [&]() -> Status {
-        if (recv.empty()) return Status::Ok();
-        return TRIDENT_NCCL_CALL(ncclReduceScatter(send.data(), recv.data(), recv.size(),
-                                                   ncclFloat32, ncclSum, comm_, stream_));
+        if (recv.count == 0) return Status::Ok();
+        return TRIDENT_NCCL_CALL(ncclReduceScatter(send.data, recv.data, recv.count,
+                                                   NcclType(recv), ncclSum, comm_, stream_));
       }));
-  return requests_.Add(RequestInfo::Collective("ReduceScatterSum", send.size()), {.done = done});
+  return requests_.Add(RequestInfo::Collective("ReduceScatterSum", send), {.done = done});
 }
 
 StatusOr<std::unique_ptr<Comm>> NcclComm::Split(std::vector<int> ranks) {

@@ -113,8 +113,8 @@ bool IsCudaDeviceMemory(const void* data);
 // A pending request's record in an NcclComm: an Isend's or Irecv's buffer, and its completion
 // event on the comm stream (null while a transfer is queued).
 struct NcclOp {
-  const float* source = nullptr;  // an Isend's data
-  float* target = nullptr;        // an Irecv's data
+  const void* source = nullptr;  // an Isend's data
+  void* target = nullptr;        // an Irecv's data
   cudaEvent_t done = nullptr;
 };
 
@@ -133,22 +133,21 @@ class NcclComm final : public Comm, private RequestTable<NcclOp>::Backend {
   int Rank() const override { return host_->Rank(); }
   int Size() const override { return host_->Size(); }
 
-  StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override;
-  StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override;
+  StatusOr<Request> Isend(Wire data, int dest, int tag) override;
+  StatusOr<Request> Irecv(Wire data, int source, int tag) override;
   Status Wait(Request& request, std::chrono::milliseconds timeout) override {
     return requests_.Wait(request, timeout);
   }
   StatusOr<bool> Test(Request& request) override { return requests_.Test(request); }
   Status Cancel(Request& request) override { return requests_.Cancel(request); }
 
-  Status AllReduceSum(std::span<float> data) override;
-  Status AllGather(std::span<const float> send, std::span<float> recv) override;
-  Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) override;
-  Status Broadcast(std::span<float> data, int root) override;
+  Status AllReduceSum(Wire data) override;
+  Status AllGather(Wire send, Wire recv) override;
+  Status ReduceScatterSum(Wire send, Wire recv) override;
+  Status Broadcast(Wire data, int root) override;
   Status Barrier() override;
-  StatusOr<Request> StartAllReduceSum(std::span<float> data) override;
-  StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
-                                          std::span<float> recv) override;
+  StatusOr<Request> StartAllReduceSum(Wire data) override;
+  StatusOr<Request> StartReduceScatterSum(Wire send, Wire recv) override;
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override;
   [[noreturn]] void AbortJob(int exit_code) override;
 
@@ -170,11 +169,10 @@ class NcclComm final : public Comm, private RequestTable<NcclOp>::Backend {
 
   Status Usable(std::string_view op) const;
   Status CheckTransfer(std::string_view op, std::string_view role, int peer, int tag,
-                       size_t count) const;
-  Status CheckCollective(std::string_view op, size_t count) const;
+                       const Wire& data) const;
+  Status CheckCollective(std::string_view op, const Wire& data) const;
   // InvalidArgument unless `data` is device (or managed) memory of this communicator's device.
-  Status CheckDeviceMemory(std::string_view op, std::string_view name,
-                           std::span<const float> data) const;
+  Status CheckDeviceMemory(std::string_view op, std::string_view name, const Wire& data) const;
 
   // Requests::Backend. Poll launches the queue, then polls the request's event; Withdraw
   // drops a queued receive, or aborts the communicator for a launched one not yet complete.

@@ -6,21 +6,21 @@ namespace trident {
 
 using Clock = std::chrono::steady_clock;
 
-RequestInfo RequestInfo::Send(int dest, int tag, size_t count) {
-  return RequestInfo{.kind = Kind::kSend, .peer = dest, .tag = tag, .count = count};
+RequestInfo RequestInfo::Send(int dest, int tag, const Wire& data) {
+  return RequestInfo{.kind = Kind::kSend, .peer = dest, .tag = tag, .data = data};
 }
 
-RequestInfo RequestInfo::Recv(int source, int tag, size_t count) {
-  return RequestInfo{.kind = Kind::kRecv, .peer = source, .tag = tag, .count = count};
+RequestInfo RequestInfo::Recv(int source, int tag, const Wire& data) {
+  return RequestInfo{.kind = Kind::kRecv, .peer = source, .tag = tag, .data = data};
 }
 
-RequestInfo RequestInfo::Collective(std::string_view op, size_t count) {
-  return RequestInfo{.kind = Kind::kCollective, .count = count, .collective = op};
+RequestInfo RequestInfo::Collective(std::string_view op, const Wire& data) {
+  return RequestInfo{.kind = Kind::kCollective, .data = data, .collective = op};
 }
 
 std::string RequestInfo::Describe() const {
-  if (kind == Kind::kCollective) return comm_internal::DescribeCollective(collective, count);
-  return comm_internal::DescribeTransfer(kind == Kind::kSend, peer, tag, count);
+  if (kind == Kind::kCollective) return comm_internal::DescribeCollective(collective, data);
+  return comm_internal::DescribeTransfer(kind == Kind::kSend, peer, tag, data);
 }
 
 Progress Progress::Pending(std::string waiting_for) {

@@ -36,10 +36,10 @@ namespace trident {
 struct RequestInfo {
   enum class Kind { kSend, kRecv, kCollective };
 
-  static RequestInfo Send(int dest, int tag, size_t count);
-  static RequestInfo Recv(int source, int tag, size_t count);
+  static RequestInfo Send(int dest, int tag, const Wire& data);
+  static RequestInfo Recv(int source, int tag, const Wire& data);
   // `op` names the collective ("AllReduceSum") and must outlive the request.
-  static RequestInfo Collective(std::string_view op, size_t count);
+  static RequestInfo Collective(std::string_view op, const Wire& data);
 
   // "Irecv from rank 1 (tag 99, 4 floats)" or "AllReduceSum of 1024 floats".
   std::string Describe() const;
@@ -47,7 +47,7 @@ struct RequestInfo {
   Kind kind = Kind::kSend;
   int peer = 0;
   int tag = 0;
-  size_t count = 0;
+  Wire data;  // the buffer, for its size and element type
   std::string_view collective = {};
 };
 

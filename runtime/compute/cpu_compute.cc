@@ -76,20 +76,6 @@ void CpuCompute::DoCopy(const Tensor& src, Tensor& dst) {
   CopyBytes(dst.raw_data(), src.raw_data(), src.bytes());
 }
 
-namespace {
-
-// x rounded to the nearest bf16, ties to even; a NaN stays a (quiet) NaN of the same sign.
-uint16_t ToBf16(float x) {
-  const auto bits = std::bit_cast<uint32_t>(x);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
-  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
-float FromBf16(uint16_t x) { return std::bit_cast<float>(static_cast<uint32_t>(x) << 16); }
-
-}  // namespace
-
 void CpuCompute::DoCast(const Tensor& src, Tensor& dst) {
   if (src.type() == dst.type()) return DoCopy(src, dst);
   const bool narrow = dst.type() == ElementType::kBf16;

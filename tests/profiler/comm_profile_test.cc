@@ -354,15 +354,16 @@ class CorruptingComm final : public Comm {
 
   int Rank() const override { return inner_->Rank(); }
   int Size() const override { return inner_->Size(); }
-  StatusOr<Request> Isend(std::span<const float> data, int dest, int tag) override {
-    if (target_ != Collective::kP2p || data.size() < kMinFloats) {
+  StatusOr<Request> Isend(Wire data, int dest, int tag) override {
+    if (target_ != Collective::kP2p || data.count < kMinFloats) {
       return inner_->Isend(data, dest, tag);
     }
-    sent_.emplace_back(data.begin(), data.end());
+    const float* values = static_cast<const float*>(data.data);
+    sent_.emplace_back(values, values + data.count);
     Damage(sent_.back());
     return inner_->Isend(sent_.back(), dest, tag);
   }
-  StatusOr<Request> Irecv(std::span<float> data, int source, int tag) override {
+  StatusOr<Request> Irecv(Wire data, int source, int tag) override {
     return inner_->Irecv(data, source, tag);
   }
   Status Wait(Request& request, std::chrono::milliseconds timeout) override {
@@ -370,24 +371,21 @@ class CorruptingComm final : public Comm {
   }
   StatusOr<bool> Test(Request& request) override { return inner_->Test(request); }
   Status Cancel(Request& request) override { return inner_->Cancel(request); }
-  Status AllReduceSum(std::span<float> data) override {
+  Status AllReduceSum(Wire data) override {
     return After(Collective::kAllReduce, inner_->AllReduceSum(data), data);
   }
-  Status AllGather(std::span<const float> send, std::span<float> recv) override {
+  Status AllGather(Wire send, Wire recv) override {
     return After(Collective::kAllGather, inner_->AllGather(send, recv), recv);
   }
-  Status ReduceScatterSum(std::span<const float> send, std::span<float> recv) override {
+  Status ReduceScatterSum(Wire send, Wire recv) override {
     return After(Collective::kReduceScatter, inner_->ReduceScatterSum(send, recv), recv);
   }
-  Status Broadcast(std::span<float> data, int root) override {
-    return inner_->Broadcast(data, root);
-  }
+  Status Broadcast(Wire data, int root) override { return inner_->Broadcast(data, root); }
   Status Barrier() override { return inner_->Barrier(); }
-  StatusOr<Request> StartAllReduceSum(std::span<float> data) override {
+  StatusOr<Request> StartAllReduceSum(Wire data) override {
     return inner_->StartAllReduceSum(data);
   }
-  StatusOr<Request> StartReduceScatterSum(std::span<const float> send,
-                                          std::span<float> recv) override {
+  StatusOr<Request> StartReduceScatterSum(Wire send, Wire recv) override {
     return inner_->StartReduceScatterSum(send, recv);
   }
   StatusOr<std::unique_ptr<Comm>> Split(std::vector<int> ranks) override {
@@ -404,9 +402,12 @@ class CorruptingComm final : public Comm {
   static constexpr size_t kElement = 17;
 
  private:
-  static void Damage(std::span<float> data) { data[kElement] += 1; }
-  Status After(Collective kind, Status status, std::span<float> result) {
-    if (status.ok() && kind == target_ && result.size() >= kMinFloats) Damage(result);
+  // The sweep moves fp32 only.
+  static void Damage(std::vector<float>& data) { data[kElement] += 1; }
+  Status After(Collective kind, Status status, const Wire& result) {
+    if (status.ok() && kind == target_ && result.count >= kMinFloats) {
+      static_cast<float*>(result.data)[kElement] += 1;
+    }
     return status;
   }
 

@@ -38,41 +38,41 @@ class CountingComm final : public Comm {
 
   int Rank() const override { return inner_->Rank(); }
   int Size() const override { return inner_->Size(); }
-  StatusOr<Request> Isend(std::span<const float> d, int dest, int tag) override {
+  StatusOr<Request> Isend(Wire d, int dest, int tag) override {
     ++calls_;
     return inner_->Isend(d, dest, tag);
   }
-  StatusOr<Request> Irecv(std::span<float> d, int source, int tag) override {
+  StatusOr<Request> Irecv(Wire d, int source, int tag) override {
     ++calls_;
     return inner_->Irecv(d, source, tag);
   }
   Status Wait(Request& r, std::chrono::milliseconds t) override { return inner_->Wait(r, t); }
   StatusOr<bool> Test(Request& r) override { return inner_->Test(r); }
   Status Cancel(Request& r) override { return inner_->Cancel(r); }
-  Status AllReduceSum(std::span<float> d) override {
+  Status AllReduceSum(Wire d) override {
     ++calls_;
     return inner_->AllReduceSum(d);
   }
-  Status AllGather(std::span<const float> s, std::span<float> r) override {
+  Status AllGather(Wire s, Wire r) override {
     ++calls_;
-    all_gathers_.Add(r.size());
+    all_gathers_.Add(r.count);
     return inner_->AllGather(s, r);
   }
-  Status ReduceScatterSum(std::span<const float> s, std::span<float> r) override {
+  Status ReduceScatterSum(Wire s, Wire r) override {
     ++calls_;
-    reduce_scatters_.Add(s.size());
+    reduce_scatters_.Add(s.count);
     return inner_->ReduceScatterSum(s, r);
   }
-  Status Broadcast(std::span<float> d, int root) override {
+  Status Broadcast(Wire d, int root) override {
     ++calls_;
     return inner_->Broadcast(d, root);
   }
   Status Barrier() override { return inner_->Barrier(); }
-  StatusOr<Request> StartAllReduceSum(std::span<float> d) override {
+  StatusOr<Request> StartAllReduceSum(Wire d) override {
     ++calls_;
     return inner_->StartAllReduceSum(d);
   }
-  StatusOr<Request> StartReduceScatterSum(std::span<const float> s, std::span<float> r) override {
+  StatusOr<Request> StartReduceScatterSum(Wire s, Wire r) override {
     ++calls_;
     return inner_->StartReduceScatterSum(s, r);
   }

@@ -17,6 +17,9 @@
 namespace trident {
 namespace {
 
+// A buffer of n floats, as a request records it (its size and element type).
+Wire Floats(size_t n) { return Wire(nullptr, n, WireType::kFp32); }
+
 using std::chrono::milliseconds;
 
 // A fake request: the results its polls return, in order (Pending once they run out).
@@ -66,7 +69,7 @@ TEST_F(RequestTableTest, InactiveRequestsAreDoneWithoutPolling) {
 }
 
 TEST_F(RequestTableTest, TestIsFalseUntilThePollFindsItDone) {
-  Request request = table_.Add(RequestInfo::Recv(1, 7, 4),
+  Request request = table_.Add(RequestInfo::Recv(1, 7, Floats(4)),
                                {.polls = {Progress::Pending(), Progress::Done(Status::Ok())}});
   ASSERT_TRUE(request.active());
   StatusOr<bool> first = table_.Test(request);
@@ -84,7 +87,7 @@ TEST_F(RequestTableTest, TestIsFalseUntilThePollFindsItDone) {
 }
 
 TEST_F(RequestTableTest, WaitReturnsTheStatusTheRequestFinishedWith) {
-  Request request = table_.Add(RequestInfo::Recv(1, 7, 4),
+  Request request = table_.Add(RequestInfo::Recv(1, 7, Floats(4)),
                                {.polls = {Progress::Done(InvalidArgument("4 floats, got 5"))}});
   Status status = table_.Wait(request, milliseconds(30));
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
@@ -96,7 +99,7 @@ TEST_F(RequestTableTest, WaitReturnsTheStatusTheRequestFinishedWith) {
 }
 
 TEST_F(RequestTableTest, FinishingTwiceIsOkAndPollsOnce) {
-  Request request = table_.Add(RequestInfo::Send(2, 3, 8), {.polls = {Progress::Done({})}});
+  Request request = table_.Add(RequestInfo::Send(2, 3, Floats(8)), {.polls = {Progress::Done({})}});
   EXPECT_TRUE(table_.Wait(request, milliseconds(10)).ok());
   EXPECT_TRUE(table_.Wait(request, milliseconds(10)).ok());
   StatusOr<bool> tested = table_.Test(request);
@@ -107,7 +110,7 @@ TEST_F(RequestTableTest, FinishingTwiceIsOkAndPollsOnce) {
 
 TEST_F(RequestTableTest, TestOfAFailedRequestReturnsItsErrorAndDeactivatesIt) {
   Request request =
-      table_.Add(RequestInfo::Send(2, 3, 8), {.polls = {Progress::Done(Internal("MPI_Test"))}});
+      table_.Add(RequestInfo::Send(2, 3, Floats(8)), {.polls = {Progress::Done(Internal("MPI_Test"))}});
   StatusOr<bool> tested = table_.Test(request);
   EXPECT_FALSE(tested.ok());
   EXPECT_EQ(tested.status().message(), "MPI_Test");
@@ -126,13 +129,13 @@ TEST_F(RequestTableTest, WaitPastItsTimeoutNamesTheRequestAndKeepsItActive) {
   const std::string kTransfer(comm_internal::kTransferHint);
   const std::string kCollective(comm_internal::kStartedCollectiveHint);
   const std::vector<TimeoutCase> cases = {
-      {RequestInfo::Recv(1, 99, 4), "", kTransfer,
+      {RequestInfo::Recv(1, 99, Floats(4)), "", kTransfer,
        "Wait: Irecv from rank 1 (tag 99, 4 floats) did not complete within 50 ms; hint: " +
            kTransfer},
-      {RequestInfo::Send(0, 1, 2), "", "match by order",
+      {RequestInfo::Send(0, 1, Floats(2)), "", "match by order",
        "Wait: Isend to rank 0 (tag 1, 2 floats) did not complete within 50 ms; hint: match by "
        "order"},
-      {RequestInfo::Collective("AllReduceSum", 1024), " (waiting for ranks [2])", kTransfer,
+      {RequestInfo::Collective("AllReduceSum", Floats(1024)), " (waiting for ranks [2])", kTransfer,
        "Wait: AllReduceSum of 1024 floats (waiting for ranks [2]) did not complete within 50 ms; "
        "hint: " +
            kCollective},
@@ -152,7 +155,7 @@ TEST_F(RequestTableTest, WaitPastItsTimeoutNamesTheRequestAndKeepsItActive) {
 }
 
 TEST_F(RequestTableTest, AFailedPollLeavesTheRequestActive) {
-  Request request = table_.Add(RequestInfo::Recv(1, 7, 4),
+  Request request = table_.Add(RequestInfo::Recv(1, 7, Floats(4)),
                                {.polls = {Progress::PollFailed(FailedPrecondition("aborted")),
                                           Progress::PollFailed(FailedPrecondition("aborted")),
                                           Progress::Done(Status::Ok())}});
@@ -166,8 +169,8 @@ TEST_F(RequestTableTest, AFailedPollLeavesTheRequestActive) {
 }
 
 TEST_F(RequestTableTest, CancelRefusesSendsAndCollectivesAndKeepsThemActive) {
-  Request send = table_.Add(RequestInfo::Send(2, 3, 8), {});
-  Request started = table_.Add(RequestInfo::Collective("AllReduceSum", 16), {});
+  Request send = table_.Add(RequestInfo::Send(2, 3, Floats(8)), {});
+  Request started = table_.Add(RequestInfo::Collective("AllReduceSum", Floats(16)), {});
   Status refused_send = table_.Cancel(send);
   EXPECT_EQ(refused_send.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(refused_send.message(),
@@ -181,8 +184,8 @@ TEST_F(RequestTableTest, CancelRefusesSendsAndCollectivesAndKeepsThemActive) {
 }
 
 TEST_F(RequestTableTest, CancelWithdrawsAReceiveAndReturnsItsStatus) {
-  Request withdrawn = table_.Add(RequestInfo::Recv(1, 7, 4), {});
-  Request matched = table_.Add(RequestInfo::Recv(1, 8, 4),
+  Request withdrawn = table_.Add(RequestInfo::Recv(1, 7, Floats(4)), {});
+  Request matched = table_.Add(RequestInfo::Recv(1, 8, Floats(4)),
                                {.polls = {}, .withdrawn = InvalidArgument("got 5 floats")});
   EXPECT_TRUE(table_.Cancel(withdrawn).ok());
   EXPECT_FALSE(withdrawn.active());
@@ -195,8 +198,8 @@ TEST_F(RequestTableTest, CancelWithdrawsAReceiveAndReturnsItsStatus) {
 
 TEST_F(RequestTableTest, RequestsOfAnotherCommunicatorAreUnknown) {
   Table other(other_owner_.get(), &backend_);
-  Request foreign = other.Add(RequestInfo::Recv(1, 7, 4), {});
-  table_.Add(RequestInfo::Recv(1, 7, 4), {});  // same id in this table
+  Request foreign = other.Add(RequestInfo::Recv(1, 7, Floats(4)), {});
+  table_.Add(RequestInfo::Recv(1, 7, Floats(4)), {});  // same id in this table
   const std::string unknown =
       ": the request was not made by this communicator or already completed";
   EXPECT_EQ(table_.Wait(foreign, milliseconds(1)).message(), "Wait" + unknown);
@@ -211,7 +214,7 @@ TEST_F(RequestTableTest, RequestsOfAnotherCommunicatorAreUnknown) {
 TEST_F(RequestTableTest, RequestsFinishInAnyOrder) {
   std::vector<Request> requests;
   for (int tag = 0; tag < 3; ++tag) {
-    requests.push_back(table_.Add(RequestInfo::Recv(1, tag, 4), {}));
+    requests.push_back(table_.Add(RequestInfo::Recv(1, tag, Floats(4)), {}));
   }
   table_.Find(requests[1])->op.polls.push_back(Progress::Done(Status::Ok()));
   EXPECT_TRUE(table_.Wait(requests[1], milliseconds(1)).ok());
