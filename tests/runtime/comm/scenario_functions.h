@@ -42,6 +42,12 @@ void TestPollsStartedAllReduce(Comm& comm);
 void StartedAllReduceWaitTimesOut(Comm& comm);
 void CancelRefusesStartedAllReduce(Comm& comm);
 
+// bf16_scenarios.cc
+void Bf16SendRecv(Comm& comm);
+void Bf16Collectives(Comm& comm);
+void Bf16SumRounds(Comm& comm);
+void Bf16TypeMismatch(Comm& comm);
+
 // split_scenarios.cc
 void SplitTpCpAndGradGroups(Comm& comm);
 void SplitReversedOrder(Comm& comm);
