@@ -1,7 +1,6 @@
 // trident run MODEL: the whole flow on this machine (launcher/run_flow.h) — the layer and link
 // profiles (cached), the plan, training — and finally the run's files. Each step runs the same
 // `trident` subcommand a user would, and prints its command first.
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -76,17 +75,6 @@ std::vector<int> ProfiledCpDegrees(const std::vector<std::string>& fix, const Mo
   return CheckMeasuredOptions(model, options, devices).ok() ? options.cps : std::vector<int>{1};
 }
 
-// bf16 runs where no bf16 tensor crosses ranks (runtime/train/plan_contract.h): the profile
-// measures tp 1 and cp 1 only, and unless the flags say otherwise (which the plan check then
-// refuses, naming the field), the planner keeps one pipeline stage and unsharded replicas.
-void KeepBf16Runnable(const RunFlags& f, RunFlowOptions* o) {
-  const bool pp_fixed = std::any_of(f.fix.begin(), f.fix.end(), [](const std::string& fix) {
-    return fix.find("pp=") != std::string::npos;
-  });
-  if (!pp_fixed) o->fix.push_back("pp=1");
-  if (f.dp_sharding == RunFlags().dp_sharding) o->dp_sharding = "none";
-}
-
 // The flow's options from the flags and the files they name, and the cluster's name; what is
 // wrong when they do not hold together.
 
@@ -139,14 +127,9 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   profile.micro_batches = o.micro_batches;
   profile.seq_len = o.seq_len;
   profile.threads = o.threads;
-  profile.dtype = ValueOf(DTypeNames(), f.dtype).value_or(model.dtype);
-  if (profile.dtype == DType::kFp32) {
-    o.profile_tps = MeasurableTpDegrees(model, profile, o.devices);
-    profile.tps = o.profile_tps;
-    o.profile_cps = ProfiledCpDegrees(f.fix, model, profile, o.devices);
-  } else {
-    KeepBf16Runnable(f, &o);
-  }
+  o.profile_tps = MeasurableTpDegrees(model, profile, o.devices);
+  profile.tps = o.profile_tps;
+  o.profile_cps = ProfiledCpDegrees(f.fix, model, profile, o.devices);
   o.machine = ThisCpuModelName() + "|" + TridentBuild();
   return o;
 }

@@ -61,12 +61,6 @@ Status CheckMeasuredOptions(const ModelSpec& model, const MeasuredProfileOptions
   for (int mb : options.micro_batches) {
     if (mb < 1) return InvalidArgument("--micro-batch " + std::to_string(mb) + ": must be >= 1");
   }
-  const bool alone = options.tps == std::vector<int>{1} && options.cps == std::vector<int>{1};
-  if (options.dtype != DType::kFp32 && !alone) {
-    return InvalidArgument("--dtype " + DTypeName(options.dtype) +
-                           ": the runtime's tp and cp collectives move fp32 tensors only, so " +
-                           DTypeName(options.dtype) + " layers are measured at --tp 1 --cp 1");
-  }
   for (int tp : options.tps) TRIDENT_RETURN_IF_ERROR(CheckTp(model, tp, world_size));
   const int64_t seq = options.seq_len > 0 ? options.seq_len : model.max_seq_len;
   for (int cp : options.cps) {

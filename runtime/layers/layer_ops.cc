@@ -91,7 +91,7 @@ Tensor AllGatherRankMajor(const LayerContext& context, Comm& comm, const char* w
                           const Tensor& local, const std::vector<int64_t>& dims) {
   Tensor by_rank = context.compute->Allocate(dims, local.type());
   context.compute->Synchronize();
-  CheckCollective(comm.AllGather(local.span<float>(), by_rank.span<float>()), what, local, context);
+  CheckCollective(comm.AllGather(WireOf(local), WireOf(by_rank)), what, local, context);
   return by_rank;
 }
 
@@ -101,8 +101,7 @@ Tensor ReduceScatterRankMajor(const LayerContext& context, Comm& comm, const cha
                               const Tensor& by_rank, const std::vector<int64_t>& dims) {
   Tensor mine = context.compute->Allocate(dims, by_rank.type());
   context.compute->Synchronize();
-  CheckCollective(comm.ReduceScatterSum(by_rank.span<float>(), mine.span<float>()), what, by_rank,
-                  context);
+  CheckCollective(comm.ReduceScatterSum(WireOf(by_rank), WireOf(mine)), what, by_rank, context);
   return mine;
 }
 
@@ -134,7 +133,7 @@ Tensor TpReduce(const LayerContext& context, Tensor partial_BSC) {
   Compute& compute = *context.compute;
   if (!SequenceSplit(context)) {
     compute.Synchronize();
-    CheckCollective(context.tp_comm->AllReduceSum(partial_BSC.span<float>()), "tp all-reduce",
+    CheckCollective(context.tp_comm->AllReduceSum(WireOf(partial_BSC)), "tp all-reduce",
                     partial_BSC, context);
     return partial_BSC;
   }
@@ -219,6 +218,13 @@ Tensor CpReduce(const LayerContext& context, Tensor whole_BS) {
   local_dims[1] /= context.cp_size;
   return ReduceScatterRankMajor(context, *context.cp_comm, "cp reduce-scatter", by_rank,
                                 local_dims);
+}
+
+Wire WireOf(const Tensor& t) {
+  TRIDENT_CHECK(t.type() == ElementType::kFp32 || t.type() == ElementType::kBf16)
+      << "a Comm moves fp32 or bf16, not " << t.ToString();
+  const WireType type = t.type() == ElementType::kFp32 ? WireType::kFp32 : WireType::kBf16;
+  return Wire(const_cast<void*>(t.raw_data()), static_cast<size_t>(t.numel()), type);
 }
 
 Tensor Clone(Compute& compute, const Tensor& src) {

@@ -91,6 +91,8 @@ Tensor CpGather(const LayerContext& context, Tensor& local_BS);
 // Backward of CpGather: this rank's local part [B, S/cp, ..] of the sum over the cp group of
 // every rank's whole-sequence gradient [B, S, ..], by a reduce-scatter (`whole` for cp 1).
 Tensor CpReduce(const LayerContext& context, Tensor whole_BS);
+// `t`'s elements as a Comm buffer (fp32 or bf16). REQUIRES: t is fp32 or bf16.
+Wire WireOf(const Tensor& t);
 // A copy of `src` (same shape) in a new tensor.
 Tensor Clone(Compute& compute, const Tensor& src);
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/layers/layer_ops.h"
+
 namespace trident {
 
 GradSync::GradSync(Compute* compute, StageModel* model, Comm* grad_comm, Comm* tie_comm,
@@ -13,6 +15,7 @@ GradSync::GradSync(Compute* compute, StageModel* model, Comm* grad_comm, Comm* t
       tp_comm_(tp_comm),
       shard_(shard) {
   for (ModelParameter& p : model->parameters()) {
+    value_type_ = p.param.value->type();
     if (p.param.tp_partial_grad && tp_comm_ != nullptr) {
       tp_partial_.grads.push_back(p.param.grad);
       tp_partial_.numel += p.param.grad->numel();
@@ -218,14 +221,20 @@ Status GradSync::Finish(std::chrono::milliseconds timeout) {
 Status GradSync::GatherParameters() {
   if (!shard_.sharded()) return Status::Ok();
   for (Bucket& b : buckets_) {
-    TRIDENT_RETURN_IF_ERROR(GatherChunks(b.params, b.chunks, b.mine, b.flat));
+    if (value_type_ == ElementType::kFp32) {  // the gradient buffers carry the values too
+      TRIDENT_RETURN_IF_ERROR(GatherChunks(b.params, b.chunks, b.mine, b.flat));
+      continue;
+    }
+    Tensor mine = compute_->Allocate({b.chunks}, value_type_);
+    Tensor blocks = compute_->Allocate({shard_.n * b.chunks}, value_type_);
+    TRIDENT_RETURN_IF_ERROR(GatherChunks(b.params, b.chunks, mine, blocks));
   }
   if (values_.defined()) return Status::Ok();  // the next forward gathers them
   for (const LayerGrads& layer : layers_) {
     if (layer.own == 0) continue;
     const std::vector<Parameter*> own(layer.params.begin(), layer.params.begin() + layer.own);
-    Tensor mine = compute_->Allocate({layer.own_chunks});
-    Tensor blocks = compute_->Allocate({shard_.n * layer.own_chunks});
+    Tensor mine = compute_->Allocate({layer.own_chunks}, value_type_);
+    Tensor blocks = compute_->Allocate({shard_.n * layer.own_chunks}, value_type_);
     TRIDENT_RETURN_IF_ERROR(GatherChunks(own, layer.own_chunks, mine, blocks));
   }
   return Status::Ok();
@@ -249,7 +258,7 @@ Status GradSync::GatherInto(const std::vector<Parameter*>& params, int64_t chunk
                             const Tensor& mine, Tensor& blocks) {
   compute_->Synchronize();
   Tensor all = blocks.View(0, {shard_.n * chunks});
-  TRIDENT_RETURN_IF_ERROR(shard_.shard_comm->AllGather(mine.span<float>(), all.span<float>()));
+  TRIDENT_RETURN_IF_ERROR(shard_.shard_comm->AllGather(WireOf(mine), WireOf(all)));
   for (int k = 0; k < shard_.n; ++k) {
     int64_t at = k * chunks;
     for (Parameter* p : params) {
@@ -265,7 +274,7 @@ Status GradSync::GatherInto(const std::vector<Parameter*>& params, int64_t chunk
 }
 
 void GradSync::TakeValueChunks(int64_t numel) {
-  values_ = compute_->Allocate({numel});
+  values_ = compute_->Allocate({numel}, value_type_);
   for (ModelParameter& p : model_->parameters()) {
     auto it = released_.find(p.param.grad);
     if (it == released_.end()) continue;
@@ -281,7 +290,7 @@ void GradSync::TakeValueChunks(int64_t numel) {
 Status GradSync::LayerParamsNeeded(int stage, int layer) {
   LayerGrads* group = FindLayer(stage, layer);
   if (group == nullptr || !values_.defined()) return Status::Ok();
-  Tensor mine = compute_->Allocate({group->chunks});
+  Tensor mine = compute_->Allocate({group->chunks}, value_type_);
   int64_t at = 0;
   for (Parameter* p : group->params) {
     const ShardSpan span = shard_.Of(p->numel());
@@ -290,9 +299,9 @@ Status GradSync::LayerParamsNeeded(int stage, int layer) {
       compute_->Copy(values_.View(released_.at(p->grad), {span.length}), slot);
     }
     at += span.chunk;
-    *p->value = compute_->Allocate(p->shape());
+    *p->value = compute_->Allocate(p->shape(), value_type_);
   }
-  Tensor blocks = compute_->Allocate({shard_.n * group->chunks});
+  Tensor blocks = compute_->Allocate({shard_.n * group->chunks}, value_type_);
   return GatherInto(group->params, group->chunks, mine, blocks);
 }
 

@@ -163,6 +163,8 @@ class GradSync {
   std::map<const Tensor*, int64_t> released_;
   // Parameter sharding: this rank's chunks of those gradients' parameters, at the same offsets.
   Tensor values_;
+  // The parameters' values' element type (the plan's dtype); gradients are fp32.
+  ElementType value_type_ = ElementType::kFp32;
 };
 
 }  // namespace trident

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "models/layer_shapes.h"
+#include "runtime/layers/layer_ops.h"
 
 namespace trident {
 namespace {
@@ -86,7 +87,9 @@ Tensor Interpreter::ActivationTensor() {
   // its S/(cp·t).
   const int64_t local_seq = plan.seq_len / plan.mesh.cp;
   const int64_t seq = plan.sequence_parallel ? local_seq / plan.mesh.tp : local_seq;
-  return compute_->Allocate({plan.micro_batch_size, seq, plan.model.hidden});
+  // Activations and their gradients travel in the plan's dtype, as the layers make them.
+  return compute_->Allocate({plan.micro_batch_size, seq, plan.model.hidden},
+                            ElementTypeOf(plan.dtype));
 }
 
 Status Interpreter::PostReceive(size_t index) {
@@ -94,7 +97,7 @@ Status Interpreter::PostReceive(size_t index) {
   std::optional<int> source = SourceOf(a);
   if (!source || *source == rank_ || receives_.count(index)) return Status::Ok();
   Transfer t{Request(), ActivationTensor()};
-  StatusOr<Request> request = world_->Irecv(t.buffer.span<float>(), *source, TagOf(a, false));
+  StatusOr<Request> request = world_->Irecv(WireOf(t.buffer), *source, TagOf(a, false));
   if (!request.ok()) return Internal(Describe(a) + ": " + request.status().message());
   t.request = std::move(*request);
   receives_.emplace(index, std::move(t));
@@ -134,7 +137,7 @@ Status Interpreter::Send(const Action& a, Tensor tensor) {
     local_[{tag, a.micro_batch}] = std::move(tensor);
     return Status::Ok();
   }
-  StatusOr<Request> request = world_->Isend(tensor.span<float>(), dest, tag);
+  StatusOr<Request> request = world_->Isend(WireOf(tensor), dest, tag);
   if (!request.ok()) return Internal(Describe(a) + ": " + request.status().message());
   sends_.push_back({std::move(*request), std::move(tensor)});
   return Status::Ok();

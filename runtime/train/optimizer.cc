@@ -70,6 +70,12 @@ Tensor Optimizer::MasterOf(const Parameter& p, int64_t length) {
   return master;
 }
 
+void Optimizer::ResetMaster(size_t i) {
+  if (!master_[i].defined()) return;
+  const Parameter& p = (*parameters_)[i].param;
+  compute_->Cast(DpShard::Chunk(*p.value, shard_.Of(p.numel())), master_[i]);
+}
+
 void Optimizer::Step(int64_t step, int64_t update, double grad_scale) {
   ParamChunks chunks;
   for (ModelParameter& p : *parameters_) {

@@ -82,6 +82,9 @@ class Optimizer {
   Tensor& ExpAvgSq(size_t i) { return exp_avg_sq_[i]; }
   // The fp32 master weights of parameter i's chunk; undefined for an fp32 value (its own master).
   Tensor& Master(size_t i) { return master_[i]; }
+  // Sets parameter i's master weights from its value (after the value was replaced whole, as a
+  // split tie's copy is at start); nothing for an fp32 value.
+  void ResetMaster(size_t i);
   const DpShard& shard() const { return shard_; }
 
  private:

@@ -20,29 +20,12 @@ void CheckSharding(const Plan& plan, std::vector<FieldError>* out) {
   }
 }
 
-// bf16 runs as Megatron's bf16 mode (runtime/train/optimizer.h) where no bf16 tensor crosses
-// ranks: the communicator moves fp32, which the gradients are, but not the bf16 activations
-// of tensor, context and pipeline parallelism or the values sharding gathers. fp16 would need
-// loss scaling, which the runtime does not have.
+// fp32 and bf16 (Megatron's bf16 mode: runtime/train/optimizer.h) run; fp16 would need loss
+// scaling, which the runtime does not have.
 void CheckDtype(const Plan& plan, std::vector<FieldError>* out) {
-  if (plan.dtype == DType::kFp16) {
-    out->push_back({"dtype", "fp16 training (with loss scaling) is not implemented by the runtime",
-                    "plan again with --dtype bf16 or --dtype fp32"});
-    return;
-  }
-  if (plan.dtype != DType::kBf16) return;
-  const bool alone = plan.mesh.tp == 1 && plan.mesh.cp == 1 && plan.mesh.pp == 1;
-  if (!alone || plan.dp_sharding != DpSharding::kNone) {
-    out->push_back({"dtype",
-                    "bf16 runs only where no bf16 tensor crosses ranks (tp 1, cp 1, pp 1, "
-                    "dp_sharding none; data parallelism all-reduces fp32 gradients), and this "
-                    "plan has tp " +
-                        Str(plan.mesh.tp) + ", cp " + Str(plan.mesh.cp) + ", pp " +
-                        Str(plan.mesh.pp) + ", dp_sharding " +
-                        NameOf(DpShardingNames(), plan.dp_sharding),
-                    "plan again with --dtype fp32, or with --fix tp=1,pp=1,cp=1 "
-                    "--dp-sharding none"});
-  }
+  if (plan.dtype != DType::kFp16) return;
+  out->push_back({"dtype", "fp16 training (with loss scaling) is not implemented by the runtime",
+                  "plan again with --dtype bf16 or --dtype fp32"});
 }
 
 // The fields that need no layout: the model's layers, dropout, dtype and dp_sharding.

@@ -50,7 +50,9 @@ StatusOr<std::vector<float>> EncodeShards(const TrainState& s) {
     for (int64_t d : shape) w.Int(d);
     const int64_t numel = p.param.numel();
     if (const Tensor& master = s.optimizer->Master(i); master.defined()) {
-      w.Floats(ToHost(*s.compute, master));  // mixed precision: the fp32 weights, not the bf16
+      // Mixed precision: the fp32 master weights, not the bf16 values.
+      TRIDENT_ASSIGN_OR_RETURN(std::vector<float> weights, StateToHost(s, master, numel));
+      w.Floats(weights);
     } else if (p.param.value->defined()) {
       w.Floats(ToHost(*s.compute, *p.param.value));
     } else {  // released: every rank of the shard group gathers it
@@ -200,11 +202,13 @@ StatusOr<int64_t> LoadTrainCheckpoint(const TrainState& s, const std::string& pa
   for (size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = params[i].param;
     const int layer = params[i].layer;
+    // bf16 values are the weights rounded; the master weights keep them whole (this rank's chunk).
+    const StatusOr<HostTensor> weights = reader.ReadParam(layer, p.name, p.full_shape, p.slice);
+    TRIDENT_RETURN_IF_ERROR(CopyIn(*s.compute, weights, *p.value));
     Tensor& master = s.optimizer->Master(i);
-    TRIDENT_RETURN_IF_ERROR(CopyIn(*s.compute,
-                                   reader.ReadParam(layer, p.name, p.full_shape, p.slice),
-                                   master.defined() ? master : *p.value));
-    if (master.defined()) s.compute->Cast(master, *p.value);
+    if (master.defined()) {
+      TRIDENT_RETURN_IF_ERROR(CopyChunkIn(*s.compute, s.optimizer->shard(), weights, master));
+    }
     Tensor& avg = s.optimizer->ExpAvg(i);
     if (avg.defined() && !reader.Contains(ExpAvgKey(layer, p.name))) {
       return InvalidArgument(reader.path() +

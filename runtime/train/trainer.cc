@@ -10,6 +10,7 @@
 #include "core/text_format.h"
 #include "runtime/data/corpus.h"
 #include "runtime/data/synthetic_dataset.h"
+#include "runtime/layers/layer_ops.h"
 #include "runtime/train/float_message.h"
 #include "runtime/train/trainer_state.h"
 
@@ -154,15 +155,19 @@ InterpreterOptions Trainer::State::MakeInterpreterOptions() const {
 }
 
 // Weights come from the plan-independent initializer (in the layers) or the checkpoint; a
-// split tie's copy then takes the table from the embedding's side (tie rank 0).
+// split tie's copy then takes the table from the embedding's side (tie rank 0), and under mixed
+// precision its master weights from the table it took (a checkpoint holds both sides' masters:
+// the copy reads the table's).
 Status Trainer::State::InitializeWeights() {
   if (!options.load_path.empty()) {
     TRIDENT_ASSIGN_OR_RETURN(start_step, LoadTrainCheckpoint(CheckpointState(), options.load_path));
   }
   if (tie_comm == nullptr) return Status::Ok();
-  for (ModelParameter& p : model->parameters()) {
-    if (!p.tied_copy && !p.tied_source) continue;
-    TRIDENT_RETURN_IF_ERROR(tie_comm->Broadcast(p.param.value->span<float>(), 0));
+  std::vector<ModelParameter>& params = model->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].tied_copy && !params[i].tied_source) continue;
+    TRIDENT_RETURN_IF_ERROR(tie_comm->Broadcast(WireOf(*params[i].param.value), 0));
+    if (options.load_path.empty()) optimizer->ResetMaster(i);
   }
   return Status::Ok();
 }

@@ -112,15 +112,15 @@ verdict "hosts smaller than the plan's nodes are refused with both fixes"
 
 # The plan contract: launch runs trident-worker --check PLAN (with the worker options) first,
 # and a plan whose fields the runtime would not carry out as written starts nothing.
-sed 's/^dtype: fp32$/dtype: bf16/; s/^  dropout: 0.0$/  dropout: 0.1/' \
-  "$WORK/mesh8.yaml" >"$WORK/bf16-dropout.yaml"
-run "$trident" launch "$WORK/bf16-dropout.yaml" -- --out "$WORK/never"
-refused "$WORK/bf16-dropout.yaml: the cpu runtime cannot run this plan as written:" &&
+sed 's/^dtype: fp32$/dtype: fp16/; s/^  dropout: 0.0$/  dropout: 0.1/' \
+  "$WORK/mesh8.yaml" >"$WORK/fp16-dropout.yaml"
+run "$trident" launch "$WORK/fp16-dropout.yaml" -- --out "$WORK/never"
+refused "$WORK/fp16-dropout.yaml: the cpu runtime cannot run this plan as written:" &&
   expect_in err "  model.dropout: dropout 0.1 is not implemented by the layers" &&
   expect_in err "hint: set dropout: 0 in the model and plan again" &&
-  expect_in err "  dtype: bf16 runs only where no bf16 tensor crosses ranks (tp 1, cp 1, pp 1, dp_sharding none;" &&
+  expect_in err "  dtype: fp16 training (with loss scaling) is not implemented by the runtime" &&
   expect_in err "nothing was started"
-verdict "a bf16 plan of 2 stages with dropout is refused, naming both fields and their fixes, before mpirun"
+verdict "an fp16 plan with dropout is refused, naming both fields and their fixes, before mpirun"
 
 tiny_plan interleaved 2 2 1 2 1 2 2 4 interleaved_1f1b "$(launch_stage 0 2 1)
 $(launch_stage 2 1 1)

@@ -84,8 +84,6 @@ bad "--tp 2 without mpirun says how to run it" 1 "mpirun -np 2" "$tiny" --tp 2
 bad "--seq above max_seq_len" 1 "--seq 65 exceeds gpt-tiny's max_seq_len 64" "$tiny" --seq 65
 bad "--dtype fp16: no loss scaling" 1 "--dtype fp16: the runtime does not train in fp16" \
   "$tiny" --dtype fp16
-bad "--dtype bf16 at tp 2: its collectives move fp32" 1 \
-  "bf16 layers are measured at --tp 1 --cp 1" "$tiny" --dtype bf16 --tp 1,2
 bad "--clock cpu with 2 threads" 1 "use --threads 1" "$tiny" --clock cpu --threads 2
 bad "--time-budget-s 0" 1 "--time-budget-s" "$tiny" --time-budget-s 0
 bad "no MODEL: usage error" 2 "MODEL is required" --device cpu

@@ -5,8 +5,9 @@
 # trained for a few steps, ending with the measured-against-predicted summary and its files;
 # a second run reuses both cached profiles; tp 2 with sequence parallelism and cp 2 run with
 # their peak memory within 10% of the plan's, and so do dp 2 unsharded and with optimizer
-# sharding; bf16 trains as fp32 does (final loss within 2% after 200 steps) with its peak memory
-# within 10% of its plan's; bad requests fail before anything starts.
+# sharding; bf16 trains as fp32 does (loss within 2%) under dp, tp with sequence parallelism,
+# cp, pp and sharding, with its peak memory within 10% of its plan's; bad requests fail before
+# anything starts.
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 
@@ -97,16 +98,34 @@ for dtype in fp32 bf16; do
     peak_as_planned "dp2-$dtype"
   verdict "dp 2 in $dtype: profiled, planned, trained 200 steps, peak memory within 10% of the plan"
 done
+# bf16 across ranks: activations through tp (with sequence parallelism), cp and the pipeline,
+# values gathered by optimizer and full sharding; 30 steps each, peak memory the plan's within 10%.
+bf16_layouts=("tp2sp|--fix tp=2 --sequence-parallel on" "cp2|--fix cp=2" "pp2|--fix pp=2"
+  "optimizer|--fix dp=2 --dp-sharding optimizer" "full|--fix dp=2 --dp-sharding full")
+for layout in "${bf16_layouts[@]}"; do
+  name=bf16-${layout%%|*}
+  # shellcheck disable=SC2086  # the fix flags split into words
+  run timeout 300 "$trident" run configs/models/gpt-tiny.yaml --devices 2 --global-batch 8 \
+    --steps 30 --seq 32 --cache "$WORK/cache" --data synthetic --micro-batch 2 --dtype bf16 \
+    ${layout#*|} --out "$WORK/$name" -- --quiet
+  expect_rc 0 && grep -q "^dtype: bf16$" "$WORK/$name/plan.yaml" && peak_as_planned "$name"
+  verdict "bf16 with ${layout#*|}: profiled, planned, trained, peak memory within 10% of the plan"
+done
 python3 -c '
 import json, sys
-def last_loss(dtype):
-  lines = open(sys.argv[1] + "/dp2-" + dtype + "/metrics.jsonl").read().split()
-  return [json.loads(l)["loss"] for l in lines if json.loads(l)["step"] == 200][0]
-fp32, bf16 = last_loss("fp32"), last_loss("bf16")
+def loss(run, step):
+  rows = [json.loads(l) for l in open(sys.argv[1] + "/" + run + "/metrics.jsonl")]
+  return [r["loss"] for r in rows if r["step"] == step and r["rank"] == 0][0]
+fp32, bf16 = loss("dp2-fp32", 200), loss("dp2-bf16", 200)
 assert abs(bf16 / fp32 - 1) <= 0.02, (fp32, bf16)
 print("  final loss: fp32 %.4f, bf16 %.4f" % (fp32, bf16))
-' "$WORK" 2>"$WORK/err" || { REASON=$(cat "$WORK/err") && false; }
-verdict "bf16's final loss after 200 steps is fp32's within 2%"
+for name in sys.argv[2:]:
+  got = loss(name, 30)
+  assert abs(got / loss("dp2-fp32", 30) - 1) <= 0.02, (name, got)
+  print("  step 30: %s %.4f (fp32 %.4f)" % (name, got, loss("dp2-fp32", 30)))
+' "$WORK" bf16-tp2sp bf16-cp2 bf16-pp2 bf16-optimizer bf16-full 2>"$WORK/err" ||
+  { REASON=$(cat "$WORK/err") && false; }
+verdict "bf16's loss is fp32's within 2%: after 200 steps on dp 2, and after 30 under each layout"
 
 run "$trident" run configs/models/gpt-tiny.yaml --cluster "$WORK/nowhere.yaml" --out "$WORK/bad"
 expect_rc 1 && expect_in err "--cluster $WORK/nowhere.yaml: no such file" && [[ ! -e $WORK/bad ]]
@@ -123,4 +142,4 @@ expect_rc 1 && expect_in err "--devices 3: cluster local-cpu" && expect_in err "
   [[ ! -e $WORK/bad ]]
 verdict "more ranks than the cluster has devices are refused"
 
-summary 15
+summary 20

@@ -153,14 +153,19 @@ verdict "an AdamW checkpoint of a pp 2 run resumed under tp 2 continues the same
 
 # bf16 (mixed precision) resumes exactly: the checkpoint holds the fp32 master weights and the
 # moments, and the bf16 values are the masters rounded, so steps 4-6 from the step-3 checkpoint
-# repeat the uninterrupted run's losses.
-sed 's/^dtype: fp32$/dtype: bf16/' "$WORK/single.yaml" >"$WORK/bf16.yaml"
-cp "$WORK/bf16.yaml" "$WORK/bf16_resumed.yaml"
-train bf16 1 --save-every 3
-expect_rc 0 && grep -q '^dtype: bf16$' "$WORK/bf16.yaml"
-train bf16_resumed 1 --load "$WORK/bf16/ckpt/step-3.safetensors"
-expect_rc 0 && same_as_single bf16_resumed bf16 losses
-verdict "a bf16 run resumed from its checkpoint continues the same losses"
+# repeat the uninterrupted run's losses; on one rank, and on pp 2 with the tie split (bf16
+# activations through the pipeline, the head's copy of the table and its masters).
+plan pp2_bf16 2 1 2 1 1 2 4 1f1b "$two"
+for name in single pp2_bf16; do
+  sed 's/^dtype: fp32$/dtype: bf16/' "$WORK/$name.yaml" >"$WORK/bf16_$name.yaml"
+  cp "$WORK/bf16_$name.yaml" "$WORK/bf16_${name}_resumed.yaml"
+  np=$(grep -q '^mesh: {dp: 1, pp: 2' "$WORK/$name.yaml" && echo 2 || echo 1)
+  train "bf16_$name" "$np" --save-every 3
+  expect_rc 0 && grep -q '^dtype: bf16$' "$WORK/bf16_$name.yaml"
+  train "bf16_${name}_resumed" "$np" --load "$WORK/bf16_$name/ckpt/step-3.safetensors"
+  expect_rc 0 && same_as_single "bf16_${name}_resumed" "bf16_$name" losses
+  verdict "a bf16 run ($name) resumed from its checkpoint continues the same losses"
+done
 
 # PipeDream (asynchronous, weight stashing; untied embeddings): the update rule is checked
 # against a one-process re-implementation in tests/runtime/train/pipedream_test.cc. Here it
@@ -231,4 +236,4 @@ else
 fi
 verdict "a killed rank ends the job within 30 s ($elapsed s)"
 
-summary 30
+summary 31
