@@ -60,14 +60,13 @@ struct Wire {
 
   Wire() = default;
   Wire(void* d, size_t n, WireType t) : data(d), count(n), type(t) {}
+  // fp32 buffers convert implicitly, so a float span, vector or {pointer, count} is a Wire.
   Wire(float* d, size_t n) : data(d), count(n) {}
   Wire(const float* d, size_t n) : data(const_cast<float*>(d)), count(n) {}
-  Wire(std::span<float> s) : data(s.data()), count(s.size()) {}  // NOLINT: implicit by design
-  Wire(std::span<const float> s)  // NOLINT: implicit by design
-      : data(const_cast<float*>(s.data())), count(s.size()) {}
-  Wire(std::vector<float>& v) : Wire(std::span<float>(v)) {}  // NOLINT: implicit by design
-  Wire(const std::vector<float>& v)                           // NOLINT: implicit by design
-      : Wire(std::span<const float>(v)) {}
+  Wire(std::span<float> s) : Wire(s.data(), s.size()) {}
+  Wire(std::span<const float> s) : Wire(s.data(), s.size()) {}
+  Wire(std::vector<float>& v) : Wire(v.data(), v.size()) {}
+  Wire(const std::vector<float>& v) : Wire(v.data(), v.size()) {}
 
   size_t bytes() const { return count * (type == WireType::kFp32 ? 4 : 2); }
   // "4 floats" / "4 bf16 values": the size in messages.
@@ -137,12 +136,12 @@ class Comm {
   virtual Status Cancel(Request& request) = 0;
 
   // Collectives: every rank of the communicator calls the same collective, in the same order,
-  // with the same sizes, element types (and root). Blocking and started collectives (StartAllReduceSum) share
-  // one order: a rank's k-th collective call on a communicator, of either kind, matches the
-  // k-th of every other rank, and must be the same call (a StartAllReduceSum matches only a
-  // StartAllReduceSum). Split is not counted. Blocking collectives return when done or when
-  // the collective timeout passes; after such a timeout the communicator is broken (every later
-  // call fails) and the job should abort. The in-process backend sums in rank order,
+  // with the same sizes, element types (and root). Blocking and started collectives
+  // (StartAllReduceSum) share one order: a rank's k-th collective call on a communicator, of either
+  // kind, matches the k-th of every other rank, and must be the same call (a StartAllReduceSum
+  // matches only a StartAllReduceSum). Split is not counted. Blocking collectives return when done
+  // or when the collective timeout passes; after such a timeout the communicator is broken (every
+  // later call fails) and the job should abort. The in-process backend sums in rank order,
   // ((x0 + x1) + x2) + ...; MPI and NCCL choose their own order, so backends agree bit for bit
   // when every order gives the same sum (exactly representable inputs), and up to
   // reassociation otherwise.

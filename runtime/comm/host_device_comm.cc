@@ -51,9 +51,7 @@ StatusOr<Request> HostDeviceComm::Irecv(Wire data, int source, int tag) {
 
 Status HostDeviceComm::AllReduceSum(Wire data) { return For(data).AllReduceSum(data); }
 
-Status HostDeviceComm::AllGather(Wire send, Wire recv) {
-  return For(recv).AllGather(send, recv);
-}
+Status HostDeviceComm::AllGather(Wire send, Wire recv) { return For(recv).AllGather(send, recv); }
 
 Status HostDeviceComm::ReduceScatterSum(Wire send, Wire recv) {
   return For(send).ReduceScatterSum(send, recv);

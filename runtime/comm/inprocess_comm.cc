@@ -178,8 +178,7 @@ StatusOr<Request> InProcessComm::Isend(Wire data, int dest, int tag) {
     DeliverLocked(*world_, world_ranks_[dest], std::move(message));
   }
   world_->cv.notify_all();
-  return requests_.Add(RequestInfo::Send(dest, tag, data),
-                       {.transfer = std::move(transfer)});
+  return requests_.Add(RequestInfo::Send(dest, tag, data), {.transfer = std::move(transfer)});
 }
 
 StatusOr<Request> InProcessComm::Irecv(Wire data, int source, int tag) {
@@ -188,13 +187,11 @@ StatusOr<Request> InProcessComm::Irecv(Wire data, int source, int tag) {
   {
     std::lock_guard<std::mutex> lock(world_->mu);
     if (!world_->abort_status.ok()) return AbortedError("Irecv");
-    PostedRecv recv{context_, source,
-                    tag,      data,
-                    transfer, comm_internal::DescribeTransfer(false, source, tag, data)};
+    PostedRecv recv{context_, source,   tag,
+                    data,     transfer, comm_internal::DescribeTransfer(false, source, tag, data)};
     PostRecvLocked(*world_, world_ranks_[rank_], std::move(recv));
   }
-  return requests_.Add(RequestInfo::Recv(source, tag, data),
-                       {.transfer = std::move(transfer)});
+  return requests_.Add(RequestInfo::Recv(source, tag, data), {.transfer = std::move(transfer)});
 }
 
 Status InProcessComm::RunCollective(std::string_view op, Contribution mine, const Wire& out,
@@ -235,8 +232,7 @@ Status InProcessComm::AllGather(Wire send, Wire recv) {
 Status InProcessComm::ReduceScatterSum(Wire send, Wire recv) {
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckReduceScatterSizes(send, recv, Size()));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckNoOverlap("ReduceScatterSum", send, recv));
-  Contribution mine{CollectiveKind::kReduceScatterSum, send.count, recv.count, 0,
-                    ToFloats(send)};
+  Contribution mine{CollectiveKind::kReduceScatterSum, send.count, recv.count, 0, ToFloats(send)};
   return RunCollective("ReduceScatterSum", std::move(mine), recv,
                        static_cast<size_t>(rank_) * recv.count);
 }
@@ -254,8 +250,7 @@ Status InProcessComm::Barrier() { return RunCollective("Barrier", Contribution{}
 StatusOr<Request> InProcessComm::StartAllReduceSum(Wire data) {
   TRIDENT_RETURN_IF_ERROR(CheckUsable("StartAllReduceSum"));
   TRIDENT_RETURN_IF_ERROR(comm_internal::CheckCount("StartAllReduceSum", data));
-  Contribution mine{CollectiveKind::kStartAllReduceSum, data.count, data.count, 0,
-                    ToFloats(data)};
+  Contribution mine{CollectiveKind::kStartAllReduceSum, data.count, data.count, 0, ToFloats(data)};
   InProcessOp op{.out = data};
   {
     std::lock_guard<std::mutex> lock(world_->mu);

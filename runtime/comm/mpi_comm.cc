@@ -247,8 +247,8 @@ Status MpiComm::Withdraw(Pending& p) {
     int received = 0;
     result = TRIDENT_MPI_CALL(MPI_Get_count(&status, MpiType(p.info.data), &received));
     if (result.ok() && static_cast<size_t>(received) != p.info.data.count) {
-      result = comm_internal::MessageSizeError(p.info.Describe(), std::to_string(received),
-                                               p.info.data);
+      result =
+          comm_internal::MessageSizeError(p.info.Describe(), std::to_string(received), p.info.data);
     }
   }
   return result;

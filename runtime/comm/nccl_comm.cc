@@ -485,8 +485,8 @@ StatusOr<Request> NcclComm::StartReduceScatterSum(Wire send, Wire recv) {
   TRIDENT_ASSIGN_OR_RETURN(
       cudaEvent_t done, LaunchCollective("StartReduceScatterSum", [&]() -> Status {
         if (recv.count == 0) return Status::Ok();
-        return TRIDENT_NCCL_CALL(ncclReduceScatter(send.data, recv.data, recv.count,
-                                                   NcclType(recv), ncclSum, comm_, stream_));
+        return TRIDENT_NCCL_CALL(ncclReduceScatter(send.data, recv.data, recv.count, NcclType(recv),
+                                                   ncclSum, comm_, stream_));
       }));
   return requests_.Add(RequestInfo::Collective("ReduceScatterSum", send), {.done = done});
 }

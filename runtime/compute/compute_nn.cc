@@ -57,10 +57,7 @@ void Compute::LayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const
                                 Tensor& dgamma_C, Tensor& dbeta_C) {
   const int64_t rows = MatrixRows(x_NC);
   OpCheck(this, "LayerNormBackward")
-      .Floats({{"x_NC", x_NC},
-               {"gamma_C", gamma_C},
-               {"dy_NC", dy_NC},
-               {"dx_NC", dx_NC}})
+      .Floats({{"x_NC", x_NC}, {"gamma_C", gamma_C}, {"dy_NC", dy_NC}, {"dx_NC", dx_NC}})
       .Accumulator({"dgamma_C", dgamma_C}, {"gamma_C", gamma_C})
       .Accumulator({"dbeta_C", dbeta_C}, {"dgamma_C", dgamma_C})
       .OfType(ElementType::kFp32, {{"mean_N", mean_N}, {"rstd_N", rstd_N}})
@@ -96,10 +93,7 @@ void Compute::RmsNorm(const Tensor& x_NC, const Tensor& gamma_C, float eps, Tens
 void Compute::RmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& rstd_N,
                               const Tensor& dy_NC, Tensor& dx_NC, Tensor& dgamma_C) {
   OpCheck(this, "RmsNormBackward")
-      .Floats({{"x_NC", x_NC},
-               {"gamma_C", gamma_C},
-               {"dy_NC", dy_NC},
-               {"dx_NC", dx_NC}})
+      .Floats({{"x_NC", x_NC}, {"gamma_C", gamma_C}, {"dy_NC", dy_NC}, {"dx_NC", dx_NC}})
       .Accumulator({"dgamma_C", dgamma_C}, {"gamma_C", gamma_C})
       .OfType(ElementType::kFp32, {{"rstd_N", rstd_N}})
       .SameNumel({{"x_NC", x_NC}, {"dy_NC", dy_NC}, {"dx_NC", dx_NC}})

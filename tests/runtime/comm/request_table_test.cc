@@ -109,8 +109,8 @@ TEST_F(RequestTableTest, FinishingTwiceIsOkAndPollsOnce) {
 }
 
 TEST_F(RequestTableTest, TestOfAFailedRequestReturnsItsErrorAndDeactivatesIt) {
-  Request request =
-      table_.Add(RequestInfo::Send(2, 3, Floats(8)), {.polls = {Progress::Done(Internal("MPI_Test"))}});
+  Request request = table_.Add(RequestInfo::Send(2, 3, Floats(8)),
+                               {.polls = {Progress::Done(Internal("MPI_Test"))}});
   StatusOr<bool> tested = table_.Test(request);
   EXPECT_FALSE(tested.ok());
   EXPECT_EQ(tested.status().message(), "MPI_Test");

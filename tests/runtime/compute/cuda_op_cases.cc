@@ -118,9 +118,9 @@ void AddGemmCases(std::vector<OpCase>& cases) {
     cases.push_back({"Gemm_" + ops + "_" + g.label, Family::kGemm, false,
                      [g](OpContext& ctx) { RunGemm(ctx, g); }});
   }
-  for (const GemmShape& g : {GemmShape{"7x5x13", 7, 5, 13, true, false, 1.0f, 1.0f},
-                             GemmShape{"Gpt2FcWeightGrad_3072x768x256", 3072, 768, 256, true,
-                                       false, 1.0f, 1.0f}}) {
+  for (const GemmShape& g :
+       {GemmShape{"7x5x13", 7, 5, 13, true, false, 1.0f, 1.0f},
+        GemmShape{"Gpt2FcWeightGrad_3072x768x256", 3072, 768, 256, true, false, 1.0f, 1.0f}}) {
     cases.push_back({std::string("GemmFp32Accumulator_TN_") + g.label, Family::kGemm, false,
                      [g](OpContext& ctx) { RunMixedGemm(ctx, g); }});
   }
