@@ -5,6 +5,8 @@
 #include <numbers>
 #include <utility>
 
+#include "core/check.h"
+
 namespace trident {
 
 const NameTable<OptimizerKind>& OptimizerKindNames() {
@@ -61,9 +63,9 @@ Optimizer::Optimizer(Compute* compute, std::vector<ModelParameter>* parameters,
 }
 
 Tensor Optimizer::MasterOf(const Parameter& p, int64_t length) {
-  // A released value (parameter sharding) has no type to go by: the plan check refuses mixed
-  // precision with it.
-  if (!p.value->defined() || p.value->type() == ElementType::kFp32 || length == 0) return Tensor();
+  // Values are whole when the optimizer is built; parameter sharding releases them later.
+  TRIDENT_CHECK(p.value->defined()) << p.name << ": no value to take master weights from";
+  if (p.value->type() == ElementType::kFp32 || length == 0) return Tensor();
   Tensor master = compute_->Allocate({length});
   Tensor value = DpShard::Chunk(*p.value, shard_.Of(p.numel()));
   compute_->Cast(value, master);
