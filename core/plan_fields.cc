@@ -45,7 +45,9 @@ const std::vector<PlanFieldUse>& PlanFieldUses() {
       {"num_micro_batches", kExecuted, "micro-batches per step, round robin over replicas"},
       {"global_batch", kExecuted, "sequences per step: the loss is their mean"},
       {"seq_len", kExecuted, "tokens per sequence"},
-      {"dtype", kRestricted, "fp32 only: the runtime trains in fp32"},
+      {"dtype", kRestricted,
+       "fp32, or bf16 as Megatron's bf16 mode (bf16 values and activations, fp32 gradients and "
+       "master weights); fp16 refused (no loss scaling)"},
       {"schedule", kExecuted, "each rank's list of forward and backward actions"},
       {"dp_sharding", kRestricted,
        "each rank of a shard group keeps and steps its chunk of the optimizer state, with "
