@@ -4,7 +4,6 @@
 #include <gmock/gmock.h>
 
 #include <cstdint>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -24,12 +23,6 @@ std::vector<uint16_t> ToBits(const std::vector<float>& values) {
 }
 
 Wire Bf16(std::vector<uint16_t>& bits) { return Wire(bits.data(), bits.size(), WireType::kBf16); }
-
-std::vector<int> AllRanks(const Comm& comm) {
-  std::vector<int> ranks(comm.Size());
-  std::iota(ranks.begin(), ranks.end(), 0);
-  return ranks;
-}
 
 }  // namespace
 

@@ -1,22 +1,12 @@
 // Collective scenarios: results compared exactly (==) with sums computed in double from the
 // same exactly representable inputs.
 #include <chrono>
-#include <numeric>
 #include <thread>
 
 #include "tests/runtime/comm/comm_scenarios.h"
 #include "tests/runtime/comm/scenario_functions.h"
 
 namespace trident::comm_scenarios {
-namespace {
-
-std::vector<int> AllRanks(const Comm& comm) {
-  std::vector<int> ranks(comm.Size());
-  std::iota(ranks.begin(), ranks.end(), 0);
-  return ranks;
-}
-
-}  // namespace
 
 void AllReduceSum(Comm& comm) {
   // An odd count, an empty buffer, and 64 Ki floats (large enough for MPI's segmented

@@ -1,6 +1,7 @@
 #include "tests/runtime/comm/comm_scenarios.h"
 
 #include <cmath>
+#include <numeric>
 #include <ostream>
 
 #include "tests/runtime/comm/scenario_functions.h"
@@ -39,6 +40,12 @@ std::vector<float> SumOfValues(const std::vector<int>& ranks, int count, int sal
 }
 
 void PrintTo(const Scenario& scenario, std::ostream* os) { *os << scenario.name; }
+
+std::vector<int> AllRanks(const Comm& comm) {
+  std::vector<int> ranks(comm.Size());
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return ranks;
+}
 
 const std::vector<Scenario>& AllScenarios() {
   static const std::vector<Scenario> scenarios = {

@@ -40,6 +40,8 @@ float TestValue(int rank, int index);
 std::vector<float> Values(int rank, int count, int salt = 0);
 // Elementwise exact sum of Values(r, count, salt) over `ranks`.
 std::vector<float> SumOfValues(const std::vector<int>& ranks, int count, int salt = 0);
+// 0, 1, ..., comm.Size() − 1: every rank of `comm`.
+std::vector<int> AllRanks(const Comm& comm);
 
 struct Scenario {
   std::string name;

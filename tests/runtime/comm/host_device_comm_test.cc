@@ -17,13 +17,8 @@
 namespace trident {
 namespace {
 
+using comm_scenarios::AllRanks;
 using comm_scenarios::Scenario;
-
-std::vector<int> AllRanks(const Comm& comm) {
-  std::vector<int> ranks;
-  for (int r = 0; r < comm.Size(); ++r) ranks.push_back(r);
-  return ranks;
-}
 
 // Two communicators of the world's ranks (each Split has its own message space).
 StatusOr<std::pair<std::unique_ptr<Comm>, std::unique_ptr<Comm>>> TwoOf(Comm& world) {

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -24,12 +23,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kRelayTag = 30;
 constexpr int kLateTag = 31;
 constexpr int kOverlapTag = 32;
-
-std::vector<int> AllRanks(const Comm& comm) {
-  std::vector<int> ranks(comm.Size());
-  std::iota(ranks.begin(), ranks.end(), 0);
-  return ranks;
-}
 
 std::vector<uint32_t> Bits(const std::vector<float>& values) {
   std::vector<uint32_t> bits;
