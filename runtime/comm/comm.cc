@@ -15,9 +15,7 @@ Request& Request::operator=(Request&& other) noexcept {
   return *this;
 }
 
-std::string Wire::CountText() const {
-  return std::to_string(count) + (type == WireType::kFp32 ? " floats" : " bf16 values");
-}
+std::string Wire::CountText() const { return std::to_string(count) + Unit(); }
 
 void Comm::FailJob(const Status& reason) {
   Logger(LogContext::FromEnvironment()).Error(reason.message());

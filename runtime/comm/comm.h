@@ -71,6 +71,8 @@ struct Wire {
   size_t bytes() const { return count * (type == WireType::kFp32 ? 4 : 2); }
   // "4 floats" / "4 bf16 values": the size in messages.
   std::string CountText() const;
+  // " floats" / " bf16 values": the unit of a count of this buffer's elements.
+  const char* Unit() const { return type == WireType::kFp32 ? " floats" : " bf16 values"; }
 };
 
 class Comm;

@@ -124,8 +124,8 @@ Status CancelCollectiveError(std::string_view collective) {
 }
 
 Status MessageSizeError(std::string_view transfer, std::string_view got, const Wire& data) {
-  const std::string unit = data.type == WireType::kFp32 ? " floats" : " bf16 values";
-  return InvalidArgument(std::string(transfer) + ": the message holds " + std::string(got) + unit +
+  return InvalidArgument(std::string(transfer) + ": the message holds " + std::string(got) +
+                         data.Unit() +
                          "; hint: sender and receiver must use the same count and element type");
 }
 

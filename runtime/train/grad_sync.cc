@@ -14,8 +14,8 @@ GradSync::GradSync(Compute* compute, StageModel* model, Comm* grad_comm, Comm* t
       tie_comm_(tie_comm),
       tp_comm_(tp_comm),
       shard_(shard) {
+  if (!model->parameters().empty()) value_type_ = model->parameters().front().param.value->type();
   for (ModelParameter& p : model->parameters()) {
-    value_type_ = p.param.value->type();
     if (p.param.tp_partial_grad && tp_comm_ != nullptr) {
       tp_partial_.grads.push_back(p.param.grad);
       tp_partial_.numel += p.param.grad->numel();
