@@ -36,19 +36,10 @@ void MapToGlobal(int num_micro_batches, int replicas, int replica, int local_cou
   }
 }
 
-// The warm-up forwards of each position's lanes under 1f1b and zb_h1 (the header's rule).
-// `bound` is D of the positions before: a lane's key gap between B h and F h, at least
-// r·w and, while its busiest lane still alternates, below r·(w + 1).
 std::vector<int> WarmUps(int pp, int num_micro_batches, const std::vector<int>& replicas) {
   std::vector<int> warm_ups(pp);
-  int64_t bound = int64_t{1} << 62;  // no position before position 0
-  for (int p = 0; p < pp; ++p) {
-    const int64_t r = replicas[p];
-    const int64_t last = LaneMicroBatches(num_micro_batches, replicas[p], 0) - 1;
-    const int64_t w = std::min({int64_t{pp - p - 1}, last, (bound + r - 1) / r - 1});
-    if (w < last) bound = std::min(bound, r * (w + 1));
-    warm_ups[p] = static_cast<int>(w);
-  }
+  WarmUpRule rule;
+  for (int p = 0; p < pp; ++p) warm_ups[p] = rule.Next(pp, p, num_micro_batches, replicas[p]);
   return warm_ups;
 }
 
@@ -59,6 +50,16 @@ int ListPosition(ScheduleKind kind, int pp, int p, const std::vector<int>& warm_
 }
 
 }  // namespace
+
+// bound_ is D of the positions before: a lane's key gap between B h and F h, at least r·w and,
+// while its busiest lane still alternates, below r·(w + 1).
+int WarmUpRule::Next(int pp, int position, int num_micro_batches, int replicas) {
+  const int64_t r = replicas;
+  const int64_t last = LaneMicroBatches(num_micro_batches, replicas, 0) - 1;
+  const int64_t w = std::min({int64_t{pp - position - 1}, last, (bound_ + r - 1) / r - 1});
+  if (w < last) bound_ = std::min(bound_, r * (w + 1));
+  return static_cast<int>(w);
+}
 
 StatusOr<std::vector<Lane>> ReplicaLanes(ScheduleKind kind, int pp, int virtual_stages,
                                          int num_micro_batches, const std::vector<int>& replicas,

@@ -34,6 +34,7 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/schedule.h"
@@ -51,6 +52,19 @@ struct Lane {
 inline int LaneMicroBatches(int num_micro_batches, int replicas, int replica) {
   return (num_micro_batches - replica + replicas - 1) / replicas;
 }
+
+// The warm-up rule above, one position at a time: Next gives position p's w (at most its busiest
+// lane's count less one) from the positions before it, which it has seen in order from 0. A
+// search that builds a pipeline position by position copies the rule at each step.
+class WarmUpRule {
+ public:
+  int Next(int pp, int position, int num_micro_batches, int replicas);
+  // What the later positions' warm-ups depend on: rules with equal states give them alike.
+  int64_t State() const { return bound_; }
+
+ private:
+  int64_t bound_ = int64_t{1} << 62;  // no position before position 0
+};
 
 // The lanes, position by position, replicas in order (the order of core/rank_map.h).
 // InvalidArgument when replicas.size() != pp, a replication is below 1 or above
