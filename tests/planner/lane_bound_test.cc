@@ -6,6 +6,8 @@
 
 #include <random>
 
+#include "core/replica_lanes.h"
+#include "planner/lane_bound.h"
 #include "planner/simulator.h"
 
 namespace trident {
@@ -71,6 +73,139 @@ TEST(LaneBound, MakespanIsAtLeastEveryLanesBound) {
     // Most instances run, and the bound is reached on some: it is not vacuous.
     EXPECT_GT(simulated, 200) << NameOf(ScheduleKindNames(), kind);
     EXPECT_GT(tight, 0) << NameOf(ScheduleKindNames(), kind);
+  }
+}
+
+// planner/lane_bound.h's bounds for lane `lane`, from the instance's own stage and link times.
+LaneBound RoundTripBound(const Instance& x, const std::vector<int>& warm_ups,
+                         const LaneStats& lane) {
+  const SimulationInput& in = x.input;
+  const int s = lane.position, pp = static_cast<int>(in.stages.size());
+  LaneBoundInput b;
+  b.kind = x.header.kind;
+  b.pp = pp;
+  b.micro_batches = lane.micro_batches;
+  b.warm_up = warm_ups[s];
+  b.stage = in.stages[s];
+  for (int q = 0; q < s; ++q) {
+    b.arrive_ms += in.stages[q].fwd_ms + in.send_activation_ms[q];
+    b.drain_ms += in.stages[q].bwd_ms + in.send_activation_ms[q];
+  }
+  if (x.header.split_backward && s > 0) b.drain_ms += in.stages[0].weight_ms;
+  for (int q = s + 1; q < pp; ++q) b.round_trip_ms += in.stages[q].fwd_ms + in.stages[q].bwd_ms;
+  for (int q = s; q + 1 < pp; ++q) b.round_trip_ms += 2 * in.send_activation_ms[q];
+  return LaneBoundOf(b);
+}
+
+TEST(LaneBound, RoundTripBoundsHoldForEveryLane) {
+  const ScheduleKind kinds[] = {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbH1};
+  std::mt19937 rng(21);
+  for (ScheduleKind kind : kinds) {
+    int simulated = 0, tight = 0;
+    for (int trial = 0; trial < 2000; ++trial) {
+      Instance x = RandomInstance(kind, &rng);
+      x.input.schedule = &x.header;
+      StatusOr<SimulationResult> r = Simulate(x.input);
+      if (!r.ok()) continue;  // deadlocked lanes, as above
+      ++simulated;
+      WarmUpRule rule;
+      std::vector<int> warm_ups;
+      for (int p = 0; p < x.header.pp; ++p) {
+        warm_ups.push_back(rule.Next(x.header.pp, p, x.header.num_micro_batches,
+                                     x.input.replicas[static_cast<size_t>(p)]));
+      }
+      double best_bound_ms = 0;
+      for (const LaneStats& lane : r->lanes) {
+        const LaneBound bound = RoundTripBound(x, warm_ups, lane);
+        EXPECT_GE(r->makespan_ms * (1 + 1e-12), bound.makespan_ms)
+            << x.header.ToString() << " lane at position " << lane.position << " replica "
+            << lane.replica;
+        EXPECT_GE(lane.end_ms * (1 + 1e-12), bound.lane_end_ms)
+            << x.header.ToString() << " lane at position " << lane.position << " replica "
+            << lane.replica;
+        best_bound_ms = std::max(best_bound_ms, bound.makespan_ms);
+      }
+      tight += r->makespan_ms <= best_bound_ms * (1 + 1e-12);
+      if (testing::Test::HasFailure()) return;
+    }
+    // The bound is the makespan on many instances (free of the simple bound's gap).
+    EXPECT_GT(simulated, 1000) << NameOf(ScheduleKindNames(), kind);
+    EXPECT_GT(tight, simulated / 4) << NameOf(ScheduleKindNames(), kind);
+  }
+}
+
+// planner/lane_bound.h's pair bound for positions p and p + 1 of the instance.
+double PairBound(const Instance& x, const std::vector<int>& warm_ups, int p) {
+  const SimulationInput& in = x.input;
+  const int pp = static_cast<int>(in.stages.size());
+  PairBoundInput b;
+  b.micro_batches = x.header.num_micro_batches;
+  b.replicas = in.replicas[static_cast<size_t>(p)];
+  b.warm_up = warm_ups[static_cast<size_t>(p)];
+  b.next_replicas = in.replicas[static_cast<size_t>(p + 1)];
+  b.next_warm_up = warm_ups[static_cast<size_t>(p + 1)];
+  b.stage = in.stages[p];
+  b.next = in.stages[p + 1];
+  b.send_ms = in.send_activation_ms[p];
+  for (int q = 0; q < p; ++q) {
+    b.arrive_ms += in.stages[q].fwd_ms + in.send_activation_ms[q];
+    b.drain_ms += in.stages[q].bwd_ms + in.send_activation_ms[q];
+  }
+  if (x.header.split_backward && p > 0) b.drain_ms += in.stages[0].weight_ms;
+  for (int q = p + 1; q < pp; ++q) b.round_trip_ms += in.stages[q].fwd_ms + in.stages[q].bwd_ms;
+  for (int q = p; q + 1 < pp; ++q) b.round_trip_ms += 2 * in.send_activation_ms[q];
+  return PairBoundOf(b);
+}
+
+// Deeper pipelines, more micro-batches and replicas than RandomInstance draws, where neighbouring
+// positions' round-robin lanes can wait on each other micro-batch by micro-batch.
+Instance RandomDeepInstance(ScheduleKind kind, std::mt19937* rng) {
+  std::uniform_int_distribution<int> pp_of(2, 5), m_of(2, 40);
+  std::uniform_real_distribution<double> ms(0.05, 3.0), send_ms(0.0, 0.5);
+  const int pp = pp_of(*rng), m = m_of(*rng);
+  Instance out;
+  out.header = *GenerateSchedule(kind, pp, 1, m);
+  std::uniform_int_distribution<int> replicas_of(1, std::min(m, 12));
+  for (int p = 0; p < pp; ++p) {
+    out.input.stages.push_back({ms(*rng), ms(*rng), kind == ScheduleKind::kZbH1 ? ms(*rng) : 0});
+    out.input.replicas.push_back(replicas_of(*rng));
+    if (p + 1 < pp) out.input.send_activation_ms.push_back(send_ms(*rng));
+  }
+  return out;
+}
+
+TEST(LaneBound, PairBoundHoldsForEveryNeighbouringPair) {
+  std::mt19937 rng(22);
+  for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kZbH1}) {
+    int simulated = 0, above_lanes = 0;
+    for (int trial = 0; trial < 1500; ++trial) {
+      Instance x = RandomDeepInstance(kind, &rng);
+      x.input.schedule = &x.header;
+      StatusOr<SimulationResult> r = Simulate(x.input);
+      if (!r.ok()) continue;
+      ++simulated;
+      WarmUpRule rule;
+      std::vector<int> warm_ups;
+      for (int p = 0; p < x.header.pp; ++p) {
+        warm_ups.push_back(rule.Next(x.header.pp, p, x.header.num_micro_batches,
+                                     x.input.replicas[static_cast<size_t>(p)]));
+      }
+      double lanes_ms = 0, pairs_ms = 0;
+      for (const LaneStats& lane : r->lanes) {
+        lanes_ms = std::max(lanes_ms, RoundTripBound(x, warm_ups, lane).makespan_ms);
+      }
+      for (int p = 0; p + 1 < x.header.pp; ++p) {
+        const double bound_ms = PairBound(x, warm_ups, p);
+        EXPECT_GE(r->makespan_ms * (1 + 1e-12), bound_ms)
+            << x.header.ToString() << " positions " << p << " and " << p + 1;
+        pairs_ms = std::max(pairs_ms, bound_ms);
+      }
+      above_lanes += pairs_ms > lanes_ms * 1.5;
+      if (testing::Test::HasFailure()) return;
+    }
+    // The pair bound sees waits that no lane's own bound does, on some instances.
+    EXPECT_GT(simulated, 1000) << NameOf(ScheduleKindNames(), kind);
+    EXPECT_GT(above_lanes, 10) << NameOf(ScheduleKindNames(), kind);
   }
 }
 
