@@ -1,150 +1,325 @@
 #include "planner/exact_partitions.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
 
 #include "core/replica_lanes.h"
-#include "planner/memory_model.h"
-#include "planner/sharding_comm.h"
+#include "planner/lane_bound.h"
 
 namespace trident::search_internal {
 namespace {
 
-// The enumeration's fixed inputs and the partition built so far.
+// Stage s − 1, for the pair bound of it and stage s (planner/lane_bound.h, PairBoundOf).
+struct Previous {
+  double arrive_ms = 0, drain_ms = 0, round_trip_ms = 0;  // its LaneBoundInput's
+  double fwd_ms = 0, bwd_ms = 0, send_ms = 0;
+  int replicas = 1, warm_up = 0;
+};
+
+// What the placed stages 0..s−1 leave to stage s.
+struct Prefix {
+  int stage = 0, first_layer = 0, first_unit = 0;
+  double arrive_ms = 0;        // Σ (F + send): when a forward can first reach stage s
+  double drain_ms = 0;         // Σ (B + send): a gradient's way back to stage 0
+  double first_weight_ms = 0;  // W of stage 0 (split backward)
+  double bound_ms = 0;         // the placed stages' largest makespan bound
+  Tail tail;
+  WarmUpRule warm_ups;
+  Previous previous;
+};
+
+// The prefix's figures every bound of its completions grows with, given the stage, first layer,
+// first unit and warm-up state (planner/lane_bound.h): its sums and maxima, and for the pair
+// bound of stage s − 1 and s that stage's sums and times and its cycle r(w + 1) negated (the
+// longer the cycle, the fewer its steps; none when its lanes run every forward first). A prefix
+// at least as large in each that comes where an earlier one found nothing below the best finds
+// nothing either.
+using Signature = std::array<double, 15>;
+
+double CycleOf(const Previous& previous, int micro_batches) {
+  const int lane = LaneMicroBatches(micro_batches, previous.replicas, 0);
+  if (previous.warm_up >= lane - 1) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(previous.replicas) * (previous.warm_up + 1);
+}
+
+Signature SignatureOf(const Prefix& p, int micro_batches) {
+  const Previous& q = p.previous;
+  return {p.arrive_ms,
+          p.drain_ms,
+          p.first_weight_ms,
+          p.bound_ms,
+          p.tail.optimizer_ms,
+          p.tail.gather_ms,
+          p.tail.exposed_ms,
+          p.tail.update_sync_ms,
+          q.arrive_ms,
+          q.drain_ms,
+          q.round_trip_ms,
+          q.fwd_ms,
+          q.bwd_ms,
+          q.send_ms,
+          -CycleOf(q, micro_batches)};
+}
+
+bool AtLeast(const Signature& a, const Signature& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] < b[i]) return false;
+  }
+  return true;
+}
+
 class Enumerator {
  public:
   Enumerator(const PartitionSpace& space, const double* best_ms,
              const std::function<void(std::vector<PlanStage>)>& leaf)
-      : space_(space),
+      : bounds_(space),
+        space_(space),
         c_(space.config),
         sc_(*space.stage_costs),
         best_ms_(best_ms),
         leaf_(leaf),
         layers_(sc_.NumLayers()),
-        stages_(c_.pp),
-        pipedream_(c_.schedule == ScheduleKind::kPipeDream),
-        split_(c_.schedule == ScheduleKind::kZbH1),
-        memory_context_{.schedule = c_.schedule,
-                        .pp = c_.pp,
-                        .virtual_stages = c_.v,
-                        .sharding = c_.sharding,
-                        .reserved_bytes = space.costs->ReservedBytes(),
-                        .cp = c_.cp,
-                        .fragmentation = space.costs->ActivationFragmentation(),
-                        .master_weights = space.master_weights} {}
+        stages_(c_.pp) {}
 
   int64_t Run() {
-    Dfs(0, 0, 0, 0.0, 0.0, 0.0);
+    if (RestMs(-1, space_.units, 0) >= *best_ms_ || !LeastUnits()) return 1;
+    Dfs(Prefix{});
     return branches_;
   }
 
  private:
-  // What stage s adds besides its lane: what the step adds after the lanes for its position
-  // (its optimizer step; under PipeDream m of them, each after a gradient all-reduce), whether
-  // it fits.
-  struct Placed {
-    double tail_ms = 0;
-    bool fits = true;
-  };
-
-  int ReplicasOf(int position) const { return space_.replicas[static_cast<size_t>(position)]; }
-
-  // PipeDream's gradient all-reduce after each of the position's m updates: over its r
-  // replicas' cp ranks (RankMap::GradGroup), at the level from its first rank to its last
-  // replica's last cp rank of tp rank 0.
-  double UpdateSyncMs(const PositionFootprint& f, int first_unit, int r) const {
-    const int low = first_unit * c_.UnitRanks();
-    const int high = low + (r - 1) * c_.UnitRanks() + (c_.cp - 1) * c_.tp;
-    ShardGroupLinks links;
-    links.ranks = r * c_.cp;
-    links.level = space_.costs->LevelSpanning(low, high);
-    links.shard_ranks = links.ranks;
-    links.shard_level = links.level;
-    return ShardingCommOf(*space_.costs, DpSharding::kNone, f, links).sync_ms;
-  }
-
-  // Stage s's lane bound: layers [a, b] on r replicas, m micro-batches each, after `prefix_ms`.
-  double LaneMs(int a, int b, int m, double prefix_ms) const {
-    return (pipedream_ ? 0 : prefix_ms) + m * sc_.Times(a, b).Total();
-  }
-
-  // The rest of what stage s adds, once its lane is known not to end the branch.
-  Placed Place(int s, int a, int b, int r, int m, int first_unit) const {
-    const PositionFootprint f = sc_.Footprint(a, b);
-    MemoryContext context = memory_context_;
-    context.micro_batches = m;
-    context.replicas = r;
-    context.shard_replicas = c_.shard > 0 ? c_.shard : r;
-    const MemoryBreakdown memory = PositionMemory(f, s, context);
-    Placed placed;
-    placed.fits = memory.Total() <= space_.memory_limit_bytes;
-    placed.tail_ms =
-        (pipedream_ ? m : 1) * space_.costs->OptimizerMs(OptimizerStepBytes(f, memory, context));
-    if (pipedream_) placed.tail_ms += m * UpdateSyncMs(f, first_unit, r);
-    return placed;
-  }
-
-  // The boundary after layer b, at unit `unit` (the next stage's first): its p2p time on the
-  // link between the ranks either side.
-  double SendMs(int b, int unit) const {
-    const int to = unit * c_.UnitRanks();
-    const int level = space_.costs->LevelSpanning(to - 1, to);
-    return space_.costs->CollectiveMsAtLevel(Collective::kP2p,
-                                             static_cast<double>(sc_.OutputBytes(b)), 2, level);
-  }
-
-  // Lower bound of the later stages' lanes: after `prefix_ms`, the layers after b on the units
-  // left.
-  double RestMs(int b, int units_left, double prefix_ms) const {
-    if (b + 1 >= layers_) return 0;
-    const double rest = c_.micro_batches * sc_.Times(b + 1, layers_ - 1).Total() / units_left;
-    return (pipedream_ ? 0 : prefix_ms) + rest;
-  }
-
   // The replica counts stage s may take from unit u: the position's, or (free) 1 up to what
   // leaves one unit to each later stage, at most M; the last stage takes every unit left.
   std::pair<int, int> ReplicaRange(int s, int u) const {
-    if (!space_.replicas.empty()) return {ReplicasOf(s), ReplicasOf(s)};
+    if (!bounds_.FreeReplicas()) {
+      const int r = space_.replicas[static_cast<size_t>(s)];
+      return {r, r};
+    }
     if (s == stages_ - 1) return {space_.units - u, space_.units - u};
     return {1, std::min(space_.units - u - (stages_ - s - 1), c_.micro_batches)};
   }
 
-  // Stages s.. from layer a and unit u, `bound_ms` the placed lanes' largest bound and
-  // `tail_ms` the largest of their positions' tails.
-  void Dfs(int s, int a, int u, double prefix_ms, double bound_ms, double tail_ms) {
+  // least_units_[q][a]: the fewest units on which stages q.. can hold layers [a, L), each at
+  // least one layer on ExactBounds::LeastReplicas of it with nothing known of the stages before
+  // but their layers (their forwards and backwards, the cheapest send on each boundary) and the
+  // best at the start (it only falls); kNever: none. False when stages 0.. cannot.
+  bool LeastUnits() {
+    const double best_ms = *best_ms_;
+    const double send_ms = bounds_.CheapestSendMs(0);
+    const bool split = bounds_.Split();
+    least_units_.assign(static_cast<size_t>(stages_) + 1,
+                        std::vector<int>(static_cast<size_t>(layers_) + 1, kNever));
+    least_units_[stages_][layers_] = 0;
+    for (int q = stages_ - 1; q >= 0; --q) {
+      const bool fixed = !bounds_.FreeReplicas();
+      const int u = fixed ? bounds_.FixedFirstUnit(q) : -1;
+      const auto [r_low, r_high] =
+          fixed ? ReplicaRange(q, u)
+                : std::pair(1, std::min(c_.micro_batches, space_.units - (stages_ - 1)));
+      std::vector<int>& row = least_units_[q];
+      const std::vector<int>& next = least_units_[q + 1];
+      for (int a = q; a <= layers_ - (stages_ - q); ++a) {
+        const RangeTimes before = a > 0 ? sc_.Times(0, a - 1) : RangeTimes{};
+        const double arrive_ms = before.fwd_ms + q * send_ms;
+        const double drain_ms =
+            before.bwd_input_ms + (split ? 0 : before.bwd_weight_ms) + q * send_ms;
+        for (int b = q == stages_ - 1 ? layers_ - 1 : a; b <= layers_ - (stages_ - q); ++b) {
+          const int r = bounds_.LeastReplicas(a, b, q, u, r_low, r_high, arrive_ms, drain_ms,
+                                              Tail{}, best_ms);
+          if (r == kNever) break;
+          if (next[b + 1] != kNever) row[a] = std::min(row[a], r + next[b + 1]);
+        }
+      }
+    }
+    return least_units_[0][0] <= space_.units;
+  }
+
+  // The simple lane bound, which only grows with b: the stage's m micro-batches after the
+  // placed stages' forwards (and, unless split, backwards).
+  double SimpleLaneMs(const Prefix& p, const RangeTimes& t, int m) const {
+    if (bounds_.Pipedream()) return m * t.Total();
+    return p.arrive_ms + (bounds_.Split() ? 0 : p.drain_ms) + m * t.Total();
+  }
+
+  // Stage s on layers [p.first_layer, b] and r replicas (warm-up w) as planner/lane_bound.h
+  // sees its lane: the round trip through the layers after b, with the send after b and at
+  // least the cheapest send on each later boundary.
+  LaneBoundInput LaneInputOf(const Prefix& p, int b, int r, int w, double send_ms) const {
+    const RangeTimes t = sc_.Times(p.first_layer, b);
+    const bool split = bounds_.Split();
+    LaneBoundInput in;
+    in.kind = c_.schedule;
+    in.pp = stages_;
+    in.micro_batches = LaneMicroBatches(c_.micro_batches, r, 0);
+    in.warm_up = w;
+    in.stage = {t.fwd_ms, t.bwd_input_ms, t.bwd_weight_ms};
+    if (!split) in.stage = {t.fwd_ms, t.bwd_input_ms + t.bwd_weight_ms, 0};
+    in.arrive_ms = p.arrive_ms;
+    in.drain_ms = p.drain_ms + (split && p.stage > 0 ? p.first_weight_ms : 0);
+    if (b + 1 < layers_) {
+      const RangeTimes rest = sc_.Times(b + 1, layers_ - 1);
+      in.round_trip_ms = rest.fwd_ms + rest.bwd_input_ms + (split ? 0 : rest.bwd_weight_ms) +
+                         2 * send_ms + 2 * (stages_ - p.stage - 2) * bounds_.CheapestSendMs(b + 1);
+    }
+    return in;
+  }
+
+  // Stage s's own bound on the makespan and, through its gradient sync, on the step; with the
+  // stage before it, their pair bound (1f1b, zb_h1).
+  double StageBoundMs(const Prefix& p, const LaneBoundInput& in, int r, double sync_ms) const {
+    if (bounds_.Pipedream()) return in.micro_batches * (in.stage.fwd_ms + in.stage.bwd_ms);
+    const LaneBound lane = LaneBoundOf(in);
+    double bound = std::max(lane.makespan_ms, lane.lane_end_ms + sync_ms);
+    if (p.stage > 0 && c_.schedule != ScheduleKind::kGpipe) {
+      const Previous& q = p.previous;
+      PairBoundInput pair;
+      pair.micro_batches = c_.micro_batches;
+      pair.replicas = q.replicas;
+      pair.warm_up = q.warm_up;
+      pair.next_replicas = r;
+      pair.next_warm_up = in.warm_up;
+      pair.stage = {q.fwd_ms, q.bwd_ms, 0};
+      pair.next = in.stage;
+      pair.send_ms = q.send_ms;
+      pair.arrive_ms = q.arrive_ms;
+      pair.round_trip_ms = q.round_trip_ms;
+      pair.drain_ms = q.drain_ms;
+      bound = std::max(bound, PairBoundOf(pair));
+    }
+    return bound;
+  }
+
+  // Lower bound of the later stages' lanes: after `base_ms`, the layers after b on the units
+  // left (b = −1: all of them).
+  double RestMs(int b, int units_left, double base_ms) const {
+    if (b + 1 >= layers_) return 0;
+    const double rest = c_.micro_batches * sc_.Times(b + 1, layers_ - 1).Total() / units_left;
+    return (bounds_.Pipedream() ? 0 : base_ms) + rest;
+  }
+
+  // The prefix after stage p.stage on layers [p.first_layer, b] and r replicas.
+  Prefix Next(const Prefix& p, int b, int r, double send_ms, double bound_ms, const Tail& tail,
+              const WarmUpRule& warm_ups, const LaneBoundInput& lane) const {
+    const RangeTimes t = sc_.Times(p.first_layer, b);
+    Prefix next = p;
+    ++next.stage;
+    next.first_layer = b + 1;
+    next.first_unit = p.first_unit + r;
+    next.arrive_ms += t.fwd_ms + send_ms;
+    next.drain_ms += t.bwd_input_ms + (bounds_.Split() ? 0 : t.bwd_weight_ms) + send_ms;
+    if (p.stage == 0) next.first_weight_ms = t.bwd_weight_ms;
+    next.bound_ms = bound_ms;
+    next.tail = tail;
+    next.warm_ups = warm_ups;
+    next.previous = {lane.arrive_ms,
+                     lane.drain_ms,
+                     lane.round_trip_ms,
+                     lane.stage.fwd_ms,
+                     lane.stage.bwd_ms,
+                     send_ms,
+                     r,
+                     lane.warm_up};
+    return next;
+  }
+
+  // Completions of p that reached no leaf (every one bounded away), by where p ends: the best
+  // only falls, so a prefix at least as large there reaches none either.
+  using Where = std::tuple<int, int, int, int64_t>;
+  static Where WhereOf(const Prefix& p) {
+    return {p.stage, p.first_layer, p.first_unit, p.warm_ups.State()};
+  }
+  bool Futile(const Prefix& p) const {
+    auto it = futile_.find(WhereOf(p));
+    if (it == futile_.end()) return false;
+    const Signature signature = SignatureOf(p, c_.micro_batches);
+    return std::any_of(it->second.begin(), it->second.end(),
+                       [&](const Signature& known) { return AtLeast(signature, known); });
+  }
+  void RememberFutile(const Prefix& p) {
+    std::vector<Signature>& known = futile_[WhereOf(p)];
+    const Signature signature = SignatureOf(p, c_.micro_batches);
+    std::erase_if(known, [&](const Signature& k) { return AtLeast(k, signature); });
+    known.push_back(signature);
+  }
+
+  void Dfs(const Prefix& p) {
+    if (p.stage > 0 && Futile(p)) return;
+    const int64_t leaves = leaves_;
+    Search(p);
+    if (p.stage > 0 && leaves_ == leaves) RememberFutile(p);
+  }
+
+  // The most replicas stage s on layers [a, b] may take and leave the later stages room: the
+  // units their least_units_ need, and the units on which the layers after b keep the rest
+  // bound under the best (one wider than it gives, so rounding never drops a count).
+  int MostReplicas(const Prefix& p, int b, int r_high) const {
+    if (b + 1 >= layers_) return r_high;
+    const int left = space_.units - p.first_unit;
+    r_high = std::min(r_high, left - least_units_[p.stage + 1][b + 1]);
+    const RangeTimes t = sc_.Times(p.first_layer, b);
+    const bool split = bounds_.Split();
+    const double base =
+        bounds_.Pipedream()
+            ? 0
+            : p.arrive_ms + t.fwd_ms + (split ? 0 : p.drain_ms + t.bwd_input_ms + t.bwd_weight_ms);
+    const double room = *best_ms_ - p.tail.Total() - base;
+    if (room <= 0) return 0;
+    const double rest = c_.micro_batches * sc_.Times(b + 1, layers_ - 1).Total();
+    return std::min<double>(r_high, std::ceil(std::max(0.0, left - rest / room)));
+  }
+
+  void Search(const Prefix& p) {
     ++branches_;
-    const auto [r_low, r_high] = ReplicaRange(s, u);
+    const int s = p.stage, a = p.first_layer;
+    const auto [r_low, r_high] = ReplicaRange(s, p.first_unit);
     const int b_low = s == stages_ - 1 ? layers_ - 1 : a;
     const int b_high = layers_ - (stages_ - s);
-    for (int r = r_low; r <= r_high; ++r) {
-      const int units_left = space_.units - u - r;
-      if (s + 1 < stages_ && units_left < 1) continue;
-      const int m = LaneMicroBatches(c_.micro_batches, r, 0);
-      for (int b = b_low; b <= b_high; ++b) {
-        // The lane and the tail only grow with b: once either bound reaches the best, so do
-        // those of every later b. The lane alone is checked first, as it is the cheaper.
-        const double bound = std::max(bound_ms, LaneMs(a, b, m, prefix_ms));
-        if (bound + tail_ms >= *best_ms_) break;
-        const Placed placed = Place(s, a, b, r, m, u);
-        const double tail = std::max(tail_ms, placed.tail_ms);
-        if (bound + tail >= *best_ms_) break;
-        if (!placed.fits) continue;
-        stages_out_.push_back({a, b - a + 1, r, c_.recompute, 0, 0});
-        if (s + 1 == stages_) {
-          leaf_(stages_out_);
-        } else {
-          const RangeTimes t = sc_.Times(a, b);
-          const double send = SendMs(b, u + r);
-          const double next_prefix = prefix_ms + (split_ ? t.fwd_ms + send : t.Total() + 2 * send);
-          const double rest = RestMs(b, units_left, next_prefix);
-          if (std::max(bound, rest) + tail < *best_ms_) {
-            Dfs(s + 1, b + 1, u + r, next_prefix, bound, tail);
-          }
-        }
-        stages_out_.pop_back();
-      }
+    for (int b = b_low; b <= b_high; ++b) {
+      // No count that fails LeastReplicas passes with more layers: once none is left, stop.
+      const int r_from = bounds_.LeastReplicas(a, b, s, p.first_unit, r_low, r_high, p.arrive_ms,
+                                               p.drain_ms, p.tail, *best_ms_);
+      if (r_from == kNever) break;
+      const int r_to = MostReplicas(p, b, r_high);
+      for (int r = r_from; r <= r_to; ++r) Try(p, b, r);
     }
   }
 
+  // Stage p.stage on layers [p.first_layer, b] and r replicas: a leaf, a branch, or nothing.
+  void Try(const Prefix& p, int b, int r) {
+    const int s = p.stage, a = p.first_layer, u = p.first_unit;
+    const bool last = s == stages_ - 1;
+    const int units_left = space_.units - u - r;
+    if (!last && least_units_[s + 1][b + 1] > units_left) return;
+    const int m = LaneMicroBatches(c_.micro_batches, r, 0);
+    const double grows = std::max(p.bound_ms, SimpleLaneMs(p, sc_.Times(a, b), m));
+    if (grows + p.tail.Total() >= *best_ms_) return;
+    const StageTerms terms = bounds_.Terms(a, b, s, r, u);
+    if (terms.memory_bytes > space_.memory_limit_bytes) return;
+    WarmUpRule warm_ups = p.warm_ups;
+    const int w = warm_ups.Next(stages_, s, c_.micro_batches, r);
+    const double send_ms = last ? 0 : bounds_.SendMs(b, u + r);
+    const LaneBoundInput lane = LaneInputOf(p, b, r, w, send_ms);
+    const double bound = std::max(p.bound_ms, StageBoundMs(p, lane, r, terms.sync_ms));
+    const Tail tail = p.tail.Max(terms.tail);
+    if (bound + tail.Total() >= *best_ms_) return;
+    stages_out_.push_back({a, b - a + 1, r, c_.recompute, 0, 0});
+    if (last) {
+      ++leaves_;
+      leaf_(stages_out_);
+    } else {
+      const Prefix next = Next(p, b, r, send_ms, bound, tail, warm_ups, lane);
+      const bool split = bounds_.Split();
+      const double rest = RestMs(b, units_left, next.arrive_ms + (split ? 0 : next.drain_ms));
+      if (std::max(bound, rest) + tail.Total() < *best_ms_) Dfs(next);
+    }
+    stages_out_.pop_back();
+  }
+
+  const ExactBounds bounds_;
   const PartitionSpace& space_;
   const Config& c_;
   const StageCosts& sc_;
@@ -152,12 +327,11 @@ class Enumerator {
   const std::function<void(std::vector<PlanStage>)>& leaf_;
   const int layers_;
   const int stages_;
-  const bool pipedream_;
-  const bool split_;
-  // The memory context every stage shares; Place sets its lane's counts.
-  const MemoryContext memory_context_;
+  std::vector<std::vector<int>> least_units_;
   std::vector<PlanStage> stages_out_;
+  std::map<Where, std::vector<Signature>> futile_;
   int64_t branches_ = 0;
+  int64_t leaves_ = 0;
 };
 
 }  // namespace

@@ -1,23 +1,41 @@
 // The search's exact step: every partition of one configuration (stage cuts and, where the
 // replicas are free, a replica count per stage) whose simulated step could beat the best found,
-// by branch and bound on lower bounds of the step that planner/evaluate.h documents and
-// tests/planner/lane_bound_test.cc checks. The search (planner/search.h) first finds good plans
-// with the partition DP; this enumeration then proves that no partition of each configuration
-// steps faster, or finds the ones that do. One stage per position (v = 1): interleaved cuts are
-// not enumerated (planner/README.md says why). Internal to the planner.
+// by branch and bound on lower bounds of the step. The search (planner/search.h) first finds
+// good plans with the partition DP; this enumeration then proves that no partition of each
+// configuration steps faster, or finds the ones that do. One stage per position (v = 1):
+// interleaved cuts are not enumerated (planner/README.md says why). Internal to the planner.
 //
-// Bounds, for stage s of a partition built left to right (layers [a, b] on r replicas, lane of
-// m = ⌈M / r⌉ micro-batches, T = F + B + W of one micro-batch, opt the position's optimizer step
-// as evaluate.h costs it, once or, under PipeDream, m times a step):
-//   flushing schedules          step ≥ max over stages of (prefix_s + m·T_s) + max_s opt_s,
-//                               prefix_s = Σ_{q<s} (F_q + B_q + W_q + 2·send_q), or under ZB-H1
-//                               Σ_{q<s} (F_q + send_q);
-//   PipeDream                   step ≥ max_s m·T_s + max_s m·(opt_s + sync_s) (its steady state
-//                               has no fill; sync_s the all-reduce before each of its updates);
-// and for the layers R not yet placed on the U' units left, some later stage's lane holds at
-// least M·T(R) / U' (each of its lanes runs M / r of a stage's micro-batches), after the prefix
-// the placed stages have built. A stage whose memory alone (the position's footprint without
-// the tied embedding's copy, which only adds) exceeds the limit ends its branch.
+// A partition is built stage by stage, left to right: stage s holds layers [a, b] on r
+// replicas, its busiest lane running m = ⌈M / r⌉ micro-batches (core/replica_lanes.h). A branch
+// ends when a lower bound on the step of every completion reaches the best step found:
+//   flushing schedules  step ≥ max over placed stages of max(makespan_s, lane_s + sync_s)
+//                              + max_s optimizer_s + max_s gather_s + max_s exposed_s
+//     makespan_s, lane_s  planner/lane_bound.h from the stage's times, its lane's warm-up
+//                         (WarmUpRule), the placed stages' forwards and backwards before it, and
+//                         for the round trip the layers after b (forward and backward) and the
+//                         sends: the boundary after b, and at least the cheapest boundary's
+//                         send for each later one; under 1f1b and zb_h1 also the pair bound of
+//                         stage s − 1 and s (PairBoundOf: neighbours whose lane cycles differ
+//                         serialize);
+//     sync_s              its gradient collective after its last backward (evaluate.h: the
+//                         position's exposed sync ends no earlier than lane_s + sync_s);
+//     optimizer, gather, exposed   the terms evaluate.h takes the largest of over positions;
+//   PipeDream           step ≥ max_s m_s·T_s + max_s m_s·sync_s + max_s m_s·optimizer_s (its
+//                       steady state has no fill; sync_s the all-reduce before each update);
+// where T = F + B + W of one micro-batch and each term is the stage's own (a position's
+// tied-embedding copy only adds). The layers R not yet placed, on the U' units left: some
+// later lane runs M·T(R) / U' after the placed stages' forwards and backwards, which also caps
+// a stage's replicas from above.
+//
+// Replica counts from below: ExactBounds::LeastReplicas, the least count whose memory fits and
+// whose lane and sync bounds stay under the best. A table built once per configuration holds,
+// for each position q and first layer a, the fewest units on which positions q.. can hold
+// layers [a, L) that way (with nothing known of the stages before but their layers), so a
+// stage that leaves too few units ends its branch before any of it is costed.
+//
+// Futile prefixes: a prefix none of whose completions reached a leaf is remembered by where it
+// ends (position, layer, unit, warm-up state) with the figures every bound above grows with; a
+// later prefix ending there, at least as large in each, is skipped (the best only falls).
 #pragma once
 
 #include <cstdint>
@@ -25,23 +43,9 @@
 #include <vector>
 
 #include "core/plan.h"
-#include "planner/cost_model.h"
-#include "planner/search_costs.h"
-#include "planner/stage_costs.h"
+#include "planner/exact_bounds.h"
 
 namespace trident::search_internal {
-
-struct PartitionSpace {
-  const CostModel* costs = nullptr;
-  const StageCosts* stage_costs = nullptr;
-  Config config;  // pp, schedule, micro-batches, sharding, tp · cp units; v = 1
-  int units = 0;  // tp · cp groups the stages' replicas sum to
-  // Replicas of each stage (config.pp entries, summing to `units`); empty: any count from 1 to
-  // M, summing to `units` (no sharding only).
-  std::vector<int> replicas;
-  int64_t memory_limit_bytes = 0;
-  bool master_weights = false;  // MemoryContext::master_weights
-};
 
 // Calls `leaf` with every partition of `space` whose lower bound is below *best_ms, reading
 // *best_ms afresh at every branch, so that `leaf` may lower it as it finds faster plans. Returns

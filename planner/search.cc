@@ -533,8 +533,8 @@ void Searcher::TryFixedReplicas(const Config& base, const StageCosts& sc) {
 
 void Searcher::AddSpace(const Config& c, const StageCosts& sc, int units,
                         std::vector<int> replicas) {
-  spaces_.push_back(
-      {&costs_, &sc, c, units, std::move(replicas), memory_limit_, request_.dtype != DType::kFp32});
+  spaces_.push_back({&costs_, &sc, c, units, std::move(replicas), memory_limit_,
+                     request_.dtype != DType::kFp32, request_.model.tied_embeddings});
 }
 
 // A per-stage replication the DP chose, unless ForMesh has it: uniform on every unit with a
