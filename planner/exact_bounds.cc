@@ -62,8 +62,9 @@ ExactBounds::ExactBounds(const PartitionSpace& space)
   }
 }
 
-MemoryContext ExactBounds::ContextOf(int r) const {
+MemoryContext ExactBounds::ContextOf(int r, int pp) const {
   MemoryContext context = memory_context_;
+  context.pp = pp;
   context.micro_batches = LaneMicroBatches(c_.micro_batches, r, 0);
   context.replicas = r;
   context.shard_replicas = c_.shard > 0 ? c_.shard : r;
@@ -72,9 +73,9 @@ MemoryContext ExactBounds::ContextOf(int r) const {
 
 // The position's footprint as evaluate.cc holds it in memory: a tied table split over the first
 // and last positions is summed outside the buckets, and the last position keeps a copy.
-PositionFootprint ExactBounds::HeldFootprint(PositionFootprint f, int q) const {
-  if (!tied_ || (q != 0 && q != c_.pp - 1)) return f;
-  if (q != 0) {
+PositionFootprint ExactBounds::HeldFootprint(PositionFootprint f, const Slot& slot) const {
+  if (!tied_ || (!slot.first && !slot.last)) return f;
+  if (!slot.first) {
     f.param_bytes += embedding_.param_bytes;
     f.grad_bytes += embedding_.grad_bytes;
     f.optimizer_bytes += embedding_.optimizer_bytes;
@@ -103,9 +104,9 @@ ShardGroupLinks ExactBounds::LinksOf(int u, int r) const {
 
 StageTerms ExactBounds::Terms(int first, int last, int q, int r, int u) const {
   const PositionFootprint f = sc_.Footprint(first, last);
-  const MemoryContext context = ContextOf(r);
+  const MemoryContext context = ContextOf(r, c_.pp);
   StageTerms terms;
-  terms.memory_bytes = PositionMemory(HeldFootprint(f, q), q, context).Total();
+  terms.memory_bytes = PositionMemory(HeldFootprint(f, SlotOf(q)), q, context).Total();
   const double optimizer_ms =
       space_.costs->OptimizerMs(OptimizerStepBytes(f, PositionMemory(f, q, context), context));
   const ShardingComm comm = ShardingCommOf(*space_.costs, c_.sharding, f, LinksOf(u, r));
@@ -123,17 +124,18 @@ StageTerms ExactBounds::Terms(int first, int last, int q, int r, int u) const {
   return terms;
 }
 
-int64_t ExactBounds::MemoryBound(int first, int last, int q, int r) const {
-  const PositionFootprint f = WithoutTransients(HeldFootprint(sc_.Footprint(first, last), q));
-  return PositionMemory(f, q, ContextOf(r)).Total();
+int64_t ExactBounds::MemoryBound(int first, int last, const Slot& slot, int r) const {
+  const PositionFootprint f = WithoutTransients(HeldFootprint(sc_.Footprint(first, last), slot));
+  return PositionMemory(f, slot.position, ContextOf(r, slot.pp)).Total();
 }
 
 // The least r in [r_low, r_high] whose MemoryBound fits. Above one replica (and with cp > 1
 // from one) the gradient buckets are held whatever r, and the live activations and weight
 // versions only fall as r grows, so the bound falls with r there.
-int ExactBounds::LeastFittingReplicas(int first, int last, int q, int r_low, int r_high) const {
+int ExactBounds::LeastFittingReplicas(int first, int last, const Slot& slot, int r_low,
+                                      int r_high) const {
   const int64_t limit = space_.memory_limit_bytes;
-  auto fits = [&](int r) { return MemoryBound(first, last, q, r) <= limit; };
+  auto fits = [&](int r) { return MemoryBound(first, last, slot, r) <= limit; };
   if (r_low > r_high) return kNever;
   if (r_low == 1 && fits(1)) return 1;
   int low = std::max(r_low, c_.cp > 1 ? 1 : 2), high = r_high;
@@ -167,12 +169,13 @@ double ExactBounds::SyncBoundMs(const PositionFootprint& f, int r) const {
 
 // What the sync condition leaves stage q's lane (m·T must stay below it), given r; under
 // PipeDream, where the sync and optimizer terms scale with m, whether r passes (+inf or −inf).
-double ExactBounds::LaneRoomMs(int first, int last, int q, int u, int r, double arrive_ms,
+// The optimizer's share of the state does not depend on the position.
+double ExactBounds::LaneRoomMs(int first, int last, int u, int r, double arrive_ms,
                                const Tail& tail, double best_ms) const {
   const PositionFootprint f = sc_.Footprint(first, last);
-  const MemoryContext context = ContextOf(r);
+  const MemoryContext context = ContextOf(r, c_.pp);
   const double optimizer_ms =
-      space_.costs->OptimizerMs(OptimizerStepBytes(f, PositionMemory(f, q, context), context));
+      space_.costs->OptimizerMs(OptimizerStepBytes(f, PositionMemory(f, 0, context), context));
   double sync_ms = 0, gather_ms = 0;
   if (u >= 0) {
     const ShardingComm comm = ShardingCommOf(*space_.costs, c_.sharding, f, LinksOf(u, r));
@@ -193,7 +196,7 @@ double ExactBounds::LaneRoomMs(int first, int last, int q, int u, int r, double 
          std::max(gather_ms, tail.gather_ms) - tail.exposed_ms - tail.update_sync_ms;
 }
 
-int ExactBounds::LeastReplicas(int first, int last, int q, int u, int r_low, int r_high,
+int ExactBounds::LeastReplicas(int first, int last, const Slot& slot, int u, int r_low, int r_high,
                                double arrive_ms, double drain_ms, const Tail& tail,
                                double best_ms) const {
   const double t_ms = sc_.Times(first, last).Total();
@@ -205,9 +208,9 @@ int ExactBounds::LeastReplicas(int first, int last, int q, int u, int r_low, int
   // while the lane shrinks: from a count that fails, jump to the fewest replicas whose lane fits
   // the room it left.
   while (true) {
-    r = LeastFittingReplicas(first, last, q, r, r_high);
+    r = LeastFittingReplicas(first, last, slot, r, r_high);
     if (r == kNever) return kNever;
-    const double room_ms = LaneRoomMs(first, last, q, u, r, arrive_ms, tail, best_ms);
+    const double room_ms = LaneRoomMs(first, last, u, r, arrive_ms, tail, best_ms);
     if (LaneMicroBatches(c_.micro_batches, r, 0) * t_ms < room_ms) return r;
     if (r >= r_high) return kNever;
     if (pipedream_) {

@@ -57,6 +57,17 @@ struct PartitionSpace {
   bool tied_embeddings = false;  // the model's; the first and last positions share the table
 };
 
+// Where a stage sits, as its memory sees it: the live activations of `position` among `pp`
+// positions, and whether it holds the tied table as the first or the last position. A stage k
+// positions from the end of a pipeline of any depth sits at least at {0, k} (the schedules'
+// live activations grow with the positions after it, or with pp, never shrink).
+struct Slot {
+  int position = 0;
+  int pp = 1;
+  bool first = false;
+  bool last = false;
+};
+
 // What stage q on layers [first, last] and r replicas adds to the step beside its lanes.
 struct StageTerms {
   int64_t memory_bytes = 0;  // evaluate.h's, with the tied table where the position holds it
@@ -76,10 +87,13 @@ class ExactBounds {
   // The exact terms of stage q from unit u (planner/evaluate.h's for a v = 1 position).
   StageTerms Terms(int first, int last, int q, int r, int u) const;
 
+  // Stage q of this configuration.
+  Slot SlotOf(int q) const { return {q, c_.pp, q == 0, q == c_.pp - 1}; }
+
   // The least r in [r_low, r_high] the conditions above allow (u < 0: unknown), or kNever.
   // A stage on more layers only costs more: kNever stays kNever as `last` grows.
-  int LeastReplicas(int first, int last, int q, int u, int r_low, int r_high, double arrive_ms,
-                    double drain_ms, const Tail& tail, double best_ms) const;
+  int LeastReplicas(int first, int last, const Slot& slot, int u, int r_low, int r_high,
+                    double arrive_ms, double drain_ms, const Tail& tail, double best_ms) const;
 
   // The least p2p time of a boundary after layer b or later, at any level; 0 with one layer.
   double CheapestSendMs(int b) const { return cheapest_send_ms_[static_cast<size_t>(b)]; }
@@ -91,13 +105,13 @@ class ExactBounds {
   int FixedFirstUnit(int q) const;
 
  private:
-  MemoryContext ContextOf(int r) const;
-  PositionFootprint HeldFootprint(PositionFootprint f, int q) const;
-  int64_t MemoryBound(int first, int last, int q, int r) const;
-  int LeastFittingReplicas(int first, int last, int q, int r_low, int r_high) const;
+  MemoryContext ContextOf(int r, int pp) const;
+  PositionFootprint HeldFootprint(PositionFootprint f, const Slot& slot) const;
+  int64_t MemoryBound(int first, int last, const Slot& slot, int r) const;
+  int LeastFittingReplicas(int first, int last, const Slot& slot, int r_low, int r_high) const;
   ShardGroupLinks LinksOf(int u, int r) const;
   double SyncBoundMs(const PositionFootprint& f, int r) const;
-  double LaneRoomMs(int first, int last, int q, int u, int r, double arrive_ms, const Tail& tail,
+  double LaneRoomMs(int first, int last, int u, int r, double arrive_ms, const Tail& tail,
                     double best_ms) const;
 
   const PartitionSpace& space_;

@@ -72,10 +72,18 @@ bool AtLeast(const Signature& a, const Signature& b) {
   return true;
 }
 
+// The configuration less pp, whose free-replica spaces share a least-units table.
+LeastUnitsCache::Family FamilyOf(const PartitionSpace& space) {
+  Config c = space.config;
+  c.pp = 0;
+  c.dp = 0;
+  return {space.stage_costs, c.Key(), c.micro_batches, space.units};
+}
+
 class Enumerator {
  public:
   Enumerator(const PartitionSpace& space, const double* best_ms,
-             const std::function<void(std::vector<PlanStage>)>& leaf)
+             const std::function<void(std::vector<PlanStage>)>& leaf, LeastUnitsCache* cache)
       : bounds_(space),
         space_(space),
         c_(space.config),
@@ -83,7 +91,8 @@ class Enumerator {
         best_ms_(best_ms),
         leaf_(leaf),
         layers_(sc_.NumLayers()),
-        stages_(c_.pp) {}
+        stages_(c_.pp),
+        cache_(cache) {}
 
   int64_t Run() {
     if (RestMs(-1, space_.units, 0) >= *best_ms_ || !LeastUnits()) return 1;
@@ -103,39 +112,63 @@ class Enumerator {
     return {1, std::min(space_.units - u - (stages_ - s - 1), c_.micro_batches)};
   }
 
-  // least_units_[q][a]: the fewest units on which stages q.. can hold layers [a, L), each at
-  // least one layer on ExactBounds::LeastReplicas of it with nothing known of the stages before
-  // but their layers (their forwards and backwards, the cheapest send on each boundary) and the
-  // best at the start (it only falls); kNever: none. False when stages 0.. cannot.
+  // The space's least-units table; with free replicas first its family's (shared), which skips
+  // most configurations for the price of a few rows. False when the positions cannot hold the
+  // layers on the units.
   bool LeastUnits() {
-    const double best_ms = *best_ms_;
-    const double send_ms = bounds_.CheapestSendMs(0);
+    if (bounds_.FreeReplicas()) {
+      std::vector<std::vector<int>>& shared = cache_->tables[FamilyOf(space_)];
+      Extend(&shared, /*shared=*/true);
+      if (shared[static_cast<size_t>(stages_)][0] > space_.units) return false;
+    }
+    Extend(&least_units_, /*shared=*/false);
+    return LeastUnitsOf(0, 0) <= space_.units;
+  }
+
+  // The fewest units on which stages q.. can hold layers [a, L).
+  int LeastUnitsOf(int q, int a) const {
+    return least_units_[static_cast<size_t>(stages_ - q)][static_cast<size_t>(a)];
+  }
+
+  void Extend(std::vector<std::vector<int>>* table, bool shared) const {
+    if (table->empty()) {
+      table->emplace_back(static_cast<size_t>(layers_) + 1, kNever);
+      table->back()[static_cast<size_t>(layers_)] = 0;
+    }
+    while (static_cast<int>(table->size()) <= stages_) {
+      table->push_back(NextRow(static_cast<int>(table->size()), table->back(), shared));
+    }
+  }
+
+  // Row k (the last k positions) from row k − 1. Shared: a stage k positions from the end of a
+  // pipeline of any depth, at its Slot {0, k}, on any count up to the units less one per later
+  // stage, with no sends counted; otherwise stage pp − k of this space from its first layer on.
+  std::vector<int> NextRow(int k, const std::vector<int>& next, bool shared) const {
+    const bool free = bounds_.FreeReplicas();
+    const int q = stages_ - k;
+    const int u = free ? -1 : bounds_.FixedFirstUnit(q);
+    const auto [r_low, r_high] =
+        !free ? ReplicaRange(q, u)
+              : std::pair(
+                    1, std::min(c_.micro_batches, space_.units - (shared ? k - 1 : stages_ - 1)));
+    const double sends_ms = shared ? 0 : q * bounds_.CheapestSendMs(0);
     const bool split = bounds_.Split();
-    least_units_.assign(static_cast<size_t>(stages_) + 1,
-                        std::vector<int>(static_cast<size_t>(layers_) + 1, kNever));
-    least_units_[stages_][layers_] = 0;
-    for (int q = stages_ - 1; q >= 0; --q) {
-      const bool fixed = !bounds_.FreeReplicas();
-      const int u = fixed ? bounds_.FixedFirstUnit(q) : -1;
-      const auto [r_low, r_high] =
-          fixed ? ReplicaRange(q, u)
-                : std::pair(1, std::min(c_.micro_batches, space_.units - (stages_ - 1)));
-      std::vector<int>& row = least_units_[q];
-      const std::vector<int>& next = least_units_[q + 1];
-      for (int a = q; a <= layers_ - (stages_ - q); ++a) {
-        const RangeTimes before = a > 0 ? sc_.Times(0, a - 1) : RangeTimes{};
-        const double arrive_ms = before.fwd_ms + q * send_ms;
-        const double drain_ms =
-            before.bwd_input_ms + (split ? 0 : before.bwd_weight_ms) + q * send_ms;
-        for (int b = q == stages_ - 1 ? layers_ - 1 : a; b <= layers_ - (stages_ - q); ++b) {
-          const int r = bounds_.LeastReplicas(a, b, q, u, r_low, r_high, arrive_ms, drain_ms,
-                                              Tail{}, best_ms);
-          if (r == kNever) break;
-          if (next[b + 1] != kNever) row[a] = std::min(row[a], r + next[b + 1]);
-        }
+    std::vector<int> row(static_cast<size_t>(layers_) + 1, kNever);
+    for (int a = shared ? 0 : q; a <= layers_ - k; ++a) {
+      const Slot slot = shared ? Slot{0, k, a == 0, k == 1} : bounds_.SlotOf(q);
+      const RangeTimes before = a > 0 ? sc_.Times(0, a - 1) : RangeTimes{};
+      const double arrive_ms = before.fwd_ms + sends_ms;
+      const double drain_ms = before.bwd_input_ms + (split ? 0 : before.bwd_weight_ms) + sends_ms;
+      for (int b = k == 1 ? layers_ - 1 : a; b <= layers_ - k; ++b) {
+        const int r = bounds_.LeastReplicas(a, b, slot, u, r_low, r_high, arrive_ms, drain_ms,
+                                            Tail{}, *best_ms_);
+        if (r == kNever) break;
+        const int rest = next[static_cast<size_t>(b) + 1];
+        if (rest != kNever)
+          row[static_cast<size_t>(a)] = std::min(row[static_cast<size_t>(a)], r + rest);
       }
     }
-    return least_units_[0][0] <= space_.units;
+    return row;
   }
 
   // The simple lane bound, which only grows with b: the stage's m micro-batches after the
@@ -259,7 +292,7 @@ class Enumerator {
   int MostReplicas(const Prefix& p, int b, int r_high) const {
     if (b + 1 >= layers_) return r_high;
     const int left = space_.units - p.first_unit;
-    r_high = std::min(r_high, left - least_units_[p.stage + 1][b + 1]);
+    r_high = std::min(r_high, left - LeastUnitsOf(p.stage + 1, b + 1));
     const RangeTimes t = sc_.Times(p.first_layer, b);
     const bool split = bounds_.Split();
     const double base =
@@ -280,8 +313,8 @@ class Enumerator {
     const int b_high = layers_ - (stages_ - s);
     for (int b = b_low; b <= b_high; ++b) {
       // No count that fails LeastReplicas passes with more layers: once none is left, stop.
-      const int r_from = bounds_.LeastReplicas(a, b, s, p.first_unit, r_low, r_high, p.arrive_ms,
-                                               p.drain_ms, p.tail, *best_ms_);
+      const int r_from = bounds_.LeastReplicas(a, b, bounds_.SlotOf(s), p.first_unit, r_low, r_high,
+                                               p.arrive_ms, p.drain_ms, p.tail, *best_ms_);
       if (r_from == kNever) break;
       const int r_to = MostReplicas(p, b, r_high);
       for (int r = r_from; r <= r_to; ++r) Try(p, b, r);
@@ -293,7 +326,7 @@ class Enumerator {
     const int s = p.stage, a = p.first_layer, u = p.first_unit;
     const bool last = s == stages_ - 1;
     const int units_left = space_.units - u - r;
-    if (!last && least_units_[s + 1][b + 1] > units_left) return;
+    if (!last && LeastUnitsOf(s + 1, b + 1) > units_left) return;
     const int m = LaneMicroBatches(c_.micro_batches, r, 0);
     const double grows = std::max(p.bound_ms, SimpleLaneMs(p, sc_.Times(a, b), m));
     if (grows + p.tail.Total() >= *best_ms_) return;
@@ -327,7 +360,8 @@ class Enumerator {
   const std::function<void(std::vector<PlanStage>)>& leaf_;
   const int layers_;
   const int stages_;
-  std::vector<std::vector<int>> least_units_;
+  LeastUnitsCache* cache_;
+  std::vector<std::vector<int>> least_units_;  // rows by positions from the end
   std::vector<PlanStage> stages_out_;
   std::map<Where, std::vector<Signature>> futile_;
   int64_t branches_ = 0;
@@ -337,8 +371,9 @@ class Enumerator {
 }  // namespace
 
 int64_t EnumeratePartitionsBelow(const PartitionSpace& space, const double* best_ms,
-                                 const std::function<void(std::vector<PlanStage>)>& leaf) {
-  return Enumerator(space, best_ms, leaf).Run();
+                                 const std::function<void(std::vector<PlanStage>)>& leaf,
+                                 LeastUnitsCache* cache) {
+  return Enumerator(space, best_ms, leaf, cache).Run();
 }
 
 }  // namespace trident::search_internal

@@ -28,10 +28,14 @@
 // a stage's replicas from above.
 //
 // Replica counts from below: ExactBounds::LeastReplicas, the least count whose memory fits and
-// whose lane and sync bounds stay under the best. A table built once per configuration holds,
-// for each position q and first layer a, the fewest units on which positions q.. can hold
-// layers [a, L) that way (with nothing known of the stages before but their layers), so a
-// stage that leaves too few units ends its branch before any of it is costed.
+// whose lane and sync bounds stay under the best. A table holds, for each k and first layer a,
+// the fewest units on which the last k positions can hold layers [a, L) that way (with nothing
+// known of the stages before but their layers), so a configuration whose pp positions cannot
+// hold the model on its units is skipped, and a stage that leaves too few units ends its branch
+// before any of it is costed. With free replicas a row does not depend on pp (each stage at
+// its Slot {0, k}, no sends counted), so the configurations that differ only in pp share one
+// table (LeastUnitsCache), each adding the rows it needs; a row built while the best was higher
+// is only weaker.
 //
 // Futile prefixes: a prefix none of whose completions reached a leaf is remembered by where it
 // ends (position, layer, unit, warm-up state) with the figures every bound above grows with; a
@@ -40,6 +44,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "core/plan.h"
@@ -47,10 +53,19 @@
 
 namespace trident::search_internal {
 
+// The least-units tables of one search's free-replica spaces, by their configuration less pp:
+// tables[family][k][a].
+struct LeastUnitsCache {
+  using Family = std::tuple<const StageCosts*, decltype(Config{}.Key()), int, int>;
+  std::map<Family, std::vector<std::vector<int>>> tables;
+};
+
 // Calls `leaf` with every partition of `space` whose lower bound is below *best_ms, reading
 // *best_ms afresh at every branch, so that `leaf` may lower it as it finds faster plans. Returns
-// the number of branches visited.
+// the number of branches visited. One cache serves every space of a search whose best only
+// falls.
 int64_t EnumeratePartitionsBelow(const PartitionSpace& space, const double* best_ms,
-                                 const std::function<void(std::vector<PlanStage>)>& leaf);
+                                 const std::function<void(std::vector<PlanStage>)>& leaf,
+                                 LeastUnitsCache* cache);
 
 }  // namespace trident::search_internal

@@ -650,6 +650,7 @@ Status Searcher::Refine() {
   if (!constraints_.exact) return Status::Ok();
   double best_ms = result_.ranked.empty() ? kInf : result_.ranked.front().evaluation.step_ms;
   Status status = Status::Ok();
+  search_internal::LeastUnitsCache least_units;
   for (const search_internal::PartitionSpace& space : spaces_) {
     auto leaf = [&](std::vector<PlanStage> stages) {
       if (!status.ok()) return;
@@ -663,7 +664,7 @@ Status Searcher::Refine() {
       best_ms = (*simulated)->evaluation.step_ms;
       result_.ranked.push_back(std::move(**simulated));
     };
-    result_.exact_branches += EnumeratePartitionsBelow(space, &best_ms, leaf);
+    result_.exact_branches += EnumeratePartitionsBelow(space, &best_ms, leaf, &least_units);
     TRIDENT_RETURN_IF_ERROR(status);
   }
   KeepBest();
