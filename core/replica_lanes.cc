@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 namespace trident {
 namespace {
@@ -67,24 +68,27 @@ StatusOr<std::vector<Lane>> ReplicaLanes(ScheduleKind kind, int pp, int virtual_
   TRIDENT_RETURN_IF_ERROR(CheckShape(pp, num_micro_batches, replicas, steps));
   std::vector<Lane> lanes;
   const std::vector<int> warm_ups = WarmUps(pp, num_micro_batches, replicas);
-  std::map<int, StatusOr<Schedule>> by_count;  // a lane count takes at most two values a position
+  // A lane count takes at most two values a position: one list for each count and list position.
+  std::map<std::pair<int, int>, StatusOr<std::vector<Action>>> lists;
   for (int p = 0; p < pp; ++p) {
     const int r = replicas[p];
     const int list = ListPosition(kind, pp, p, warm_ups);
     for (int d = 0; d < r; ++d) {
       const int local = LaneMicroBatches(num_micro_batches, r, d);
-      auto it = by_count.find(local);
-      if (it == by_count.end()) {
-        StatusOr<Schedule> one = GenerateSchedule(kind, pp, virtual_stages, local);
-        it = by_count.emplace(local, one.ok() ? UnrollSteps(*one, steps) : one).first;
+      auto it = lists.find({local, list});
+      if (it == lists.end()) {
+        it = lists
+                 .emplace(std::pair(local, list),
+                          GeneratePositionSteps(kind, list, pp, virtual_stages, local, steps))
+                 .first;
       }
-      const StatusOr<Schedule>& schedule = it->second;
-      if (!schedule.ok()) {
+      const StatusOr<std::vector<Action>>& listed = it->second;
+      if (!listed.ok()) {
         return InvalidArgument("pipeline position " + Str(p) + " (" + Str(local) +
                                " micro-batches on replica " + Str(d) +
-                               "): " + schedule.status().message());
+                               "): " + listed.status().message());
       }
-      Lane lane{p, d, local, schedule->positions[list]};
+      Lane lane{p, d, local, *listed};
       for (Action& a : lane.actions) a.stage += p - list;
       MapToGlobal(num_micro_batches, r, d, local, &lane.actions);
       lanes.push_back(std::move(lane));

@@ -221,24 +221,45 @@ std::vector<Action> StreamedSteps(const std::vector<Action>& step, int warmup, i
   return OneFOneB(fwd, bwd, warmup);
 }
 
-}  // namespace
-
-StatusOr<Schedule> UnrollSteps(const Schedule& schedule, int steps) {
+Status CheckUnroll(const Schedule& schedule, int steps) {
   if (steps < 1) return InvalidArgument("steps must be >= 1, got " + Str(steps));
   if (!schedule.Flushes() && (schedule.virtual_stages != 1 || schedule.split_backward)) {
     return InvalidArgument(schedule.ToString() +
                            ": a schedule without flush unrolls only with virtual_stages 1 and "
                            "no split backward");
   }
+  return Status::Ok();
+}
+
+// Position p's list `step` over `steps` steps.
+std::vector<Action> StepsOf(const Schedule& schedule, int p, const std::vector<Action>& step,
+                            int steps) {
+  const int m = schedule.num_micro_batches;
+  return schedule.Flushes() ? ConcatenatedSteps(step, m, steps)
+                            : StreamedSteps(step, schedule.pp - p - 1, m, steps);
+}
+
+}  // namespace
+
+StatusOr<Schedule> UnrollSteps(const Schedule& schedule, int steps) {
+  TRIDENT_RETURN_IF_ERROR(CheckUnroll(schedule, steps));
   Schedule out = schedule;
-  int m = schedule.num_micro_batches;
-  out.num_micro_batches = m * steps;
+  out.num_micro_batches = schedule.num_micro_batches * steps;
   for (int p = 0; p < schedule.pp; ++p) {
-    const std::vector<Action>& step = schedule.positions[p];
-    out.positions[p] = schedule.Flushes() ? ConcatenatedSteps(step, m, steps)
-                                          : StreamedSteps(step, schedule.pp - p - 1, m, steps);
+    out.positions[p] = StepsOf(schedule, p, schedule.positions[p], steps);
   }
   return out;
+}
+
+StatusOr<std::vector<Action>> GeneratePositionSteps(ScheduleKind kind, int position, int pp,
+                                                    int virtual_stages, int num_micro_batches,
+                                                    int steps) {
+  TRIDENT_RETURN_IF_ERROR(CheckGeneratorArgs(kind, pp, virtual_stages, num_micro_batches));
+  const Schedule frame{kind, pp, virtual_stages, num_micro_batches, kind == ScheduleKind::kZbH1,
+                       {}};
+  TRIDENT_RETURN_IF_ERROR(CheckUnroll(frame, steps));
+  return StepsOf(frame, position,
+                 GeneratePosition(kind, position, pp, virtual_stages, num_micro_batches), steps);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -116,6 +116,12 @@ Status ValidateSchedule(const Schedule& schedule);
 // (InvalidArgument otherwise). REQUIRES (checked by the caller): ValidateSchedule passed.
 StatusOr<Schedule> UnrollSteps(const Schedule& schedule, int steps);
 
+// Position `position`'s list of GenerateSchedule(kind, pp, virtual_stages, num_micro_batches)
+// unrolled over `steps` (UnrollSteps), without generating the other positions'; their errors.
+StatusOr<std::vector<Action>> GeneratePositionSteps(ScheduleKind kind, int position, int pp,
+                                                    int virtual_stages, int num_micro_batches,
+                                                    int steps);
+
 // The text form, headed by a '#' comment naming kind, pp, v, m and split.
 std::string ScheduleToText(const Schedule& schedule);
 
