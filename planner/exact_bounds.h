@@ -91,7 +91,9 @@ class ExactBounds {
   Slot SlotOf(int q) const { return {q, c_.pp, q == 0, q == c_.pp - 1}; }
 
   // The least r in [r_low, r_high] the conditions above allow (u < 0: unknown), or kNever.
-  // A stage on more layers only costs more: kNever stays kNever as `last` grows.
+  // A stage on more layers only costs more (in memory, lane time, sync and optimizer step), so
+  // the counts the conditions allow only shrink as `last` grows: the least r never falls, and
+  // kNever stays kNever.
   int LeastReplicas(int first, int last, const Slot& slot, int u, int r_low, int r_high,
                     double arrive_ms, double drain_ms, const Tail& tail, double best_ms) const;
 

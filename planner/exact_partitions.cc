@@ -162,7 +162,8 @@ class Enumerator {
       for (int b = k == 1 ? layers_ - 1 : a; b <= layers_ - k; ++b) {
         const int r = bounds_.LeastReplicas(a, b, slot, u, r_low, r_high, arrive_ms, drain_ms,
                                             Tail{}, *best_ms_);
-        if (r == kNever) break;
+        // A later b needs no fewer replicas, and the later positions a unit each at least.
+        if (r == kNever || r + (k - 1) >= row[static_cast<size_t>(a)]) break;
         const int rest = next[static_cast<size_t>(b) + 1];
         if (rest != kNever)
           row[static_cast<size_t>(a)] = std::min(row[static_cast<size_t>(a)], r + rest);
