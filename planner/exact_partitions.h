@@ -15,8 +15,9 @@
 //                         for the round trip the layers after b (forward and backward) and the
 //                         sends: the boundary after b, and at least the cheapest boundary's
 //                         send for each later one; under 1f1b and zb_h1 also the pair bound of
-//                         stage s − 1 and s (PairBoundOf: neighbours whose lane cycles differ
-//                         serialize);
+//                         stage s − 1 and s (PairBoundOf: stages whose lane cycles differ
+//                         serialize), and for a whole partition, before it is simulated, that
+//                         of every two of its stages;
 //     sync_s              its gradient collective after its last backward (evaluate.h: the
 //                         position's exposed sync ends no earlier than lane_s + sync_s);
 //     optimizer, gather, exposed   the terms evaluate.h takes the largest of over positions;

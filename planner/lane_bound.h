@@ -62,24 +62,28 @@ struct LaneBound {
 
 LaneBound LaneBoundOf(const LaneBoundInput& in);
 
-// A pair of neighbouring positions p, p + 1 under 1f1b or zb_h1 (core/replica_lanes.h's lists:
-// a lane's F of local micro-batch k follows its B of k − w − 1, and its B of i follows its F of
-// i + w). In global ids, with r, w and r', w' the positions' replicas and warm-ups, F_p(g) follows
-// B_p(g − r(w+1)), which waits for B_{p+1} of the same id, which follows F_{p+1}(g − δ) and so
-// F_p(g − δ), δ = r(w+1) − r'·w' (≥ 1: the warm-up rule keeps r'·w' below r(w+1)). So every δ ids
-// F_p costs at least τ = F_p + F_{p+1} + B_{p+1} + B_p + 2·send_p, and with n = ⌊(M − 1 −
-// r(w+1)) / δ⌋ + 1 such steps below the last id (each step's upper id at least r(w+1)):
+// Two positions p < t under 1f1b or zb_h1 (core/replica_lanes.h's lists: a lane's F of local
+// micro-batch k follows its B of k − w − 1, and its B of i follows its F of i + w). In global
+// ids, with r, w and r', w' the two positions' replicas and warm-ups, F_p(g) follows
+// B_p(g − r(w+1)), which waits for B_t of the same id (through the positions between), which
+// follows F_t(g − δ) and so F_p(g − δ), δ = r(w+1) − r'·w' (≥ 1: the warm-up rule keeps r'·w'
+// below r(w+1) for every earlier position). So every δ ids F_p costs at least τ = F_p + F' + B' +
+// B_p + 2·send_p, where F' and B' are the forwards and backwards of positions p+1..t with the
+// sends between them (`next`), and with n = ⌊(M − 1 − r(w+1)) / δ⌋ + 1 such steps below the last
+// id (each step's upper id at least r(w+1)):
 //   makespan ≥ t0 + F_p + n·τ + RT_p + B_p + D_p
 // (its last micro-batch then goes round and back). Nothing when p's lanes run every forward
-// first (w = ⌈M / r⌉ − 1). Uniform replication gives δ = 2r and the lane bound's m·(F + B); a
-// position of many replicas after one of few can give δ = 1: with r 8, w 4 then r' 13, w' 3, every
-// micro-batch waits for the one before it to go through both positions and back.
+// first (w = ⌈M / r⌉ − 1). Uniform replication gives δ = 2r for neighbours and the lane bound's
+// m·(F + B); a position of many replicas after one of few can give δ = 1: with r 8, w 4 then
+// r' 13, w' 3, every micro-batch waits for the one before it to go through both positions and
+// back. Positions further apart cycle through more stages per step: a chain of stages of 13, 11
+// and 8 replicas can be slower than any two neighbours show.
 struct PairBoundInput {
-  int micro_batches = 1;                                  // M, the step's
-  int replicas = 1, warm_up = 0;                          // of position p
-  int next_replicas = 1, next_warm_up = 0;                // of position p + 1
-  StageTimes stage, next;                                 // their F, B (W folded in unless split)
-  double send_ms = 0;                                     // boundary p → p + 1
+  int micro_batches = 1;                    // M, the step's
+  int replicas = 1, warm_up = 0;            // of position p
+  int next_replicas = 1, next_warm_up = 0;  // of position t
+  StageTimes stage, next;                   // p's F, B and p+1..t's (W folded in unless split)
+  double send_ms = 0;                       // boundary p → p + 1
   double arrive_ms = 0, round_trip_ms = 0, drain_ms = 0;  // p's, as in LaneBoundInput
 };
 
