@@ -65,12 +65,20 @@ int WarmUpRule::Next(int pp, int position, int num_micro_batches, int replicas) 
 StatusOr<std::vector<Lane>> ReplicaLanes(ScheduleKind kind, int pp, int virtual_stages,
                                          int num_micro_batches, const std::vector<int>& replicas,
                                          int steps) {
+  return ReplicaLanesBetween(kind, pp, virtual_stages, num_micro_batches, replicas, steps, 0,
+                             pp - 1);
+}
+
+StatusOr<std::vector<Lane>> ReplicaLanesBetween(ScheduleKind kind, int pp, int virtual_stages,
+                                                int num_micro_batches,
+                                                const std::vector<int>& replicas, int steps,
+                                                int first, int last) {
   TRIDENT_RETURN_IF_ERROR(CheckShape(pp, num_micro_batches, replicas, steps));
   std::vector<Lane> lanes;
   const std::vector<int> warm_ups = WarmUps(pp, num_micro_batches, replicas);
   // A lane count takes at most two values a position: one list for each count and list position.
   std::map<std::pair<int, int>, StatusOr<std::vector<Action>>> lists;
-  for (int p = 0; p < pp; ++p) {
+  for (int p = first; p <= last; ++p) {
     const int r = replicas[p];
     const int list = ListPosition(kind, pp, p, warm_ups);
     for (int d = 0; d < r; ++d) {

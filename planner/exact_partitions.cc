@@ -5,10 +5,12 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "core/replica_lanes.h"
 #include "planner/lane_bound.h"
+#include "planner/window_bound.h"
 
 namespace trident::search_internal {
 namespace {
@@ -345,7 +347,11 @@ class Enumerator {
       // A leaf the pair bounds rule out still counts as reached: they read every stage, which
       // the futile prefixes' figures do not.
       ++leaves_;
-      if (PairsBoundMs() + tail.Total() < *best_ms_) leaf_(stages_out_);
+      const SimulationInput whole = WholeInput();
+      const double room_ms = *best_ms_ - tail.Total();
+      if (PairsBoundMs(whole) < room_ms && WindowsBoundMs(whole, room_ms) < room_ms) {
+        leaf_(stages_out_);
+      }
     } else {
       const Prefix next = Next(p, b, r, send_ms, bound, tail, warm_ups, lane);
       const bool split = bounds_.Split();
@@ -355,32 +361,43 @@ class Enumerator {
     stages_out_.pop_back();
   }
 
-  // The largest pair bound of any two positions of the whole partition (planner/lane_bound.h,
-  // PairBoundOf), its sends known; 0 but under 1f1b and zb_h1.
-  double PairsBoundMs() const {
-    if (c_.schedule != ScheduleKind::k1F1B && c_.schedule != ScheduleKind::kZbH1) return 0;
+  // The whole partition's stage times, sends and replicas as Simulate reads them.
+  SimulationInput WholeInput() const {
     const bool split = bounds_.Split();
-    std::vector<PairBoundInput> at(static_cast<size_t>(stages_));
-    WarmUpRule warm_ups;
+    SimulationInput in;
     int unit = 0;
-    double fwd_sum = 0, bwd_sum = 0, sends = 0, first_weight = 0;
     for (int q = 0; q < stages_; ++q) {
       const PlanStage& st = stages_out_[static_cast<size_t>(q)];
       const int last = st.first_layer + st.num_layers - 1;
       const RangeTimes t = sc_.Times(st.first_layer, last);
-      PairBoundInput& in = at[static_cast<size_t>(q)];
-      in.micro_batches = c_.micro_batches;
-      in.replicas = st.replicas;
-      in.warm_up = warm_ups.Next(stages_, q, c_.micro_batches, st.replicas);
-      in.stage = {t.fwd_ms, t.bwd_input_ms + (split ? 0 : t.bwd_weight_ms), 0};
+      in.stages.push_back(
+          {t.fwd_ms, t.bwd_input_ms + (split ? 0 : t.bwd_weight_ms), split ? t.bwd_weight_ms : 0});
+      in.replicas.push_back(st.replicas);
       unit += st.replicas;
-      in.send_ms = q + 1 < stages_ ? bounds_.SendMs(last, unit) : 0;
-      in.arrive_ms = fwd_sum + sends;
-      in.drain_ms = bwd_sum + sends + (split && q > 0 ? first_weight : 0);
-      if (q == 0) first_weight = t.bwd_weight_ms;
-      fwd_sum += in.stage.fwd_ms;
-      bwd_sum += in.stage.bwd_ms;
-      sends += in.send_ms;
+      if (q + 1 < stages_) in.send_activation_ms.push_back(bounds_.SendMs(last, unit));
+    }
+    return in;
+  }
+
+  // The largest pair bound of any two positions of the whole partition (planner/lane_bound.h,
+  // PairBoundOf); 0 but under 1f1b and zb_h1.
+  double PairsBoundMs(const SimulationInput& whole) const {
+    if (c_.schedule != ScheduleKind::k1F1B && c_.schedule != ScheduleKind::kZbH1) return 0;
+    std::vector<PairBoundInput> at(static_cast<size_t>(stages_));
+    WarmUpRule warm_ups;
+    double arrive = 0, drain = 0;
+    for (int q = 0; q < stages_; ++q) {
+      const size_t i = static_cast<size_t>(q);
+      PairBoundInput& in = at[i];
+      in.micro_batches = c_.micro_batches;
+      in.replicas = whole.replicas[i];
+      in.warm_up = warm_ups.Next(stages_, q, c_.micro_batches, in.replicas);
+      in.stage = {whole.stages[i].fwd_ms, whole.stages[i].bwd_ms, 0};
+      in.send_ms = q + 1 < stages_ ? whole.send_activation_ms[i] : 0;
+      in.arrive_ms = arrive;
+      in.drain_ms = drain + (q > 0 ? whole.stages[0].weight_ms : 0);
+      arrive += in.stage.fwd_ms + in.send_ms;
+      drain += in.stage.bwd_ms + in.send_ms;
     }
     double round_trip = 0, bound = 0;
     for (int p = stages_ - 1; p >= 0; --p) {
@@ -404,6 +421,24 @@ class Enumerator {
     return bound;
   }
 
+  // The largest window bound (planner/window_bound.h) of two neighbouring positions whose
+  // replica counts differ, stopping once one reaches `enough_ms`; 0 under PipeDream.
+  double WindowsBoundMs(SimulationInput whole, double enough_ms) {
+    if (c_.schedule == ScheduleKind::kPipeDream) return 0;
+    if (!own_lists_) own_lists_ = GenerateSchedule(c_.schedule, stages_, 1, c_.micro_batches);
+    if (!own_lists_->ok()) return 0;  // the simulation reports it
+    whole.schedule = &**own_lists_;
+    double bound = 0;
+    for (int q = 0; q + 1 < stages_ && bound < enough_ms; ++q) {
+      if (whole.replicas[static_cast<size_t>(q)] == whole.replicas[static_cast<size_t>(q) + 1]) {
+        continue;
+      }
+      StatusOr<double> window = WindowBoundMs(whole, q, q + 1);
+      if (window.ok()) bound = std::max(bound, *window);  // else the simulation reports it
+    }
+    return bound;
+  }
+
   const ExactBounds bounds_;
   const PartitionSpace& space_;
   const Config& c_;
@@ -413,7 +448,8 @@ class Enumerator {
   const int layers_;
   const int stages_;
   LeastUnitsCache* cache_;
-  std::vector<std::vector<int>> least_units_;  // rows by positions from the end
+  std::vector<std::vector<int>> least_units_;    // rows by positions from the end
+  std::optional<StatusOr<Schedule>> own_lists_;  // the schedule's lists, for WindowsBoundMs
   std::vector<PlanStage> stages_out_;
   std::map<Where, std::vector<Signature>> futile_;
   int64_t branches_ = 0;

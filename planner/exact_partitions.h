@@ -17,7 +17,8 @@
 //                         send for each later one; under 1f1b and zb_h1 also the pair bound of
 //                         stage s − 1 and s (PairBoundOf: stages whose lane cycles differ
 //                         serialize), and for a whole partition, before it is simulated, that
-//                         of every two of its stages;
+//                         of every two of its stages and the window bound (window_bound.h) of
+//                         every two neighbours whose replica counts differ;
 //     sync_s              its gradient collective after its last backward (evaluate.h: the
 //                         position's exposed sync ends no earlier than lane_s + sync_s);
 //     optimizer, gather, exposed   the terms evaluate.h takes the largest of over positions;

@@ -112,7 +112,39 @@ Status Deadlock(Replay* r) {
   return Status::Ok();
 }
 
+// The schedule's own lists of positions [first, last] as lanes, `steps` of them back to back
+// (no flush).
+StatusOr<std::vector<Lane>> ListLanes(const Schedule& s, int steps, int first, int last) {
+  Schedule unrolled = s;
+  if (steps > 1) {
+    TRIDENT_ASSIGN_OR_RETURN(unrolled, UnrollSteps(s, steps));
+    if (Status status = ValidateSchedule(unrolled); !status.ok()) {
+      return status.WithPrefix("simulate: " + Str(steps) + " steps back to back");
+    }
+  }
+  std::vector<Lane> lanes;
+  for (int p = first; p <= last; ++p) {
+    lanes.push_back({p, 0, s.num_micro_batches, std::move(unrolled.positions[p])});
+  }
+  return lanes;
+}
+
 }  // namespace
+
+bool Replicated(const SimulationInput& in) {
+  return std::any_of(in.replicas.begin(), in.replicas.end(), [](int r) { return r != 1; });
+}
+
+StatusOr<std::vector<Lane>> PipelineLanes(const SimulationInput& in, int steps, int first,
+                                          int last) {
+  const Schedule& s = *in.schedule;
+  if (last < 0) last = s.pp - 1;
+  if (!Replicated(in)) return ListLanes(s, steps, first, last);
+  StatusOr<std::vector<Lane>> lanes = ReplicaLanesBetween(
+      s.kind, s.pp, s.virtual_stages, s.num_micro_batches, in.replicas, steps, first, last);
+  if (!lanes.ok()) return lanes.status().WithPrefix("simulate");
+  return lanes;
+}
 
 StatusOr<LaneTimes> ReplayLanes(const Schedule& frame, const SimulationInput& input,
                                 const std::vector<Lane>& lanes) {

@@ -26,6 +26,15 @@ struct ActionInterval {
 // Per lane, the interval of each of its actions, in list order.
 using LaneTimes = std::vector<std::vector<ActionInterval>>;
 
+// Replication other than one replica per position: the lanes come from ReplicaLanes.
+bool Replicated(const SimulationInput& in);
+
+// The lanes Simulate replays for `steps` steps (several only for a schedule without flush):
+// the schedule's own lists without replication, else ReplicaLanes'; those of positions
+// [first, last] (last < 0: to the end).
+StatusOr<std::vector<Lane>> PipelineLanes(const SimulationInput& in, int steps, int first = 0,
+                                          int last = -1);
+
 // REQUIRES: `frame` (only its stage count and micro-batch count are read) covers every action
 // of `lanes`, each action appears at most once, and input's stage and send times have one
 // entry per stage and boundary of `frame`. InvalidArgument when the lanes wait on each other

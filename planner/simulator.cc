@@ -15,11 +15,6 @@ std::string Str(int64_t value) { return std::to_string(value); }
 
 bool BadTime(double ms) { return !std::isfinite(ms) || ms < 0; }
 
-// Replication other than one replica per position: the lanes come from ReplicaLanes.
-bool Replicated(const SimulationInput& in) {
-  return std::any_of(in.replicas.begin(), in.replicas.end(), [](int r) { return r != 1; });
-}
-
 std::string Joined(const std::vector<int>& values) {
   std::string text;
   for (int v : values) text += (text.empty() ? "" : ",") + Str(v);
@@ -82,32 +77,6 @@ Status CheckSizes(const SimulationInput& in) {
                            " stage boundaries; hint: give one per stage but the last");
   }
   return Status::Ok();
-}
-
-// The schedule's own lists as lanes, `steps` of them back to back (no flush).
-StatusOr<std::vector<Lane>> ListLanes(const Schedule& s, int steps) {
-  Schedule unrolled = s;
-  if (steps > 1) {
-    TRIDENT_ASSIGN_OR_RETURN(unrolled, UnrollSteps(s, steps));
-    if (Status status = ValidateSchedule(unrolled); !status.ok()) {
-      return status.WithPrefix("simulate: " + Str(steps) + " steps back to back");
-    }
-  }
-  std::vector<Lane> lanes;
-  for (int p = 0; p < s.pp; ++p) {
-    lanes.push_back({p, 0, s.num_micro_batches, std::move(unrolled.positions[p])});
-  }
-  return lanes;
-}
-
-// The lanes of `steps` steps (several only for a schedule without flush).
-StatusOr<std::vector<Lane>> LanesOf(const SimulationInput& in, int steps) {
-  const Schedule& s = *in.schedule;
-  if (!Replicated(in)) return ListLanes(s, steps);
-  StatusOr<std::vector<Lane>> lanes =
-      ReplicaLanes(s.kind, s.pp, s.virtual_stages, s.num_micro_batches, in.replicas, steps);
-  if (!lanes.ok()) return lanes.status().WithPrefix("simulate");
-  return lanes;
 }
 
 bool SplitsBackward(const SimulationInput& in, const std::vector<Lane>& lanes) {
@@ -194,7 +163,7 @@ StatusOr<LaneTimes> TimesOf(const SimulationInput& in, const Schedule& frame,
 
 // One replay of `steps` steps, back to back.
 StatusOr<SimulationResult> Replay(const SimulationInput& in, int steps) {
-  TRIDENT_ASSIGN_OR_RETURN(std::vector<Lane> lanes, LanesOf(in, steps));
+  TRIDENT_ASSIGN_OR_RETURN(std::vector<Lane> lanes, PipelineLanes(in, steps));
   const bool split = SplitsBackward(in, lanes);
   TRIDENT_RETURN_IF_ERROR(CheckStageTimes(in, split));
   StatusOr<LaneTimes> times = TimesOf(in, FrameOf(in, steps, split), lanes);

@@ -9,6 +9,7 @@
 #include "core/replica_lanes.h"
 #include "planner/lane_bound.h"
 #include "planner/simulator.h"
+#include "planner/window_bound.h"
 
 namespace trident {
 namespace {
@@ -217,6 +218,54 @@ TEST(LaneBound, PairBoundHoldsForEveryTwoPositions) {
     EXPECT_GT(above_lanes, 10) << NameOf(ScheduleKindNames(), kind);
     // Positions further apart see waits that no two neighbours do, on some instances.
     EXPECT_GT(above_neighbours, simulated / 10) << NameOf(ScheduleKindNames(), kind);
+  }
+}
+
+// Every window of positions bounds the makespan from below, and the whole pipeline as one window
+// replays to the makespan itself.
+TEST(LaneBound, WindowBoundHoldsForEveryWindow) {
+  std::mt19937 rng(23);
+  for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbH1}) {
+    int simulated = 0, above_pairs = 0;
+    for (int trial = 0; trial < 600; ++trial) {
+      Instance x = RandomDeepInstance(kind, &rng);
+      x.input.schedule = &x.header;
+      StatusOr<SimulationResult> r = Simulate(x.input);
+      if (!r.ok()) continue;
+      ++simulated;
+      WarmUpRule rule;
+      std::vector<int> warm_ups;
+      for (int p = 0; p < x.header.pp; ++p) {
+        warm_ups.push_back(rule.Next(x.header.pp, p, x.header.num_micro_batches,
+                                     x.input.replicas[static_cast<size_t>(p)]));
+      }
+      double pairs_ms = 0, windows_ms = 0;
+      for (int p = 0; p + 1 < x.header.pp && kind != ScheduleKind::kGpipe; ++p) {
+        for (int t = p + 1; t < x.header.pp; ++t) {
+          pairs_ms = std::max(pairs_ms, PairBound(x, warm_ups, p, t));
+        }
+      }
+      for (int first = 0; first < x.header.pp; ++first) {
+        for (int last = first; last < x.header.pp; ++last) {
+          StatusOr<double> bound_ms = WindowBoundMs(x.input, first, last);
+          ASSERT_TRUE(bound_ms.ok()) << bound_ms.status().message();
+          if (first == 0 && last == x.header.pp - 1) {
+            EXPECT_NEAR(*bound_ms, r->makespan_ms, 1e-9 * r->makespan_ms) << x.header.ToString();
+            continue;
+          }
+          EXPECT_GE(r->makespan_ms * (1 + 1e-12), *bound_ms)
+              << x.header.ToString() << " positions " << first << " to " << last;
+          if (last - first < 2) windows_ms = std::max(windows_ms, *bound_ms);
+        }
+      }
+      above_pairs += windows_ms > pairs_ms * 1.05;
+      if (testing::Test::HasFailure()) return;
+    }
+    EXPECT_GT(simulated, 500) << NameOf(ScheduleKindNames(), kind);
+    // Windows of two or three positions see waits that no pair bound does, on some instances.
+    EXPECT_GT(above_pairs, simulated / 10) << NameOf(ScheduleKindNames(), kind);
+    printf("%s: windows above pairs on %d of %d\n", NameOf(ScheduleKindNames(), kind).c_str(),
+           above_pairs, simulated);
   }
 }
 
