@@ -264,8 +264,6 @@ TEST(LaneBound, WindowBoundHoldsForEveryWindow) {
     EXPECT_GT(simulated, 500) << NameOf(ScheduleKindNames(), kind);
     // Windows of two or three positions see waits that no pair bound does, on some instances.
     EXPECT_GT(above_pairs, simulated / 10) << NameOf(ScheduleKindNames(), kind);
-    printf("%s: windows above pairs on %d of %d\n", NameOf(ScheduleKindNames(), kind).c_str(),
-           above_pairs, simulated);
   }
 }
 
