@@ -74,8 +74,8 @@ StatusOr<std::vector<Lane>> ReplicaLanes(ScheduleKind kind, int pp, int virtual_
                                          int num_micro_batches, const std::vector<int>& replicas,
                                          int steps);
 
-// The lanes of positions [first, last] only (0 <= first <= last < pp), as ReplicaLanes gives
-// them, for a replay of part of a pipeline.
+// The lanes of positions [first, last] only, as ReplicaLanes gives them, for a replay of part
+// of a pipeline. REQUIRES 0 <= first <= last < pp.
 StatusOr<std::vector<Lane>> ReplicaLanesBetween(ScheduleKind kind, int pp, int virtual_stages,
                                                 int num_micro_batches,
                                                 const std::vector<int>& replicas, int steps,

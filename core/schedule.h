@@ -117,7 +117,8 @@ Status ValidateSchedule(const Schedule& schedule);
 StatusOr<Schedule> UnrollSteps(const Schedule& schedule, int steps);
 
 // Position `position`'s list of GenerateSchedule(kind, pp, virtual_stages, num_micro_batches)
-// unrolled over `steps` (UnrollSteps), without generating the other positions'; their errors.
+// unrolled over `steps` (UnrollSteps), without generating the other positions' lists; the
+// errors of those two calls. REQUIRES 0 <= position < pp.
 StatusOr<std::vector<Action>> GeneratePositionSteps(ScheduleKind kind, int position, int pp,
                                                     int virtual_stages, int num_micro_batches,
                                                     int steps);

@@ -14,7 +14,7 @@ PositionFootprint WithoutTransients(PositionFootprint f) {
   return f;
 }
 
-// The least lane count m (at most M) with m·t below `available_ms`, relaxed by a part in 10⁹
+// The largest lane count m (at most M) with m·t below `available_ms`, relaxed by a part in 10⁹
 // so rounding never asks for more than the exact checks do; 0 when none.
 int MostMicroBatches(double available_ms, double t_ms, int micro_batches) {
   if (t_ms <= 0) return available_ms > 0 ? micro_batches : 0;
@@ -204,13 +204,15 @@ int ExactBounds::LeastReplicas(int first, int last, const Slot& slot, int u, int
   const int most_m = MostMicroBatches(best_ms - tail.Total() - base_ms, t_ms, c_.micro_batches);
   if (most_m == 0) return kNever;
   int r = std::max(r_low, ReplicasFor(c_.micro_batches, most_m));
+  const double slack_ms = std::isfinite(best_ms) ? 1e-9 * std::abs(best_ms) : 0;
   // The room left by the sync only shrinks as r grows (a larger group, never a nearer level),
   // while the lane shrinks: from a count that fails, jump to the fewest replicas whose lane fits
   // the room it left.
   while (true) {
     r = LeastFittingReplicas(first, last, slot, r, r_high);
     if (r == kNever) return kNever;
-    const double room_ms = LaneRoomMs(first, last, u, r, arrive_ms, tail, best_ms);
+    // Relaxed as MostMicroBatches: the sums here and the branch's are rounded differently.
+    const double room_ms = LaneRoomMs(first, last, u, r, arrive_ms, tail, best_ms) + slack_ms;
     if (LaneMicroBatches(c_.micro_batches, r, 0) * t_ms < room_ms) return r;
     if (r >= r_high) return kNever;
     if (pipedream_) {

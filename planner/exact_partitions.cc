@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <optional>
 #include <tuple>
 
 #include "core/replica_lanes.h"
@@ -78,7 +77,6 @@ bool AtLeast(const Signature& a, const Signature& b) {
 LeastUnitsCache::Family FamilyOf(const PartitionSpace& space) {
   Config c = space.config;
   c.pp = 0;
-  c.dp = 0;
   return {space.stage_costs, c.Key(), c.micro_batches, space.units};
 }
 
@@ -305,7 +303,7 @@ class Enumerator {
     const double room = *best_ms_ - p.tail.Total() - base;
     if (room <= 0) return 0;
     const double rest = c_.micro_batches * sc_.Times(b + 1, layers_ - 1).Total();
-    return std::min<double>(r_high, std::ceil(std::max(0.0, left - rest / room)));
+    return static_cast<int>(std::min<double>(r_high, std::ceil(std::max(0.0, left - rest / room))));
   }
 
   void Search(const Prefix& p) {
@@ -344,8 +342,8 @@ class Enumerator {
     if (bound + tail.Total() >= *best_ms_) return;
     stages_out_.push_back({a, b - a + 1, r, c_.recompute, 0, 0});
     if (last) {
-      // A leaf the pair bounds rule out still counts as reached: they read every stage, which
-      // the futile prefixes' figures do not.
+      // A leaf the pair and window bounds rule out still counts as reached: they read every
+      // stage, which the futile prefixes' figures do not.
       ++leaves_;
       const SimulationInput whole = WholeInput();
       const double room_ms = *best_ms_ - tail.Total();
@@ -422,12 +420,12 @@ class Enumerator {
   }
 
   // The largest window bound (planner/window_bound.h) of two neighbouring positions whose
-  // replica counts differ, stopping once one reaches `enough_ms`; 0 under PipeDream.
-  double WindowsBoundMs(SimulationInput whole, double enough_ms) {
+  // replica counts differ, stopping once one reaches `enough_ms`; 0 under PipeDream. Such a
+  // partition is replicated, so its lanes need the schedule's kind and sizes only.
+  double WindowsBoundMs(SimulationInput whole, double enough_ms) const {
     if (c_.schedule == ScheduleKind::kPipeDream) return 0;
-    if (!own_lists_) own_lists_ = GenerateSchedule(c_.schedule, stages_, 1, c_.micro_batches);
-    if (!own_lists_->ok()) return 0;  // the simulation reports it
-    whole.schedule = &**own_lists_;
+    const Schedule header{c_.schedule, stages_, 1, c_.micro_batches, bounds_.Split(), {}};
+    whole.schedule = &header;
     double bound = 0;
     for (int q = 0; q + 1 < stages_ && bound < enough_ms; ++q) {
       if (whole.replicas[static_cast<size_t>(q)] == whole.replicas[static_cast<size_t>(q) + 1]) {
@@ -448,8 +446,7 @@ class Enumerator {
   const int layers_;
   const int stages_;
   LeastUnitsCache* cache_;
-  std::vector<std::vector<int>> least_units_;    // rows by positions from the end
-  std::optional<StatusOr<Schedule>> own_lists_;  // the schedule's lists, for WindowsBoundMs
+  std::vector<std::vector<int>> least_units_;  // rows by positions from the end
   std::vector<PlanStage> stages_out_;
   std::map<Where, std::vector<Signature>> futile_;
   int64_t branches_ = 0;

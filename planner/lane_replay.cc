@@ -138,7 +138,6 @@ bool Replicated(const SimulationInput& in) {
 StatusOr<std::vector<Lane>> PipelineLanes(const SimulationInput& in, int steps, int first,
                                           int last) {
   const Schedule& s = *in.schedule;
-  if (last < 0) last = s.pp - 1;
   if (!Replicated(in)) return ListLanes(s, steps, first, last);
   StatusOr<std::vector<Lane>> lanes = ReplicaLanesBetween(
       s.kind, s.pp, s.virtual_stages, s.num_micro_batches, in.replicas, steps, first, last);

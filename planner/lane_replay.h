@@ -31,9 +31,9 @@ bool Replicated(const SimulationInput& in);
 
 // The lanes Simulate replays for `steps` steps (several only for a schedule without flush):
 // the schedule's own lists without replication, else ReplicaLanes'; those of positions
-// [first, last] (last < 0: to the end).
-StatusOr<std::vector<Lane>> PipelineLanes(const SimulationInput& in, int steps, int first = 0,
-                                          int last = -1);
+// [first, last] (REQUIRES 0 <= first <= last < pp).
+StatusOr<std::vector<Lane>> PipelineLanes(const SimulationInput& in, int steps, int first,
+                                          int last);
 
 // REQUIRES: `frame` (only its stage count and micro-batch count are read) covers every action
 // of `lanes`, each action appears at most once, and input's stage and send times have one

@@ -163,7 +163,8 @@ StatusOr<LaneTimes> TimesOf(const SimulationInput& in, const Schedule& frame,
 
 // One replay of `steps` steps, back to back.
 StatusOr<SimulationResult> Replay(const SimulationInput& in, int steps) {
-  TRIDENT_ASSIGN_OR_RETURN(std::vector<Lane> lanes, PipelineLanes(in, steps));
+  TRIDENT_ASSIGN_OR_RETURN(std::vector<Lane> lanes,
+                           PipelineLanes(in, steps, 0, in.schedule->pp - 1));
   const bool split = SplitsBackward(in, lanes);
   TRIDENT_RETURN_IF_ERROR(CheckStageTimes(in, split));
   StatusOr<LaneTimes> times = TimesOf(in, FrameOf(in, steps, split), lanes);

@@ -39,7 +39,7 @@ StatusOr<double> WindowBoundMs(const SimulationInput& pipeline, int first, int l
   }
   for (int j = 0; j < s.num_micro_batches; ++j) {  // the delay: one lane per micro-batch
     lanes.push_back(
-        {width, j, 1, {{ActionKind::kForward, width, j}, {ActionKind::kBackward, width, j}}});
+        {last + 1, j, 1, {{ActionKind::kForward, width, j}, {ActionKind::kBackward, width, j}}});
   }
   const Schedule frame{s.kind, width + 1, 1, s.num_micro_batches, s.split_backward, {}};
   TRIDENT_ASSIGN_OR_RETURN(LaneTimes times,

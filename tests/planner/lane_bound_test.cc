@@ -1,9 +1,12 @@
-// The makespan lower bounds planner/evaluate.h documents for a search to prune with, checked
-// on random stage times, link times and replica counts: for every lane of stage s with m
-// micro-batches, makespan >= Σ_{q<s}(F_q + B_q + 2·send_q) + m·(F_s + B_s) when backward is not
-// split, and Σ_{q<s}(F_q + send_q) + m·(F_s + B_s + W_s) when it is.
+// The makespan lower bounds a search prunes with, checked against the simulator on random stage
+// times, link times and replica counts: planner/evaluate.h's simple bound for every lane of
+// stage s with m micro-batches (Σ_{q<s}(F_q + B_q + 2·send_q) + m·(F_s + B_s) when backward is
+// not split, Σ_{q<s}(F_q + send_q) + m·(F_s + B_s + W_s) when it is), planner/lane_bound.h's
+// round-trip lane bounds and pair bound of every two positions, and planner/window_bound.h's
+// bound of every window.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "core/replica_lanes.h"
@@ -135,8 +138,8 @@ TEST(LaneBound, RoundTripBoundsHoldForEveryLane) {
   }
 }
 
-// planner/lane_bound.h's pair bound for positions p and p + 1 of the instance.
-// Positions p < t, those between folded into t's side (PairBoundOf).
+// planner/lane_bound.h's pair bound for positions p < t of the instance, those between folded
+// into t's side.
 double PairBound(const Instance& x, const std::vector<int>& warm_ups, int p, int t) {
   const SimulationInput& in = x.input;
   const int pp = static_cast<int>(in.stages.size());
@@ -262,7 +265,7 @@ TEST(LaneBound, WindowBoundHoldsForEveryWindow) {
       if (testing::Test::HasFailure()) return;
     }
     EXPECT_GT(simulated, 500) << NameOf(ScheduleKindNames(), kind);
-    // Windows of two or three positions see waits that no pair bound does, on some instances.
+    // Windows of one or two positions see waits that no pair bound does, on some instances.
     EXPECT_GT(above_pairs, simulated / 10) << NameOf(ScheduleKindNames(), kind);
   }
 }
