@@ -101,6 +101,17 @@ LaneBound RoundTripBound(const Instance& x, const std::vector<int>& warm_ups,
   return LaneBoundOf(b);
 }
 
+// Each position's warm-up under core/replica_lanes.h's rule.
+std::vector<int> WarmUpsOf(const Instance& x) {
+  WarmUpRule rule;
+  std::vector<int> warm_ups;
+  for (int p = 0; p < x.header.pp; ++p) {
+    warm_ups.push_back(rule.Next(x.header.pp, p, x.header.num_micro_batches,
+                                 x.input.replicas[static_cast<size_t>(p)]));
+  }
+  return warm_ups;
+}
+
 TEST(LaneBound, RoundTripBoundsHoldForEveryLane) {
   const ScheduleKind kinds[] = {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbH1};
   std::mt19937 rng(21);
@@ -112,12 +123,7 @@ TEST(LaneBound, RoundTripBoundsHoldForEveryLane) {
       StatusOr<SimulationResult> r = Simulate(x.input);
       if (!r.ok()) continue;  // deadlocked lanes, as above
       ++simulated;
-      WarmUpRule rule;
-      std::vector<int> warm_ups;
-      for (int p = 0; p < x.header.pp; ++p) {
-        warm_ups.push_back(rule.Next(x.header.pp, p, x.header.num_micro_batches,
-                                     x.input.replicas[static_cast<size_t>(p)]));
-      }
+      const std::vector<int> warm_ups = WarmUpsOf(x);
       double best_bound_ms = 0;
       for (const LaneStats& lane : r->lanes) {
         const LaneBound bound = RoundTripBound(x, warm_ups, lane);
@@ -192,12 +198,7 @@ TEST(LaneBound, PairBoundHoldsForEveryTwoPositions) {
       StatusOr<SimulationResult> r = Simulate(x.input);
       if (!r.ok()) continue;
       ++simulated;
-      WarmUpRule rule;
-      std::vector<int> warm_ups;
-      for (int p = 0; p < x.header.pp; ++p) {
-        warm_ups.push_back(rule.Next(x.header.pp, p, x.header.num_micro_batches,
-                                     x.input.replicas[static_cast<size_t>(p)]));
-      }
+      const std::vector<int> warm_ups = WarmUpsOf(x);
       double lanes_ms = 0, pairs_ms = 0;
       for (const LaneStats& lane : r->lanes) {
         lanes_ms = std::max(lanes_ms, RoundTripBound(x, warm_ups, lane).makespan_ms);
@@ -236,12 +237,7 @@ TEST(LaneBound, WindowBoundHoldsForEveryWindow) {
       StatusOr<SimulationResult> r = Simulate(x.input);
       if (!r.ok()) continue;
       ++simulated;
-      WarmUpRule rule;
-      std::vector<int> warm_ups;
-      for (int p = 0; p < x.header.pp; ++p) {
-        warm_ups.push_back(rule.Next(x.header.pp, p, x.header.num_micro_batches,
-                                     x.input.replicas[static_cast<size_t>(p)]));
-      }
+      const std::vector<int> warm_ups = WarmUpsOf(x);
       double pairs_ms = 0, windows_ms = 0;
       for (int p = 0; p + 1 < x.header.pp && kind != ScheduleKind::kGpipe; ++p) {
         for (int t = p + 1; t < x.header.pp; ++t) {
