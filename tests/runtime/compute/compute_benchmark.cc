@@ -1,7 +1,9 @@
 // Speed of CpuCompute on one thread at GPT-2 small shapes (hidden 768, 12 heads, sequence
 // 1024, micro-batch 1): the GEMMs of a block (QKV, FC1, FC2) reported as FLOP/s (2·M·N·K per
 // product), and the memory-bound softmax and LayerNorm reported as bytes/s (each element
-// read once and written once: 2 · 4 bytes, plus the saved statistics for LayerNorm).
+// read once and written once: 2 · 4 bytes, plus the saved statistics for LayerNorm), and the
+// elementwise maps (GELU and its gradient on the MLP's activations, the residual Add, an AdamW
+// step) as bytes/s of the operands read and written.
 // CI runs it briefly to prove it works; run build/tests/runtime/compute/compute_benchmark
 // for the figures.
 //
@@ -65,6 +67,67 @@ void BM_LayerNorm(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * (x_SH.bytes() + y_SH.bytes() + 2 * mean_S.bytes()));
 }
 BENCHMARK(BM_LayerNorm)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// GELU of the MLP's activations [S, 4H], H = 768, arg S; read x, write y.
+void BM_Gelu(benchmark::State& state) {
+  const int64_t n = state.range(0) * 3072;
+  CpuCompute compute;
+  Tensor x = Upload(compute, {n}, RandomFloats(n, 7));
+  Tensor y = compute.Allocate({n});
+  for (auto _ : state) {
+    compute.Activation(ActivationKind::kGelu, x, y);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * x.bytes());
+}
+BENCHMARK(BM_Gelu)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// GELU's input gradient on [S, 4H]: read x and dy, write dx.
+void BM_GeluBackward(benchmark::State& state) {
+  const int64_t n = state.range(0) * 3072;
+  CpuCompute compute;
+  Tensor x = Upload(compute, {n}, RandomFloats(n, 8));
+  Tensor dy = Upload(compute, {n}, RandomFloats(n, 9));
+  Tensor dx = compute.Allocate({n});
+  for (auto _ : state) {
+    compute.ActivationBackward(ActivationKind::kGelu, x, dy, dx);
+    benchmark::DoNotOptimize(dx.raw_data());
+  }
+  state.SetBytesProcessed(state.iterations() * 3 * x.bytes());
+}
+BENCHMARK(BM_GeluBackward)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// The residual Add on [S, H]: read a and b, write out.
+void BM_Add(benchmark::State& state) {
+  const int64_t n = state.range(0) * 768;
+  CpuCompute compute;
+  Tensor a = Upload(compute, {n}, RandomFloats(n, 10));
+  Tensor b = Upload(compute, {n}, RandomFloats(n, 11));
+  Tensor out = compute.Allocate({n});
+  for (auto _ : state) {
+    compute.Add(a, b, out);
+    benchmark::DoNotOptimize(out.raw_data());
+  }
+  state.SetBytesProcessed(state.iterations() * 3 * a.bytes());
+}
+BENCHMARK(BM_Add)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// One AdamW step over arg parameters (one GPT-2 small block holds 7,087,872): read grad,
+// param, m and v, write param, m and v.
+void BM_AdamW(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  CpuCompute compute;
+  Tensor grad = Upload(compute, {n}, RandomFloats(n, 12));
+  Tensor param = Upload(compute, {n}, RandomFloats(n, 13));
+  Tensor m = compute.Allocate({n}), v = compute.Allocate({n});
+  int64_t step = 0;
+  for (auto _ : state) {
+    compute.AdamW(AdamWConfig{.weight_decay = 0.01f}, ++step, grad, param, m, v);
+    benchmark::DoNotOptimize(param.raw_data());
+  }
+  state.SetBytesProcessed(state.iterations() * 7 * param.bytes());
+}
+BENCHMARK(BM_AdamW)->Arg(7087872)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace trident
