@@ -1,6 +1,9 @@
 #include "runtime/compute/compute.h"
 
+#include <variant>
+
 #include "core/check.h"
+#include "runtime/compute/compute_maps.h"
 #include "runtime/compute/compute_widen.h"
 #include "runtime/compute/op_check.h"
 
@@ -55,7 +58,7 @@ void Compute::Copy(const Tensor& src, Tensor& dst) {
       .OfType(src.type(), {{"src", src}, {"dst", dst}})
       .SameNumel({{"src", src}, {"dst", dst}})
       .Disjoint({"dst", dst}, {"src", src});
-  DoCopy(src, dst);
+  DoCast(src, dst);
 }
 
 void Compute::Cast(const Tensor& src, Tensor& dst) {
@@ -68,7 +71,18 @@ void Compute::Cast(const Tensor& src, Tensor& dst) {
 void Compute::Fill(float value, Tensor& dst) {
   OpCheck(this, "Fill").Floats({{"dst", dst}});
   Widened w(this);
-  DoFill(value, w.Out(dst));
+  RunMap({FillMap{value}}, {&w.Out(dst)});
+}
+
+void Compute::RunMap(MapCall call, std::initializer_list<const Tensor*> operands) {
+  const int expected = std::visit([](const auto& op) { return op.kOperands; }, call.op);
+  TRIDENT_CHECK(static_cast<int>(operands.size()) == expected)
+      << "Compute::RunMap: " << operands.size() << " operands for a map of " << expected;
+  int k = 0;
+  for (const Tensor* t : operands) call.data[k++] = const_cast<void*>(t->raw_data());
+  call.type = (*operands.begin())->type();
+  call.numel = (*operands.begin())->numel();
+  if (call.numel > 0) DoMap(call);
 }
 
 void Compute::Gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b,
@@ -118,7 +132,7 @@ void Compute::Add(const Tensor& a, const Tensor& b, Tensor& out) {
       .SameOrDisjoint({"out", out}, {"a", a})
       .SameOrDisjoint({"out", out}, {"b", b});
   Widened w(this);
-  DoAdd(w.In(a), w.In(b), w.Out(out));
+  RunMap({AddMap{}}, {&w.In(a), &w.In(b), &w.Out(out)});
 }
 
 void Compute::Mul(const Tensor& a, const Tensor& b, Tensor& out) {
@@ -128,7 +142,7 @@ void Compute::Mul(const Tensor& a, const Tensor& b, Tensor& out) {
       .SameOrDisjoint({"out", out}, {"a", a})
       .SameOrDisjoint({"out", out}, {"b", b});
   Widened w(this);
-  DoMul(w.In(a), w.In(b), w.Out(out));
+  RunMap({MulMap{}}, {&w.In(a), &w.In(b), &w.Out(out)});
 }
 
 void Compute::Axpy(float alpha, const Tensor& x, Tensor& y) {
@@ -137,13 +151,13 @@ void Compute::Axpy(float alpha, const Tensor& x, Tensor& y) {
       .SameNumel({{"x", x}, {"y", y}})
       .Disjoint({"y", y}, {"x", x});
   Widened w(this);
-  DoAxpy(alpha, w.In(x), w.Out(y));
+  RunMap({AxpyMap{alpha}}, {&w.In(x), &w.Out(y)});
 }
 
 void Compute::Scale(float alpha, Tensor& x) {
   OpCheck(this, "Scale").Floats({{"x", x}});
   Widened w(this);
-  DoScale(alpha, w.Out(x));
+  RunMap({ScaleMap{alpha}}, {&w.Out(x)});
 }
 
 void Compute::AddBias(const Tensor& bias_C, Tensor& y_NC) {
@@ -171,7 +185,8 @@ void Compute::Activation(ActivationKind f, const Tensor& x, Tensor& y) {
       .SameNumel({{"x", x}, {"y", y}})
       .SameOrDisjoint({"y", y}, {"x", x});
   Widened w(this);
-  DoActivation(f, w.In(x), w.Out(y));
+  const MapOp op = f == ActivationKind::kGelu ? MapOp{GeluMap{}} : MapOp{SiluMap{}};
+  RunMap({op}, {&w.In(x), &w.Out(y)});
 }
 
 void Compute::ActivationBackward(ActivationKind f, const Tensor& x, const Tensor& dy, Tensor& dx) {
@@ -181,7 +196,8 @@ void Compute::ActivationBackward(ActivationKind f, const Tensor& x, const Tensor
       .SameOrDisjoint({"dx", dx}, {"dy", dy})
       .Disjoint({"dx", dx}, {"x", x});
   Widened w(this);
-  DoActivationBackward(f, w.In(x), w.In(dy), w.Out(dx));
+  const MapOp op = f == ActivationKind::kGelu ? MapOp{GeluGradMap{}} : MapOp{SiluGradMap{}};
+  RunMap({op}, {&w.In(x), &w.In(dy), &w.Out(dx)});
 }
 
 void Compute::SwiGlu(const Tensor& gate, const Tensor& up, Tensor& out) {
@@ -191,7 +207,7 @@ void Compute::SwiGlu(const Tensor& gate, const Tensor& up, Tensor& out) {
       .SameOrDisjoint({"out", out}, {"gate", gate})
       .SameOrDisjoint({"out", out}, {"up", up});
   Widened w(this);
-  DoSwiGlu(w.In(gate), w.In(up), w.Out(out));
+  RunMap({SwiGluMap{}}, {&w.In(gate), &w.In(up), &w.Out(out)});
 }
 
 void Compute::SwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dout,
@@ -207,7 +223,7 @@ void Compute::SwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor&
   }
   OpCheck(this, "SwiGluBackward").Disjoint({"dgate", dgate}, {"dup", dup});
   Widened w(this);
-  DoSwiGluBackward(w.In(gate), w.In(up), w.In(dout), w.Out(dgate), w.Out(dup));
+  RunMap({SwiGluGradMap{}}, {&w.In(gate), &w.In(up), &w.In(dout), &w.Out(dgate), &w.Out(dup)});
 }
 
 }  // namespace trident

@@ -1,9 +1,13 @@
 // Compute: the interface between layer code and a device (CpuCompute: Eigen; CudaCompute: cuBLAS).
 //
-// Layer code calls the public methods below; a backend implements the protected Do* methods.
-// The public methods check every contract that does not need to read tensor contents
-// (ownership, element types, shapes, ranges of batched matrices) once, for every backend, and
-// then call the Do* method of the same name with the same arguments. Token ids are checked
+// Layer code calls the public methods below; a backend implements the protected Do* methods, a
+// short list of primitives: memory and copies (allocate, free, to and from the host, cast), a
+// strided-batched GEMM, one elementwise map (every elementwise op and optimizer update, whose
+// math compute_maps.h holds once for all backends), and the fused row and column kernels
+// (softmax, norm, cross-entropy, embedding and bias, each with its backward). The public
+// methods check every contract that does not need to read tensor contents (ownership, element
+// types, shapes, ranges of batched matrices) once, for every backend, widen a float type the
+// backend stores but does not compute on, and then call the primitive. Token ids are checked
 // by the CPU backend only (reading them on a GPU would cost a synchronization).
 //
 // Shape legend (suffixes of tensor names):
@@ -17,11 +21,11 @@
 //
 // Conventions, for every method:
 //  - Tensors are dense and row-major; all tensors of one call belong to this backend.
-//  - Float operands share one element type (fp32 or bf16 on both backends; the optimizers take
-//    fp32 master buffers); saved statistics (mean, rstd) and the loss are always fp32; ids and
-//    targets are int32. Mixed precision: a GEMM's c and the accumulated weight gradients
-//    (dbias, dgamma, dbeta, dtable) may be fp32 beside bf16 operands, as Megatron's bf16 mode
-//    keeps its gradients; such a mixed call runs widened (below) on every backend, except a
+//  - Float operands share one element type (fp32 or bf16 on both backends; the trainer runs the
+//    optimizers on fp32 master buffers); saved statistics (mean, rstd) and the loss are always
+//    fp32; ids and targets are int32. Mixed precision: a GEMM's c and the accumulated weight
+//    gradients (dbias, dgamma, dbeta, dtable) may be fp32 beside bf16 operands, as Megatron's bf16
+//    mode keeps its gradients; such a mixed call runs widened (below) on every backend, except a
 //    GEMM on a backend that takes it (TakesMixedGemm).
 //  - A float type a backend stores but has no kernels for (ComputesOn; CpuCompute: bf16) is
 //    widened here, once for every backend: the op runs on fp32 stand-ins of its operands and
@@ -45,6 +49,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,6 +57,8 @@
 #include "runtime/compute/tensor.h"
 
 namespace trident {
+
+struct MapCall;  // compute_maps.h
 
 struct MemoryStats {
   int64_t current_bytes = 0;  // bytes of tensors alive now, as requested (no padding)
@@ -255,41 +262,34 @@ class Compute {
   virtual void* DoAllocateWorkspace(int64_t bytes) { return DoAllocate(bytes); }
   virtual void DoFreeWorkspace(void* data, int64_t bytes) { DoFree(data, bytes); }
 
-  // Backend hooks, one per public method of the same name (CopyFromHost and CopyToHost take
-  // the host buffer as bytes of the tensor's own type). The arguments have passed the public
-  // method's checks; Gemm arrives as a batch of one.
+  // Backend hooks. The elementwise ops (Fill, Add, Mul, Axpy, Scale, Activation, SwiGlu, their
+  // backwards, AdamW, Sgd) all arrive as one DoMap, whose math compute_maps.h holds for every
+  // backend; Copy arrives as a DoCast between equal types; Gemm as a batch of one; LayerNorm and
+  // RmsNorm as one DoNorm (and DoNormBackward). Each other
+  // hook serves the public method of the same name (CopyFromHost and CopyToHost take the host
+  // buffer as bytes of the tensor's own type). The arguments have passed the public method's
+  // checks.
   virtual void* DoAllocate(int64_t bytes) = 0;  // zero-filled; null only for bytes == 0
   virtual void DoFree(void* data, int64_t bytes) = 0;
   virtual void DoCopyFromHost(const void* host, Tensor& dst) = 0;
   virtual void DoCopyToHost(const Tensor& src, void* host) = 0;
-  virtual void DoCopy(const Tensor& src, Tensor& dst) = 0;
+  // dst = src converted to dst's type; a plain copy when the types are equal.
   virtual void DoCast(const Tensor& src, Tensor& dst) = 0;
-  virtual void DoFill(float value, Tensor& dst) = 0;
+  // Every elementwise op (compute_maps.h): the backend's loop over the call's operands.
+  virtual void DoMap(const MapCall& call) = 0;
   virtual void DoGemmStridedBatched(const BatchedGemm& gemm, const Tensor& a, const Tensor& b,
                                     Tensor& c) = 0;
-  virtual void DoAdd(const Tensor& a, const Tensor& b, Tensor& out) = 0;
-  virtual void DoMul(const Tensor& a, const Tensor& b, Tensor& out) = 0;
-  virtual void DoAxpy(float alpha, const Tensor& x, Tensor& y) = 0;
-  virtual void DoScale(float alpha, Tensor& x) = 0;
   virtual void DoAddBias(const Tensor& bias_C, Tensor& y_NC) = 0;
   virtual void DoBiasGrad(const Tensor& dy_NC, Tensor& dbias_C) = 0;
-  virtual void DoActivation(ActivationKind f, const Tensor& x, Tensor& y) = 0;
-  virtual void DoActivationBackward(ActivationKind f, const Tensor& x, const Tensor& dy,
-                                    Tensor& dx) = 0;
-  virtual void DoSwiGlu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
-  virtual void DoSwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dout,
-                                Tensor& dgate, Tensor& dup) = 0;
   virtual void DoSoftmax(const Tensor& x, const SoftmaxMask& mask, Tensor& y) = 0;
   virtual void DoSoftmaxBackward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
-  virtual void DoLayerNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& beta_C,
-                           float eps, Tensor& y_NC, Tensor& mean_N, Tensor& rstd_N) = 0;
-  virtual void DoLayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& mean_N,
-                                   const Tensor& rstd_N, const Tensor& dy_NC, Tensor& dx_NC,
-                                   Tensor& dgamma_C, Tensor& dbeta_C) = 0;
-  virtual void DoRmsNorm(const Tensor& x_NC, const Tensor& gamma_C, float eps, Tensor& y_NC,
-                         Tensor& rstd_N) = 0;
-  virtual void DoRmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& rstd_N,
-                                 const Tensor& dy_NC, Tensor& dx_NC, Tensor& dgamma_C) = 0;
+  // LayerNorm, and RMSNorm as a LayerNorm without centering or shift: for RMSNorm beta_C,
+  // mean_N (and in backward dbeta_C) are undefined tensors.
+  virtual void DoNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& beta_C, float eps,
+                      Tensor& y_NC, Tensor& mean_N, Tensor& rstd_N) = 0;
+  virtual void DoNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& mean_N,
+                              const Tensor& rstd_N, const Tensor& dy_NC, Tensor& dx_NC,
+                              Tensor& dgamma_C, Tensor& dbeta_C) = 0;
   virtual void DoEmbedding(const Tensor& ids_N, const Tensor& table_VC, Tensor& out_NC) = 0;
   virtual void DoEmbeddingBackward(const Tensor& ids_N, const Tensor& dout_NC,
                                    Tensor& dtable_VC) = 0;
@@ -297,9 +297,6 @@ class Compute {
                               Tensor& loss_1) = 0;
   virtual void DoCrossEntropyBackward(const Tensor& probs_NV, const Tensor& targets_N, float dloss,
                                       Tensor& dlogits_NV) = 0;
-  virtual void DoAdamW(const AdamWConfig& config, int64_t step, const Tensor& grad, Tensor& param,
-                       Tensor& m, Tensor& v) = 0;
-  virtual void DoSgd(const SgdConfig& config, const Tensor& grad, Tensor& param, Tensor& buf) = 0;
 
  private:
   friend class Tensor;  // frees its storage through Free()
@@ -311,6 +308,9 @@ class Compute {
   }
 
   void Free(void* data, int64_t bytes) { DoFree(data, bytes); }
+  // Runs call.op (whose operands compute_maps.h lists) over `operands`, checked and widened,
+  // in the op's order: fills in the call's type, element count and data, then DoMap.
+  void RunMap(MapCall call, std::initializer_list<const Tensor*> operands);
 };
 
 }  // namespace trident

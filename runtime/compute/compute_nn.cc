@@ -1,8 +1,11 @@
 // Compute's public methods for softmax, norms, embedding, loss and optimizer updates: the
 // argument checks shared by every backend (see compute.h), then the backend's Do* method on
-// the operands it computes on (compute_widen.h).
+// the operands it computes on (compute_widen.h); the optimizer updates as maps (compute_maps.h).
+#include <cmath>
+
 #include "core/check.h"
 #include "runtime/compute/compute.h"
+#include "runtime/compute/compute_maps.h"
 #include "runtime/compute/compute_widen.h"
 #include "runtime/compute/op_check.h"
 
@@ -49,7 +52,7 @@ void Compute::LayerNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor&
       .Disjoint({"y_NC", y_NC}, {"x_NC", x_NC})
       .Disjoint({"mean_N", mean_N}, {"rstd_N", rstd_N});
   Widened w(this);
-  DoLayerNorm(w.In(x_NC), w.In(gamma_C), w.In(beta_C), eps, w.Out(y_NC), mean_N, rstd_N);
+  DoNorm(w.In(x_NC), w.In(gamma_C), w.In(beta_C), eps, w.Out(y_NC), mean_N, rstd_N);
 }
 
 void Compute::LayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& mean_N,
@@ -72,8 +75,8 @@ void Compute::LayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const
       .Disjoint({"dx_NC", dx_NC}, {"dy_NC", dy_NC})
       .Disjoint({"dgamma_C", dgamma_C}, {"dbeta_C", dbeta_C});
   Widened w(this, dgamma_C.type() != gamma_C.type() || dbeta_C.type() != gamma_C.type());
-  DoLayerNormBackward(w.In(x_NC), w.In(gamma_C), mean_N, rstd_N, w.In(dy_NC), w.Out(dx_NC),
-                      w.Out(dgamma_C), w.Out(dbeta_C));
+  DoNormBackward(w.In(x_NC), w.In(gamma_C), mean_N, rstd_N, w.In(dy_NC), w.Out(dx_NC),
+                 w.Out(dgamma_C), w.Out(dbeta_C));
 }
 
 void Compute::RmsNorm(const Tensor& x_NC, const Tensor& gamma_C, float eps, Tensor& y_NC,
@@ -87,7 +90,8 @@ void Compute::RmsNorm(const Tensor& x_NC, const Tensor& gamma_C, float eps, Tens
       .Numel({"rstd_N", rstd_N}, MatrixRows(x_NC))
       .Disjoint({"y_NC", y_NC}, {"x_NC", x_NC});
   Widened w(this);
-  DoRmsNorm(w.In(x_NC), w.In(gamma_C), eps, w.Out(y_NC), rstd_N);
+  Tensor no_beta, no_mean;  // RMSNorm: no shift, no centering
+  DoNorm(w.In(x_NC), w.In(gamma_C), no_beta, eps, w.Out(y_NC), no_mean, rstd_N);
 }
 
 void Compute::RmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& rstd_N,
@@ -105,7 +109,9 @@ void Compute::RmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const T
       .Disjoint({"dx_NC", dx_NC}, {"x_NC", x_NC})
       .Disjoint({"dx_NC", dx_NC}, {"dy_NC", dy_NC});
   Widened w(this, dgamma_C.type() != gamma_C.type());
-  DoRmsNormBackward(w.In(x_NC), w.In(gamma_C), rstd_N, w.In(dy_NC), w.Out(dx_NC), w.Out(dgamma_C));
+  Tensor no_mean, no_dbeta;
+  DoNormBackward(w.In(x_NC), w.In(gamma_C), no_mean, rstd_N, w.In(dy_NC), w.Out(dx_NC),
+                 w.Out(dgamma_C), no_dbeta);
 }
 
 void Compute::Embedding(const Tensor& ids_N, const Tensor& table_VC, Tensor& out_NC) {
@@ -177,8 +183,12 @@ void Compute::AdamW(const AdamWConfig& config, int64_t step, const Tensor& grad,
       .Disjoint({"m", m}, {"v", v})
       .Disjoint({"m", m}, {"grad", grad})
       .Disjoint({"v", v}, {"grad", grad});
+  const auto correction = [step](float beta) {
+    return static_cast<float>(1.0 - std::pow(double{beta}, static_cast<double>(step)));
+  };
   Widened w(this);
-  DoAdamW(config, step, w.In(grad), w.Out(param), w.Out(m), w.Out(v));
+  RunMap({AdamWMap{config, correction(config.beta1), correction(config.beta2)}},
+         {&w.In(grad), &w.Out(param), &w.Out(m), &w.Out(v)});
 }
 
 void Compute::Sgd(const SgdConfig& config, const Tensor& grad, Tensor& param, Tensor& buf) {
@@ -194,7 +204,11 @@ void Compute::Sgd(const SgdConfig& config, const Tensor& grad, Tensor& param, Te
         .Disjoint({"buf", buf}, {"grad", grad});
   }
   Widened w(this);
-  DoSgd(config, w.In(grad), w.Out(param), w.Out(buf));
+  if (buf.defined()) {
+    RunMap({SgdMomentumMap{config}}, {&w.In(grad), &w.Out(param), &w.Out(buf)});
+  } else {
+    RunMap({SgdMap{config}}, {&w.In(grad), &w.Out(param)});
+  }
 }
 
 }  // namespace trident

@@ -72,12 +72,8 @@ void CpuCompute::DoCopyToHost(const Tensor& src, void* host) {
   CopyBytes(host, src.raw_data(), src.bytes());
 }
 
-void CpuCompute::DoCopy(const Tensor& src, Tensor& dst) {
-  CopyBytes(dst.raw_data(), src.raw_data(), src.bytes());
-}
-
 void CpuCompute::DoCast(const Tensor& src, Tensor& dst) {
-  if (src.type() == dst.type()) return DoCopy(src, dst);
+  if (src.type() == dst.type()) return CopyBytes(dst.raw_data(), src.raw_data(), src.bytes());
   const bool narrow = dst.type() == ElementType::kBf16;
   const void* from = src.raw_data();
   void* to = dst.raw_data();
@@ -89,12 +85,6 @@ void CpuCompute::DoCast(const Tensor& src, Tensor& dst) {
         static_cast<float*>(to)[i] = FromBf16(static_cast<const uint16_t*>(from)[i]);
       }
     }
-  });
-}
-
-void CpuCompute::DoFill(float value, Tensor& dst) {
-  threads_.ParallelFor(dst.numel(), 1, [&](int64_t begin, int64_t end) {
-    Elements(dst, begin, end).setConstant(value);
   });
 }
 

@@ -55,43 +55,25 @@ class CpuCompute final : public Compute {
   void DoFreeWorkspace(void* data, int64_t bytes) override;
   void DoCopyFromHost(const void* host, Tensor& dst) override;
   void DoCopyToHost(const Tensor& src, void* host) override;
-  void DoCopy(const Tensor& src, Tensor& dst) override;
   void DoCast(const Tensor& src, Tensor& dst) override;
-  void DoFill(float value, Tensor& dst) override;
+  void DoMap(const MapCall& call) override;
   void DoGemmStridedBatched(const BatchedGemm& gemm, const Tensor& a, const Tensor& b,
                             Tensor& c) override;
-  void DoAdd(const Tensor& a, const Tensor& b, Tensor& out) override;
-  void DoMul(const Tensor& a, const Tensor& b, Tensor& out) override;
-  void DoAxpy(float alpha, const Tensor& x, Tensor& y) override;
-  void DoScale(float alpha, Tensor& x) override;
   void DoAddBias(const Tensor& bias_C, Tensor& y_NC) override;
   void DoBiasGrad(const Tensor& dy_NC, Tensor& dbias_C) override;
-  void DoActivation(ActivationKind f, const Tensor& x, Tensor& y) override;
-  void DoActivationBackward(ActivationKind f, const Tensor& x, const Tensor& dy,
-                            Tensor& dx) override;
-  void DoSwiGlu(const Tensor& gate, const Tensor& up, Tensor& out) override;
-  void DoSwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dout, Tensor& dgate,
-                        Tensor& dup) override;
   void DoSoftmax(const Tensor& x, const SoftmaxMask& mask, Tensor& y) override;
   void DoSoftmaxBackward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
-  void DoLayerNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& beta_C, float eps,
-                   Tensor& y_NC, Tensor& mean_N, Tensor& rstd_N) override;
-  void DoLayerNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& mean_N,
-                           const Tensor& rstd_N, const Tensor& dy_NC, Tensor& dx_NC,
-                           Tensor& dgamma_C, Tensor& dbeta_C) override;
-  void DoRmsNorm(const Tensor& x_NC, const Tensor& gamma_C, float eps, Tensor& y_NC,
-                 Tensor& rstd_N) override;
-  void DoRmsNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& rstd_N,
-                         const Tensor& dy_NC, Tensor& dx_NC, Tensor& dgamma_C) override;
+  void DoNorm(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& beta_C, float eps,
+              Tensor& y_NC, Tensor& mean_N, Tensor& rstd_N) override;
+  void DoNormBackward(const Tensor& x_NC, const Tensor& gamma_C, const Tensor& mean_N,
+                      const Tensor& rstd_N, const Tensor& dy_NC, Tensor& dx_NC, Tensor& dgamma_C,
+                      Tensor& dbeta_C) override;
   void DoEmbedding(const Tensor& ids_N, const Tensor& table_VC, Tensor& out_NC) override;
   void DoEmbeddingBackward(const Tensor& ids_N, const Tensor& dout_NC, Tensor& dtable_VC) override;
   void DoCrossEntropy(const Tensor& logits_NV, const Tensor& targets_N, Tensor& probs_NV,
                       Tensor& loss_1) override;
   void DoCrossEntropyBackward(const Tensor& probs_NV, const Tensor& targets_N, float dloss,
                               Tensor& dlogits_NV) override;
-  void DoAdamW(const AdamWConfig& config, int64_t step, const Tensor& grad, Tensor& param,
-               Tensor& m, Tensor& v) override;
-  void DoSgd(const SgdConfig& config, const Tensor& grad, Tensor& param, Tensor& buf) override;
 
  private:
   TrackingAllocator allocator_;

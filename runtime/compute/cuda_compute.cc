@@ -114,11 +114,4 @@ void CudaCompute::DoCopyToHost(const Tensor& src, void* host) {
   TRIDENT_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
-void CudaCompute::DoCopy(const Tensor& src, Tensor& dst) {
-  if (src.bytes() == 0) return;
-  TRIDENT_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(),
-                                     static_cast<size_t>(src.bytes()), cudaMemcpyDeviceToDevice,
-                                     stream()));
-}
-
 }  // namespace trident
