@@ -15,6 +15,7 @@
 #include "core/logging.h"
 #include "profiler/comm_profile.h"
 #include "runtime/comm/comm_factory.h"
+#include "runtime/compute/compute_factory.h"
 
 namespace trident {
 namespace {
@@ -32,6 +33,31 @@ CommSweepOptions SweepOptions(const CommProfileFlags& f, int devices_per_node) {
   o.iters = f.iters;
   o.devices_per_node = devices_per_node;
   return o;
+}
+
+// The buffers' backend and the world over it. cpu: host memory over MPI. cuda: the rank's GPU
+// (by its local rank), its buffers over NCCL, the small host messages of the sweep over MPI.
+// The world is declared last, so it goes before the compute stream it orders its work after.
+struct SweepBackend {
+  std::unique_ptr<Compute> compute;
+  std::unique_ptr<Comm> world;
+};
+
+StatusOr<SweepBackend> MakeSweepBackend(const std::string& device) {
+  if (device != "cpu" && device != "cuda") {
+    return InvalidArgument("--device " + device +
+                           ": trident profile --comm measures cpu (MPI) "
+                           "or cuda (NCCL) buffers");
+  }
+  SweepBackend b;
+  TRIDENT_ASSIGN_OR_RETURN(b.compute, MakeCompute({.device = device}));
+  StatusOr<std::unique_ptr<Comm>> world = MakeWorldComm(
+      device == "cuda" ? "nccl" : "mpi", {.device_stream = b.compute->device_stream()});
+  if (!world.ok()) {
+    return Status(world.status().code(), world.status().message() + "; " + kMpirunHint);
+  }
+  b.world = std::move(*world);
+  return b;
 }
 
 // Rank 0's checks of the request before anything is measured.
@@ -155,12 +181,12 @@ int Report(const CommProfileFlags& f, const ClusterSpec& cluster,
 }  // namespace
 
 int RunCommProfileCommand(const CommProfileFlags& flags) {
-  StatusOr<std::unique_ptr<Comm>> made = MakeWorldComm("mpi");
-  if (!made.ok()) {
-    std::cerr << "error: " << made.status().message() << "; " << kMpirunHint << "\n";
+  StatusOr<SweepBackend> backend = MakeSweepBackend(flags.device);
+  if (!backend.ok()) {
+    std::cerr << "error: " << backend.status().message() << "\n";
     return 1;
   }
-  Comm& world = **made;
+  Comm& world = *backend->world;
   if (world.Size() < 2) {
     std::cerr << "error: trident profile --comm measures the links between ranks, and this job "
                  "has one rank; "
@@ -174,10 +200,12 @@ int RunCommProfileCommand(const CommProfileFlags& flags) {
   if (Status s = WarnAboutPlacement(world, *devices_per_node); !s.ok()) world.FailJob(s);
   CommSweepOptions options = SweepOptions(flags, *devices_per_node);
   if (world.Rank() == 0) {
+    std::cerr << "comm: " << world.Size() << " ranks, buffers on " << backend->compute->Describe()
+              << " (rank 0), over " << (flags.device == "cuda" ? "NCCL" : "MPI") << "\n";
     options.progress = [](const std::string& line) { std::cerr << "comm " << line << "\n"; };
   }
   auto start = std::chrono::steady_clock::now();
-  StatusOr<std::vector<CommPoint>> points = RunCommSweep(world, options);
+  StatusOr<std::vector<CommPoint>> points = RunCommSweep(world, *backend->compute, options);
   if (!points.ok()) world.FailJob(points.status());
   if (world.Rank() != 0) return 0;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

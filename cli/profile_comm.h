@@ -11,6 +11,9 @@ namespace trident {
 struct CommProfileFlags {
   std::string cluster;  // cluster file to start from (its measured: section is replaced)
   std::string output;   // cluster file to write
+  // Where the measured buffers live: "cpu" (host memory, over MPI) or "cuda" (each rank's GPU,
+  // over NCCL, as a GPU job's activations and gradients travel).
+  std::string device = "cpu";
   int64_t min_bytes = 4;
   int64_t max_bytes = int64_t{64} << 20;
   int step_factor = 2;  // each message size is the previous one times this

@@ -67,6 +67,7 @@ int RunComm(ProfileOptions o, const ProfileMeasurers& measure) {
   }
   o.comm_flags.cluster = o.cluster;
   o.comm_flags.output = o.output.empty() ? "cluster.yaml" : o.output;
+  o.comm_flags.device = o.device.empty() ? "cpu" : o.device;
   return measure.links(o);
 }
 

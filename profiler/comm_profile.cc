@@ -82,24 +82,28 @@ std::vector<float> PatternSumsByPhase(int n) {
   return sums;
 }
 
-// One rank's buffers for one (collective, size) and the exact result it must receive.
+// One rank's buffers for one (collective, size): the two it communicates are tensors of the
+// sweep's compute backend (host or device memory); the exact result, and the result copied back
+// for the check, are on the host.
 struct Buffers {
-  std::vector<float> input;     // this rank's contribution
-  std::vector<float> output;    // the result (for all-reduce, the in-place buffer)
+  Tensor input;                 // this rank's contribution
+  Tensor output;                // the result (for all-reduce, the in-place buffer)
   std::vector<float> expected;  // the exact result
+  std::vector<float> received;  // the result, copied back after a repeat
 };
 
-Buffers MakeBuffers(Collective collective, int64_t total, int rank, int n) {
+Buffers MakeBuffers(Compute& compute, Collective collective, int64_t total, int rank, int n) {
   Buffers b;
   const int64_t block = total / n;
   const bool gathers = collective == Collective::kAllGather;
   const bool scatters = collective == Collective::kReduceScatter;
-  b.input.resize(gathers ? block : total);
-  for (int64_t i = 0; i < static_cast<int64_t>(b.input.size()); ++i) {
-    b.input[i] = CommPattern(rank, i);
-  }
-  b.output.resize(scatters ? block : total);
-  b.expected.resize(b.output.size());
+  std::vector<float> input(static_cast<size_t>(gathers ? block : total));
+  for (int64_t i = 0; i < static_cast<int64_t>(input.size()); ++i) input[i] = CommPattern(rank, i);
+  b.input = compute.Allocate({static_cast<int64_t>(input.size())});
+  compute.CopyFromHost(input, b.input);
+  b.output = compute.Allocate({scatters ? block : total});
+  b.expected.resize(static_cast<size_t>(b.output.numel()));
+  b.received.resize(b.expected.size());
   const std::vector<float> sums =
       gathers || collective == Collective::kP2p ? std::vector<float>() : PatternSumsByPhase(n);
   for (int64_t i = 0; i < static_cast<int64_t>(b.expected.size()); ++i) {
@@ -122,27 +126,30 @@ Buffers MakeBuffers(Collective collective, int64_t total, int rank, int n) {
 }
 
 // Before each repeat: the all-reduce input back in place; NaN wherever a result must land,
-// so an element nobody wrote cannot pass the check.
-void Prepare(Collective collective, Buffers* b) {
+// so an element nobody wrote cannot pass the check. Returns when the buffers are ready.
+void Prepare(Compute& compute, Collective collective, Buffers* b) {
   if (collective == Collective::kAllReduce) {
-    std::copy(b->input.begin(), b->input.end(), b->output.begin());
+    compute.Copy(b->input, b->output);
   } else {
-    std::fill(b->output.begin(), b->output.end(), std::numeric_limits<float>::quiet_NaN());
+    compute.Fill(std::numeric_limits<float>::quiet_NaN(), b->output);
   }
+  compute.Synchronize();
 }
+
+Wire WireOf(const Tensor& t) { return Wire(t.data<float>(), static_cast<size_t>(t.numel())); }
 
 // Ping-pong: group rank 0 sends, group rank 1 receives and answers with its own message.
 Status PingPong(Comm& comm, Buffers& b, std::chrono::milliseconds timeout) {
   const int peer = 1 - comm.Rank();
   if (comm.Rank() == 0) {
-    TRIDENT_ASSIGN_OR_RETURN(Request send, comm.Isend(b.input, peer, kTag));
-    TRIDENT_ASSIGN_OR_RETURN(Request recv, comm.Irecv(b.output, peer, kTag));
+    TRIDENT_ASSIGN_OR_RETURN(Request send, comm.Isend(WireOf(b.input), peer, kTag));
+    TRIDENT_ASSIGN_OR_RETURN(Request recv, comm.Irecv(WireOf(b.output), peer, kTag));
     TRIDENT_RETURN_IF_ERROR(comm.Wait(recv, timeout));
     return comm.Wait(send, timeout);
   }
-  TRIDENT_ASSIGN_OR_RETURN(Request recv, comm.Irecv(b.output, peer, kTag));
+  TRIDENT_ASSIGN_OR_RETURN(Request recv, comm.Irecv(WireOf(b.output), peer, kTag));
   TRIDENT_RETURN_IF_ERROR(comm.Wait(recv, timeout));
-  TRIDENT_ASSIGN_OR_RETURN(Request send, comm.Isend(b.input, peer, kTag));
+  TRIDENT_ASSIGN_OR_RETURN(Request send, comm.Isend(WireOf(b.input), peer, kTag));
   return comm.Wait(send, timeout);
 }
 
@@ -151,11 +158,11 @@ Status RunOnce(Comm& comm, Collective collective, Buffers& b, std::chrono::milli
     case Collective::kP2p:
       return PingPong(comm, b, timeout);
     case Collective::kAllReduce:
-      return comm.AllReduceSum(b.output);
+      return comm.AllReduceSum(WireOf(b.output));
     case Collective::kAllGather:
-      return comm.AllGather(b.input, b.output);
+      return comm.AllGather(WireOf(b.input), WireOf(b.output));
     case Collective::kReduceScatter:
-      return comm.ReduceScatterSum(b.input, b.output);
+      return comm.ReduceScatterSum(WireOf(b.input), WireOf(b.output));
   }
   return Internal("unknown collective");
 }
@@ -170,13 +177,15 @@ struct RankReport {
   float expected = 0;
 };
 
-void FindMismatch(const Buffers& b, int repeat, RankReport* report) {
+// Copies the result back (outside the timing) and compares it with the exact one.
+void FindMismatch(Compute& compute, Buffers& b, int repeat, RankReport* report) {
   if (report->bad) return;
-  auto [got, want] = std::mismatch(b.output.begin(), b.output.end(), b.expected.begin());
-  if (got == b.output.end()) return;
+  compute.CopyToHost(b.output, std::span<float>(b.received));
+  auto [got, want] = std::mismatch(b.received.begin(), b.received.end(), b.expected.begin());
+  if (got == b.received.end()) return;
   report->bad = true;
   report->repeat = repeat;
-  report->index = got - b.output.begin();
+  report->index = got - b.received.begin();
   report->got = *got;
   report->expected = *want;
 }
@@ -220,23 +229,23 @@ Status MismatchError(Collective collective, const CommGroup& group, int64_t floa
 
 // Times `iters` checked repeats of one (collective, size) after `warmup` ones; nullopt when
 // the size rounds to nothing for this group.
-StatusOr<std::optional<CommPoint>> MeasureSize(Comm& comm, const CommGroup& group,
+StatusOr<std::optional<CommPoint>> MeasureSize(Comm& comm, Compute& compute, const CommGroup& group,
                                                Collective collective, int64_t bytes,
                                                const CommSweepOptions& o) {
   const int n = comm.Size();
   const int64_t floats = TotalFloats(collective, bytes, n);
   if (floats == 0) return std::optional<CommPoint>();
-  Buffers b = MakeBuffers(collective, floats, comm.Rank(), n);
+  Buffers b = MakeBuffers(compute, collective, floats, comm.Rank(), n);
   std::vector<double> times_us;
   RankReport mine;
   for (int k = 0; k < o.warmup + o.iters; ++k) {
-    Prepare(collective, &b);
+    Prepare(compute, collective, &b);
     TRIDENT_RETURN_IF_ERROR(comm.Barrier());
     Clock::time_point start = Clock::now();
     TRIDENT_RETURN_IF_ERROR(RunOnce(comm, collective, b, o.p2p_timeout));
     double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
     if (k >= o.warmup) times_us.push_back(collective == Collective::kP2p ? us / 2 : us);
-    FindMismatch(b, k, &mine);
+    FindMismatch(compute, b, k, &mine);
   }
   mine.median_us = Median(times_us);
   TRIDENT_ASSIGN_OR_RETURN(std::vector<RankReport> reports, ExchangeReports(comm, mine));
@@ -253,7 +262,7 @@ StatusOr<std::optional<CommPoint>> MeasureSize(Comm& comm, const CommGroup& grou
 }
 
 // Every collective and size of one group, on its members. `step` counts progress lines.
-Status SweepGroup(Comm& world, const CommGroup& group, const CommSweepOptions& o,
+Status SweepGroup(Comm& world, Compute& compute, const CommGroup& group, const CommSweepOptions& o,
                   const std::vector<int64_t>& sizes, int total_steps, int* step,
                   std::vector<CommPoint>* points) {
   TRIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Comm> comm, world.Split(group.ranks));
@@ -262,7 +271,7 @@ Status SweepGroup(Comm& world, const CommGroup& group, const CommSweepOptions& o
     int measured = 0;
     for (int64_t bytes : sizes) {
       TRIDENT_ASSIGN_OR_RETURN(std::optional<CommPoint> p,
-                               MeasureSize(*comm, group, collective, bytes, o));
+                               MeasureSize(*comm, compute, group, collective, bytes, o));
       // Sizes that round to the same B (all-gather, reduce-scatter, odd bytes) count once.
       if (!p || (measured > 0 && points->back().bytes == p->bytes)) continue;
       points->push_back(*p);
@@ -369,7 +378,8 @@ Status CommSweepOptions::Validate() const {
   return Status::Ok();
 }
 
-StatusOr<std::vector<CommPoint>> RunCommSweep(Comm& world, const CommSweepOptions& options) {
+StatusOr<std::vector<CommPoint>> RunCommSweep(Comm& world, Compute& compute,
+                                              const CommSweepOptions& options) {
   TRIDENT_RETURN_IF_ERROR(options.Validate());
   if (world.Size() < 2) {
     return FailedPrecondition("measuring communication needs at least 2 ranks, got " +
@@ -384,7 +394,7 @@ StatusOr<std::vector<CommPoint>> RunCommSweep(Comm& world, const CommSweepOption
   for (const CommGroup& group : groups) {
     if (Contains(group.ranks, world.Rank())) {
       TRIDENT_RETURN_IF_ERROR(
-          SweepGroup(world, group, options, sizes, total_steps, &step, &points));
+          SweepGroup(world, compute, group, options, sizes, total_steps, &step, &points));
     }
     TRIDENT_RETURN_IF_ERROR(world.Barrier());
   }

@@ -41,6 +41,7 @@
 #include "core/cluster.h"
 #include "core/status.h"
 #include "runtime/comm/comm.h"
+#include "runtime/compute/compute.h"
 
 namespace trident {
 
@@ -99,13 +100,17 @@ struct CommSweepOptions {
 };
 
 // Measures every group of PlanCommGroups(world.Size(), options.devices_per_node), every
-// collective and every size. Every rank of `world` calls it with the same options. Returns the
+// collective and every size. Every rank of `world` calls it with the same options. The buffers
+// it measures are fp32 tensors of `compute`: host memory (CpuCompute) for the MPI and
+// in-process backends, device memory (CudaCompute) for NCCL, as the runtime's are; each result
+// is copied back to the host for its check, outside the timing. Returns the
 // points of the groups this rank belongs to (world rank 0 belongs to all: it gets every
 // point), in the order measured. Fails with FailedPrecondition for a world of one rank,
 // InvalidArgument for bad options, Internal for a wrong result (see the top of the file), or
 // a Comm error. After a failure, ranks outside the failing group may still be waiting in a
 // barrier: end the job (Comm::AbortJob; RunInProcess does it for in-process worlds).
-StatusOr<std::vector<CommPoint>> RunCommSweep(Comm& world, const CommSweepOptions& options);
+StatusOr<std::vector<CommPoint>> RunCommSweep(Comm& world, Compute& compute,
+                                              const CommSweepOptions& options);
 
 // time_us = alpha_us + bytes / (beta_gb_per_s · 1e3), fitted by least squares with relative
 // residuals (weights 1 / time²), so the few-µs latency of small messages and the bandwidth of

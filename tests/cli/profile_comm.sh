@@ -5,7 +5,8 @@
 # file whose measured: list holds p2p, all-reduce, all-gather and reduce-scatter fits; it
 # validates, trident plan accepts it and the predictions change with it. 4 ranks on a cluster
 # of 2 nodes x 2 also measure inter_node links. Without mpirun, with more ranks than the
-# cluster has devices, or with a single message size: exit 1, a clear message, no file.
+# cluster has devices, with a single message size, with --device tpu, or with --device cuda on a
+# machine without a GPU: exit 1, a clear message, no file.
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 
@@ -30,7 +31,8 @@ run "$mpirun" "${mpi_flags[@]}" -np 2 "$bin" profile --comm --cluster "$cpu" -o 
 expect_rc 0 && expect_match out "^collective +link +ranks +bytes +time \(us\) +algbw \(GB/s\) +busbw \(GB/s\)" &&
   expect_match out "^all_reduce +intra_node +2 +262144 " && expect_in out "every result checked exactly: ok" &&
   expect_match out "^reduce_scatter +intra_node +2 +[0-9.]+ +[0-9.]+ +12 " &&
-  expect_in out "wrote $out: 4 measured links" && expect_in err "[4/4] reduce_scatter over 2 ranks"
+  expect_in out "wrote $out: 4 measured links" && expect_in err "[4/4] reduce_scatter over 2 ranks" &&
+  expect_in err "comm: 2 ranks, buffers on cpu (1 thread) (rank 0), over MPI"
 verdict "mpirun -np 2 profile --comm prints the table and the fits"
 
 for collective in p2p all_reduce all_gather reduce_scatter; do
@@ -72,6 +74,19 @@ run "$mpirun" "${mpi_flags[@]}" -np 2 "$bin" profile --comm --cluster "$cpu" -o 
 expect_rc 1 && expect_in err "needs at least two: raise --max-bytes" && [[ ! -e $WORK/one.yaml ]]
 verdict "a single message size: exit 1 naming the flags"
 
+run "$mpirun" "${mpi_flags[@]}" -np 2 "$bin" profile --comm --device tpu --cluster "$cpu" \
+  -o "$WORK/tpu.yaml" "${small[@]}"
+expect_rc 1 && expect_in err "--device tpu: trident profile --comm measures cpu (MPI) or cuda (NCCL)" &&
+  [[ ! -e $WORK/tpu.yaml ]]
+verdict "--device tpu: exit 1 naming the devices it measures, no file"
+
+if ! nvidia-smi -L >/dev/null 2>&1; then  # with GPUs, scripts/gpu-check measures NCCL links
+  run "$mpirun" "${mpi_flags[@]}" -np 2 "$bin" profile --comm --device cuda --cluster "$cpu" \
+    -o "$WORK/cuda.yaml" "${small[@]}"
+  expect_rc 1 && expect_in err "--device cuda: " && [[ ! -e $WORK/cuda.yaml ]]
+  verdict "--device cuda without a GPU: exit 1 with CUDA's reason, no file"
+fi
+
 run "$bin" profile --comm --cluster "$cpu" -o "$WORK/bad.yaml" --step-factor 1
 expect_rc 2
 verdict "--step-factor 1: usage error"
@@ -87,4 +102,4 @@ expect_rc 0 && expect_match out "^p2p +inter_node +2 " && expect_match out "^all
   [[ $(grep -c "link: inter_node" "$WORK/two.yaml") -eq 4 ]]
 verdict "4 ranks on 2 nodes of 2: intra_node and inter_node links, the 4-rank group left out"
 
-summary 12
+summary 13

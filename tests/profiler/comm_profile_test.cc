@@ -16,6 +16,7 @@
 
 #include "core/text_format.h"
 #include "runtime/comm/inprocess_comm.h"
+#include "runtime/compute/cpu_compute.h"
 
 namespace trident {
 namespace {
@@ -256,7 +257,8 @@ std::vector<std::vector<CommPoint>> Sweep(int num_ranks, const CommSweepOptions&
   Status status = RunInProcess(
       num_ranks,
       [&](Comm& comm) -> Status {
-        TRIDENT_ASSIGN_OR_RETURN(by_rank[comm.Rank()], RunCommSweep(comm, o));
+        CpuCompute compute;
+        TRIDENT_ASSIGN_OR_RETURN(by_rank[comm.Rank()], RunCommSweep(comm, compute, o));
         return Status::Ok();
       },
       TenSeconds());
@@ -339,8 +341,10 @@ TEST(RunCommSweep, FourRanksOnOneNodeAreAllIntraNode) {
 }
 
 TEST(RunCommSweep, OneRankIsRefused) {
-  Status status =
-      RunInProcess(1, [](Comm& comm) { return RunCommSweep(comm, SmallSweep(1)).status(); });
+  Status status = RunInProcess(1, [](Comm& comm) {
+    CpuCompute compute;
+    return RunCommSweep(comm, compute, SmallSweep(1)).status();
+  });
   EXPECT_THAT(status.message(), HasSubstr("at least 2 ranks"));
 }
 
@@ -422,9 +426,10 @@ Status SweepWithDamage(Collective target) {
   return RunInProcess(
       2,
       [target](Comm& comm) -> Status {
-        if (comm.Rank() != 1) return RunCommSweep(comm, SmallSweep(2)).status();
+        CpuCompute compute;
+        if (comm.Rank() != 1) return RunCommSweep(comm, compute, SmallSweep(2)).status();
         CorruptingComm damaged(&comm, target);
-        return RunCommSweep(damaged, SmallSweep(2)).status();
+        return RunCommSweep(damaged, compute, SmallSweep(2)).status();
       },
       TenSeconds());
 }

@@ -111,8 +111,8 @@ TEST_P(MapTest, FloatPathMatchesCpuCompute) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Maps, MapTest, ::testing::ValuesIn(Cases()),
-                         [](const ::testing::TestParamInfo<MapCase>& info) {
-                           return info.param.name;
+                         [](const ::testing::TestParamInfo<MapCase>& param_info) {
+                           return param_info.param.name;
                          });
 
 }  // namespace
