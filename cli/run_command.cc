@@ -27,7 +27,8 @@ namespace {
 
 struct RunFlags {
   std::string model;
-  std::string cluster = "configs/clusters/local-cpu.yaml";
+  std::string device = "cpu";
+  std::string cluster;  // empty: configs/clusters/local-cpu.yaml for cpu; cuda needs one
   int devices = 0;
   int64_t global_batch = 16;
   int64_t steps = 50;
@@ -81,7 +82,15 @@ std::vector<int> ProfiledCpDegrees(const std::vector<std::string>& fix, const Mo
 StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_name) {
   RunFlowOptions o;
   o.model = f.model;
+  o.device = f.device;
   o.cluster = f.cluster;
+  if (o.cluster.empty() && f.device == "cuda") {
+    return InvalidArgument(
+        "--device cuda needs --cluster FILE describing this machine's GPUs and links (e.g. "
+        "configs/clusters/dgx-h100.yaml): the planner takes the device memory and the links "
+        "the profiles do not measure from it");
+  }
+  if (o.cluster.empty()) o.cluster = "configs/clusters/local-cpu.yaml";
   o.devices = f.devices;
   o.global_batch = f.global_batch;
   o.steps = f.steps;
@@ -104,18 +113,18 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
       CheckNotGeneric(model, "trident run cannot measure or train it",
                       "plan it with trident plan --profile and the profile imported with it")
           .WithPrefix(f.model));
-  StatusOr<std::string> cluster_text = ReadFile(f.cluster);
+  StatusOr<std::string> cluster_text = ReadFile(o.cluster);
   if (!cluster_text.ok()) {
-    return NotFound("--cluster " + f.cluster +
+    return NotFound("--cluster " + o.cluster +
                     ": no such file; pass --cluster FILE describing this machine (see "
                     "configs/clusters/local-cpu.yaml)");
   }
   o.cluster_text = *cluster_text;
-  TRIDENT_ASSIGN_OR_RETURN(ClusterSpec cluster, ParseClusterSpec(o.cluster_text, f.cluster));
+  TRIDENT_ASSIGN_OR_RETURN(ClusterSpec cluster, ParseClusterSpec(o.cluster_text, o.cluster));
   if (o.devices == 0) o.devices = static_cast<int>(cluster.TotalDevices());
   if (o.devices > cluster.TotalDevices()) {
     return InvalidArgument("--devices " + std::to_string(o.devices) + ": cluster " + cluster.name +
-                           " (" + f.cluster + ") has " + std::to_string(cluster.TotalDevices()) +
+                           " (" + o.cluster + ") has " + std::to_string(cluster.TotalDevices()) +
                            " devices; ask for fewer or describe this machine in --cluster");
   }
   TRIDENT_ASSIGN_OR_RETURN(o.trident, SelfPath());
@@ -130,7 +139,8 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   o.profile_tps = MeasurableTpDegrees(model, profile, o.devices);
   profile.tps = o.profile_tps;
   o.profile_cps = ProfiledCpDegrees(f.fix, model, profile, o.devices);
-  o.machine = ThisCpuModelName() + "|" + TridentBuild();
+  o.machine = ThisCpuModelName() + (o.device == "cuda" ? "|" + ThisGpuModelNames() : "") + "|" +
+              TridentBuild();
   return o;
 }
 
@@ -157,9 +167,10 @@ int RunAll(const RunFlags& f) {
   if (ec) {
     return PrintError(IoError("cannot create " + o->out + " or " + o->cache + ": " + ec.message()));
   }
-  std::cout << "trident run: " << o->model_name << " on " << o->devices << " rank"
-            << (o->devices == 1 ? "" : "s") << " of " << cluster_name << ", global batch "
-            << o->global_batch << ", " << o->steps << " steps -> " << o->out << "/\n";
+  std::cout << "trident run: " << o->model_name << " on " << o->devices << " " << o->device
+            << " rank" << (o->devices == 1 ? "" : "s") << " of " << cluster_name
+            << ", global batch " << o->global_batch << ", " << o->steps << " steps -> " << o->out
+            << "/\n";
   SupervisedSteps steps;
   RunFlowResult result = RunFlow(*o, DetectLocalMachine(), steps, std::cout);
   if (!result.error.empty()) std::cerr << "error: " << result.error << "\n";
@@ -177,8 +188,13 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("model", f->model, "Model file, e.g. configs/models/gpt-tiny.yaml")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--cluster", f->cluster, "Cluster file describing this machine")
-      ->capture_default_str();
+  cmd->add_option("--device", f->device,
+                  "Device to profile and train on: cpu, or cuda (one GPU per rank, NCCL links)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--cluster", f->cluster,
+                  "Cluster file describing this machine [default: "
+                  "configs/clusters/local-cpu.yaml; required with --device cuda]");
   cmd->add_option("--devices", f->devices, "Ranks to train on [default: the cluster's devices]")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--global-batch", f->global_batch, "Sequences per optimizer step")

@@ -87,17 +87,19 @@ std::string LayerProfileCachePath(const RunFlowOptions& o) {
   const std::string key = o.model_text + "|seq " + std::to_string(o.seq_len) + "|mb " +
                           Join(o.micro_batches) + "|tp " + Join(o.profile_tps) + " with sp|cp " +
                           Join(o.profile_cps) + "|threads " + std::to_string(o.threads) +
-                          "|dtype " + o.dtype + "|" + o.machine;
+                          "|dtype " + o.dtype + "|device " + o.device + "|" + o.machine;
   return CachePath(o, "profile-" + o.model_name, key);
 }
 
 std::string LinkProfileCachePath(const RunFlowOptions& o) {
-  const std::string key = o.cluster_text + "|ranks " + std::to_string(o.devices) + "|" + o.machine;
+  const std::string key = o.cluster_text + "|ranks " + std::to_string(o.devices) + "|device " +
+                          o.device + "|" + o.machine;
   return CachePath(o, "cluster", key);
 }
 
 std::vector<std::string> LayerProfileArgv(const RunFlowOptions& o, const std::string& output) {
-  std::vector<std::string> argv = {o.trident, "profile", o.model, "--device", "cpu", "-o", output};
+  std::vector<std::string> argv = {o.trident, "profile", o.model, "--device",
+                                   o.device,  "-o",      output};
   argv.insert(argv.end(), {"--micro-batch", Join(o.micro_batches), "--tp", Join(o.profile_tps),
                            "--cp", Join(o.profile_cps), "--threads", std::to_string(o.threads)});
   if (o.seq_len > 0) argv.insert(argv.end(), {"--seq", std::to_string(o.seq_len)});
@@ -106,8 +108,8 @@ std::vector<std::string> LayerProfileArgv(const RunFlowOptions& o, const std::st
 }
 
 std::vector<std::string> LinkProfileArgv(const RunFlowOptions& o, const std::string& output) {
-  return {o.trident,     "profile", "--comm", "--cluster", o.cluster,
-          "--max-bytes", "4M",      "-o",     output};
+  return {o.trident, "profile",     "--comm", "--device", o.device, "--cluster",
+          o.cluster, "--max-bytes", "4M",     "-o",       output};
 }
 
 std::vector<std::string> PlanArgv(const RunFlowOptions& o, const RunFlowFiles& files) {
@@ -125,8 +127,9 @@ std::vector<std::string> PlanArgv(const RunFlowOptions& o, const RunFlowFiles& f
 }
 
 std::vector<std::string> TrainWorkerArgs(const RunFlowOptions& o) {
-  std::vector<std::string> args = {"--steps",   std::to_string(o.steps),  "--out", o.out,
-                                   "--threads", std::to_string(o.threads)};
+  std::vector<std::string> args = {
+      "--steps",   std::to_string(o.steps),  "--out", o.out, "--device", o.device,
+      "--threads", std::to_string(o.threads)};
   if (o.steps >= 2) args.insert(args.end(), {"--trace-steps", "2"});
   if (!o.data.empty()) args.insert(args.end(), {"--data", o.data});
   args.insert(args.end(), o.worker_args.begin(), o.worker_args.end());

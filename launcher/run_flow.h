@@ -1,10 +1,11 @@
 // `trident run`'s flow on this machine, as data and one sequencing function:
-//   [1/4] the layer profile (`trident profile MODEL --device cpu`, under mpirun for several
+//   [1/4] the layer profile (`trident profile MODEL --device D`, under mpirun for several
 //         ranks), or a cached one;
-//   [2/4] the link profile (`trident profile --comm` under mpirun), or a cached one, or none for
-//         one rank;
+//   [2/4] the link profile (`trident profile --comm --device D` under mpirun: MPI links for
+//         cpu, NCCL for cuda), or a cached one, or none for one rank;
 //   [3/4] the plan (`trident plan`);
-//   [4/4] training (`trident launch PLAN -- worker options`).
+//   [4/4] training (`trident launch PLAN -- --device D worker options`).
+// D is the device every step measures and trains on: cpu, or cuda (one GPU per rank).
 // Every command is an argv vector, never a string for a shell. A cached profile is a file in
 // the cache folder named by the digest of everything it depends on (the input file's text, the
 // flags that shape it, the machine and trident's build), so a changed input is a miss, never a
@@ -23,13 +24,14 @@
 namespace trident {
 
 struct RunFlowOptions {
-  std::string trident;       // the trident binary each step's command runs
-  std::string model;         // model file
-  std::string model_name;    // the model's name: part of its cached profile's file name
-  std::string model_text;    // the model file's text: part of its profile's cache key
-  std::string cluster;       // cluster file describing this machine
-  std::string cluster_text;  // its text: part of the link profile's cache key
-  int devices = 1;           // ranks to train on
+  std::string trident;         // the trident binary each step's command runs
+  std::string model;           // model file
+  std::string model_name;      // the model's name: part of its cached profile's file name
+  std::string model_text;      // the model file's text: part of its profile's cache key
+  std::string device = "cpu";  // "cpu" or "cuda": where every step measures and trains
+  std::string cluster;         // cluster file describing this machine
+  std::string cluster_text;    // its text: part of the link profile's cache key
+  int devices = 1;             // ranks to train on
   int64_t global_batch = 16;
   int64_t steps = 50;
   int64_t seq_len = 0;  // 0: the model's max_seq_len
@@ -48,7 +50,7 @@ struct RunFlowOptions {
   std::string dp_sharding = "none,optimizer";
   std::string out = "run";  // folder of the plan, metrics, summary and trace
   std::string cache;        // folder of cached profiles
-  std::string machine;      // this machine's CPU and trident's build: part of every cache key
+  std::string machine;      // this machine's CPU (and GPUs) and trident's build: in every cache key
   double time_limit_s = 0;  // 0: none
   std::vector<std::string> worker_args;  // more trident-worker options
 };

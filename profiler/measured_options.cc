@@ -1,6 +1,9 @@
 #include "profiler/measured_options.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "core/file_util.h"
 
@@ -113,14 +116,17 @@ std::vector<int> MeasurableTpDegrees(const ModelSpec& model, MeasuredProfileOpti
   return tps;
 }
 
-std::string CpuModelName(std::string_view cpuinfo) {
-  constexpr std::string_view kKey = "model name";
-  for (size_t at = 0; at < cpuinfo.size();) {
-    size_t end = cpuinfo.find('\n', at);
-    std::string_view line = cpuinfo.substr(at, end == std::string_view::npos ? end : end - at);
-    at = end == std::string_view::npos ? cpuinfo.size() : end + 1;
+namespace {
+
+// The value of the first "key: value" line of `text` whose key starts with `key`, trimmed;
+// "" when there is none.
+std::string FirstValueOf(std::string_view text, std::string_view key) {
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    std::string_view line = text.substr(at, end == std::string_view::npos ? end : end - at);
+    at = end == std::string_view::npos ? text.size() : end + 1;
     size_t colon = line.find(':');
-    if (!line.starts_with(kKey) || colon == std::string_view::npos) continue;
+    if (!line.starts_with(key) || colon == std::string_view::npos) continue;
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
       value.remove_prefix(1);
@@ -128,6 +134,30 @@ std::string CpuModelName(std::string_view cpuinfo) {
     if (!value.empty()) return std::string(value);
   }
   return "";
+}
+
+}  // namespace
+
+std::string CpuModelName(std::string_view cpuinfo) { return FirstValueOf(cpuinfo, "model name"); }
+
+std::string GpuModelName(std::string_view information) {
+  return FirstValueOf(information, "Model");
+}
+
+std::string ThisGpuModelNames() {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    files.push_back((entry.path() / "information").string());
+  }
+  std::sort(files.begin(), files.end());
+  std::string names;
+  for (const std::string& file : files) {
+    StatusOr<std::string> text = ReadFile(file);
+    const std::string name = text.ok() ? GpuModelName(*text) : "";
+    names += (names.empty() ? "" : ", ") + (name.empty() ? "unknown GPU" : name);
+  }
+  return names.empty() ? "no NVIDIA GPU" : names;
 }
 
 std::string ThisCpuModelName() {

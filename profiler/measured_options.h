@@ -62,5 +62,11 @@ std::vector<int> MeasurableTpDegrees(const ModelSpec& model, MeasuredProfileOpti
 std::string CpuModelName(std::string_view cpuinfo);
 // This machine's CPU model name, "unknown CPU" when /proc/cpuinfo does not say.
 std::string ThisCpuModelName();
+// "NVIDIA H100 80GB HBM3" from the text of an NVIDIA driver's
+// /proc/driver/nvidia/gpus/BUS/information (its "Model:" line), or "" when absent.
+std::string GpuModelName(std::string_view information);
+// This machine's GPU model names in bus order, comma-separated ("unknown GPU" for one whose
+// file does not say), or "no NVIDIA GPU" when the driver lists none.
+std::string ThisGpuModelNames();
 
 }  // namespace trident

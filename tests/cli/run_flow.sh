@@ -7,7 +7,7 @@
 # their peak memory within 10% of the plan's, and so do dp 2 unsharded and with optimizer
 # sharding; bf16 trains as fp32 does (loss within 2%) under dp, tp with sequence parallelism,
 # cp, pp and sharding, with its peak memory within 10% of its plan's; bad requests fail before
-# anything starts.
+# anything starts, and --device cuda without a GPU stops at its first step with CUDA's reason.
 # shellcheck source=testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 
@@ -142,4 +142,20 @@ expect_rc 1 && expect_in err "--devices 3: cluster local-cpu" && expect_in err "
   [[ ! -e $WORK/bad ]]
 verdict "more ranks than the cluster has devices are refused"
 
-summary 20
+run "$trident" run configs/models/gpt-tiny.yaml --device cuda --out "$WORK/bad"
+expect_rc 1 && expect_in err "--device cuda needs --cluster FILE describing this machine's GPUs" &&
+  [[ ! -e $WORK/bad ]]
+verdict "--device cuda without --cluster is refused before anything starts"
+
+if ! nvidia-smi -L >/dev/null 2>&1; then  # with GPUs, scripts/gpu-check runs the GPU path
+  run "$trident" run configs/models/gpt-tiny.yaml --device cuda --devices 1 --global-batch 8 \
+    --steps 3 --seq 32 --cluster configs/clusters/dgx-h100.yaml --cache "$WORK/cache" \
+    --out "$WORK/nogpu"
+  expect_rc 1 && expect_in out "trident run: gpt-tiny on 1 cuda rank of dgx-h100" &&
+    expect_in out "profile configs/models/gpt-tiny.yaml --device cuda" &&
+    expect_in err "--device cuda: " && expect_in err "[1/4] layer profile: measuring on this machine failed" &&
+    [[ ! -e $WORK/nogpu/plan.yaml ]]
+  verdict "--device cuda on a machine without a GPU stops at the layer profile, naming CUDA's reason"
+fi
+
+summary 21

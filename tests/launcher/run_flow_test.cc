@@ -82,8 +82,8 @@ TEST(RunFlowTest, EachStepsArgvOnOneRank) {
                   "/d/p.yaml", "--micro-batch", "1,2", "--tp", "1", "--cp", "1", "--threads", "1",
                   "--seq", "32"}));
   EXPECT_EQ(LinkProfileArgv(o, "/d/c.yaml"),
-            (Args{"/opt/trident/trident", "profile", "--comm", "--cluster", "clusters/box.yaml",
-                  "--max-bytes", "4M", "-o", "/d/c.yaml"}));
+            (Args{"/opt/trident/trident", "profile", "--comm", "--device", "cpu", "--cluster",
+                  "clusters/box.yaml", "--max-bytes", "4M", "-o", "/d/c.yaml"}));
   EXPECT_EQ(PlanArgv(o, {"/d/p.yaml", "/d/c.yaml", "/d/plan.yaml"}), (Args{"/opt/trident/trident",
                                                                            "plan",
                                                                            "--model",
@@ -116,12 +116,30 @@ TEST(RunFlowTest, WorkerArgsCarryStepsOutputTraceAndExtras) {
   o.data = "corpus.txt";
   o.worker_args = {"--lr", "3e-3"};
   EXPECT_EQ(TrainWorkerArgs(o),
-            (Args{"--steps", "7", "--out", "/d/run", "--threads", "1", "--trace-steps", "2",
-                  "--data", "corpus.txt", "--lr", "3e-3"}));
+            (Args{"--steps", "7", "--out", "/d/run", "--device", "cpu", "--threads", "1",
+                  "--trace-steps", "2", "--data", "corpus.txt", "--lr", "3e-3"}));
   o.steps = 1;
   o.data.clear();
   o.worker_args.clear();
-  EXPECT_EQ(TrainWorkerArgs(o), (Args{"--steps", "1", "--out", "/d/run", "--threads", "1"}));
+  EXPECT_EQ(TrainWorkerArgs(o),
+            (Args{"--steps", "1", "--out", "/d/run", "--device", "cpu", "--threads", "1"}));
+}
+
+// --device cuda: every step measures or trains on the GPUs (NCCL links), and neither cached
+// profile of a cpu run is reused.
+TEST(RunFlowTest, CudaReachesEveryStepAndItsOwnCache) {
+  RunFlowOptions cpu = Options("/d", 2);
+  RunFlowOptions cuda = cpu;
+  cuda.device = "cuda";
+  EXPECT_THAT(LayerProfileArgv(cuda, "/d/p.yaml"),
+              ::testing::ElementsAre("/opt/trident/trident", "profile", "models/tiny.yaml",
+                                     "--device", "cuda", "-o", "/d/p.yaml", "--micro-batch", "1,2",
+                                     "--tp", "1,2", "--cp", "1", "--threads", "1"));
+  EXPECT_THAT(LinkProfileArgv(cuda, "/d/c.yaml"),
+              ::testing::IsSupersetOf({"--comm", "--device", "cuda"}));
+  EXPECT_THAT(TrainWorkerArgs(cuda), ::testing::IsSupersetOf({"--device", "cuda"}));
+  EXPECT_NE(LayerProfileCachePath(cuda), LayerProfileCachePath(cpu));
+  EXPECT_NE(LinkProfileCachePath(cuda), LinkProfileCachePath(cpu));
 }
 
 TEST(RunFlowTest, CacheKeysChangeWithEveryInput) {
@@ -163,8 +181,10 @@ TEST(RunFlowTest, TwoRanksMeasureUnderMpirunThenReuseTheCache) {
   EXPECT_THAT(steps.commands[0], ::testing::Contains("2"));
   const Args layer_tail(steps.commands[0].end() - 15, steps.commands[0].end());
   EXPECT_EQ(layer_tail, LayerProfileArgv(o, LayerProfileCachePath(o)));
-  const Args link_tail(steps.commands[1].end() - 9, steps.commands[1].end());
-  EXPECT_EQ(link_tail, LinkProfileArgv(o, LinkProfileCachePath(o)));
+  const Args link = LinkProfileArgv(o, LinkProfileCachePath(o));
+  const Args link_tail(steps.commands[1].end() - static_cast<std::ptrdiff_t>(link.size()),
+                       steps.commands[1].end());
+  EXPECT_EQ(link_tail, link);
   const RunFlowFiles files{LayerProfileCachePath(o), LinkProfileCachePath(o), o.out + "/plan.yaml"};
   EXPECT_EQ(steps.commands[2], PlanArgv(o, files));
   ASSERT_EQ(steps.trained.size(), 1u);

@@ -105,6 +105,15 @@ TEST(CpuModelName, ReadsTheFirstModelName) {
   EXPECT_FALSE(ThisCpuModelName().empty());
 }
 
+// The driver's file as it reads on an H100 machine (its first lines).
+TEST(GpuModelName, ReadsTheDriversModelLine) {
+  EXPECT_EQ(GpuModelName("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 35\n"
+                         "GPU UUID: \t GPU-5f0e\n"),
+            "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(GpuModelName("IRQ: 35\n"), "");
+  EXPECT_FALSE(ThisGpuModelNames().empty());
+}
+
 TEST(MeasuredProfile, CoversEveryLayerOnceAndIdenticalBlocksShareOneEntry) {
   ModelSpec model = LoadPreset("gpt-tiny");
   Profile profile = Measure(model, QuickOptions());
