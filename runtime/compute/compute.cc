@@ -1,5 +1,6 @@
 #include "runtime/compute/compute.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "core/check.h"
@@ -73,6 +74,19 @@ void Compute::Fill(float value, Tensor& dst) {
   Widened w(this);
   RunMap({FillMap{value}}, {&w.Out(dst)});
 }
+
+int Compute::RecordMark() {
+  host_marks_.push_back(std::chrono::steady_clock::now());
+  return static_cast<int>(host_marks_.size()) - 1;
+}
+
+double Compute::MarkElapsedMs(int from, int to) const {
+  TRIDENT_CHECK(from >= 0 && to >= 0 && std::max(from, to) < static_cast<int>(host_marks_.size()))
+      << "Compute::MarkElapsedMs: marks " << from << " and " << to << " of " << host_marks_.size();
+  return std::chrono::duration<double, std::milli>(host_marks_[to] - host_marks_[from]).count();
+}
+
+void Compute::ClearMarks() { host_marks_.clear(); }
 
 void Compute::RunMap(MapCall call, std::initializer_list<const Tensor*> operands) {
   const int expected = std::visit([](const auto& op) { return op.kOperands; }, call.op);

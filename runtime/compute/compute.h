@@ -48,6 +48,7 @@
 // (the in-process communication tests run one per rank in one process).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -166,6 +167,18 @@ class Compute {
   // The stream the ops run on (a cudaStream_t for CudaCompute), for a communication backend
   // that must order its transfers after them; null for backends whose ops complete on return.
   virtual void* device_stream() const { return nullptr; }
+
+  // --- Timing marks, to time ops without waiting for each -------------------------------
+
+  // Records a mark after every op issued so far and returns its index (0, 1, ... since the
+  // last ClearMarks). Its time is when those ops have completed: the host clock on return for
+  // a backend whose ops complete on return (this default), a CUDA event on a GPU.
+  virtual int RecordMark();
+  // Milliseconds from mark `from` to mark `to` (negative when `to` came first). REQUIRES:
+  // both recorded since the last ClearMarks, and a Synchronize since `to` was recorded.
+  virtual double MarkElapsedMs(int from, int to) const;
+  // Forgets every mark.
+  virtual void ClearMarks();
 
   // --- Matrix products ------------------------------------------------------------------
 
@@ -308,6 +321,8 @@ class Compute {
   }
 
   void Free(void* data, int64_t bytes) { DoFree(data, bytes); }
+
+  std::vector<std::chrono::steady_clock::time_point> host_marks_;  // the default marks
   // Runs call.op (whose operands compute_maps.h lists) over `operands`, checked and widened,
   // in the op's order: fills in the call's type, element count and data, then DoMap.
   void RunMap(MapCall call, std::initializer_list<const Tensor*> operands);

@@ -1,6 +1,7 @@
-// CudaCompute: construction, memory, copies and completion.
+// CudaCompute: construction, memory, copies, completion and timing marks.
 #include "runtime/compute/cuda_compute.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "runtime/compute/cuda_check.h"
@@ -77,6 +78,26 @@ CudaCompute::~CudaCompute() {
   TRIDENT_CHECK(allocator_.stats().current_bytes == 0)
       << "CudaCompute destroyed while " << allocator_.stats().current_bytes
       << " bytes of its tensors are alive; HINT: tensors must be destroyed before their backend";
+  for (cudaEvent_t mark : marks_) static_cast<void>(cudaEventDestroy(mark));
+}
+
+int CudaCompute::RecordMark() {
+  if (marks_used_ == marks_.size()) {
+    cudaEvent_t mark = nullptr;
+    TRIDENT_CUDA_CHECK(cudaEventCreate(&mark));
+    marks_.push_back(mark);
+  }
+  TRIDENT_CUDA_CHECK(cudaEventRecord(marks_[marks_used_], stream()));
+  return static_cast<int>(marks_used_++);
+}
+
+double CudaCompute::MarkElapsedMs(int from, int to) const {
+  TRIDENT_CHECK(from >= 0 && to >= 0 && static_cast<size_t>(std::max(from, to)) < marks_used_)
+      << "CudaCompute::MarkElapsedMs: marks " << from << " and " << to << " of " << marks_used_;
+  float ms = 0;
+  TRIDENT_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[static_cast<size_t>(from)],
+                                          marks_[static_cast<size_t>(to)]));
+  return ms;
 }
 
 std::string CudaCompute::Describe() const {

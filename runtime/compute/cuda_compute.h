@@ -27,6 +27,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "runtime/compute/compute.h"
@@ -54,6 +55,10 @@ class CudaCompute final : public Compute {
   void ResetPeak() override { allocator_.ResetPeak(); }
   void Synchronize() override;
   void* device_stream() const override { return stream(); }
+  // Marks are CUDA events recorded on the compute stream (kept for reuse after ClearMarks).
+  int RecordMark() override;
+  double MarkElapsedMs(int from, int to) const override;
+  void ClearMarks() override { marks_used_ = 0; }
 
  protected:
   bool TakesMixedGemm() const override { return true; }
@@ -100,6 +105,8 @@ class CudaCompute final : public Compute {
   StreamPtr stream_;
   CublasPtr cublas_;
   CudaAllocator allocator_;
+  std::vector<cudaEvent_t> marks_;  // created on first use, destroyed with the backend
+  size_t marks_used_ = 0;
 };
 
 }  // namespace trident

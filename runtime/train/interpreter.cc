@@ -104,7 +104,7 @@ Status Interpreter::PostReceive(size_t index) {
   return Status::Ok();
 }
 
-StatusOr<Tensor> Interpreter::TakeInput(size_t index, double* wait_ms) {
+StatusOr<Tensor> Interpreter::TakeInput(size_t index, int* ready_mark) {
   const Action& a = (*program_)[index];
   const int source = *SourceOf(a);
   if (source == rank_) {
@@ -116,9 +116,8 @@ StatusOr<Tensor> Interpreter::TakeInput(size_t index, double* wait_ms) {
   }
   TRIDENT_RETURN_IF_ERROR(PostReceive(index));
   Transfer& t = receives_.at(index);
-  auto start = Clock::now();
   Status waited = world_->Wait(t.request, options_.p2p_timeout);
-  *wait_ms += MsSince(start);
+  *ready_mark = compute_->RecordMark();
   if (!waited.ok()) {
     return Status(waited.code(), Describe(a) + ": waiting for its input from rank " + Str(source) +
                                      ": " + waited.message());
@@ -205,12 +204,14 @@ void Interpreter::NoteNonFinite(const Action& a, const Tensor& x, StepRecord* re
 }
 
 Status Interpreter::Forward(size_t index, int64_t first_step, const ActionHooks& hooks,
-                            StepRecord* record, double* wait_ms) {
+                            StepRecord* record, int* ready_mark) {
   const Action& a = (*program_)[index];
-  Tensor x = ReadBatch(a, first_step);
+  Tensor x;
   if (a.stage > 0) {
-    TRIDENT_ASSIGN_OR_RETURN(x, TakeInput(index, wait_ms));
+    TRIDENT_ASSIGN_OR_RETURN(x, TakeInput(index, ready_mark));
   }
+  Tensor ids = ReadBatch(a, first_step);
+  if (a.stage == 0) x = std::move(ids);
   const Tensor* targets = a.stage == layout_->LastStage() ? &targets_.at(a.micro_batch) : nullptr;
   StageLayers& stage = model_->Stage(a.stage);
   for (size_t i = 0; i < stage.layers.size(); ++i) {
@@ -233,14 +234,14 @@ Status Interpreter::Forward(size_t index, int64_t first_step, const ActionHooks&
 }
 
 Status Interpreter::Backward(size_t index, bool with_weights, const ActionHooks& hooks,
-                             double* wait_ms) {
+                             int* ready_mark) {
   const Action& a = (*program_)[index];
   Tensor dy;
   if (a.stage == layout_->LastStage()) {
     dy = compute_->Allocate({1});
     compute_->Fill(options_.dloss, dy);
   } else {
-    TRIDENT_ASSIGN_OR_RETURN(dy, TakeInput(index, wait_ms));
+    TRIDENT_ASSIGN_OR_RETURN(dy, TakeInput(index, ready_mark));
   }
   StageLayers& stage = model_->Stage(a.stage);
   for (int i = static_cast<int>(stage.layers.size()) - 1; i >= 0; --i) {
@@ -278,7 +279,8 @@ Status Interpreter::LayerWeights(int stage, int layer, Layer& l, int micro_batch
 Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHooks& hooks,
                               StepRecord* record) {
   const Action& a = (*program_)[index];
-  ActionRecord rec{a, MsSince(step_start_), 0, 0};
+  ActionMarks marks;
+  marks.start = marks.ready = compute_->RecordMark();
   // Receives are posted in list order (this action's, if not yet, before the next one's):
   // NCCL matches a pair's transfers in the order they are posted.
   TRIDENT_RETURN_IF_ERROR(PostReceive(index));
@@ -286,26 +288,42 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
   if (prefetch && !options_.in_order_transfers) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
   if (hooks.before) TRIDENT_RETURN_IF_ERROR(hooks.before(a));
   if (a.kind == ActionKind::kForward) {
-    TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, hooks, record, &rec.wait_ms));
+    TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, hooks, record, &marks.ready));
   } else if (a.kind == ActionKind::kBackward) {
-    TRIDENT_RETURN_IF_ERROR(Backward(index, !layout_->SplitBackward(), hooks, &rec.wait_ms));
+    TRIDENT_RETURN_IF_ERROR(Backward(index, !layout_->SplitBackward(), hooks, &marks.ready));
   } else {
     TRIDENT_RETURN_IF_ERROR(Weights(a, hooks));
   }
-  // A GPU backend returns once the action's ops are queued: its time is the time they take.
-  compute_->Synchronize();
-  rec.end_ms = MsSince(step_start_);
-  record->compute_ms += rec.end_ms - rec.start_ms - rec.wait_ms;
-  record->wait_ms += rec.wait_ms;
-  record->actions.push_back(rec);
+  // A GPU backend returns once the action's ops are queued: the end mark completes with them.
+  marks.end = compute_->RecordMark();
+  record->actions.push_back({a, 0, 0, 0});
+  marks_.push_back(marks);
   if (prefetch && options_.in_order_transfers) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
   TRIDENT_RETURN_IF_ERROR(ReapSends(false, nullptr));
   if (hooks.after) return hooks.after(a, completes_stage_[index] != 0);
   return Status::Ok();
 }
 
+void Interpreter::ResolveTimes(StepRecord* record) {
+  compute_->Synchronize();
+  const size_t first = record->actions.size() - marks_.size();  // the record's earlier actions
+  for (; resolved_ < marks_.size(); ++resolved_) {
+    const ActionMarks& m = marks_[resolved_];
+    ActionRecord& rec = record->actions[first + resolved_];
+    rec.start_ms = compute_->MarkElapsedMs(step_mark_, m.start);
+    rec.wait_ms = compute_->MarkElapsedMs(m.start, m.ready);
+    rec.end_ms = compute_->MarkElapsedMs(step_mark_, m.end);
+    record->compute_ms += rec.end_ms - rec.start_ms - rec.wait_ms;
+    record->wait_ms += rec.wait_ms;
+  }
+}
+
 Status Interpreter::Run(int64_t first_step, const ActionHooks& hooks, StepRecord* record) {
   step_start_ = Clock::now();
+  compute_->ClearMarks();
+  marks_.clear();
+  resolved_ = 0;
+  step_mark_ = compute_->RecordMark();
   for (size_t i = 0; i < program_->size(); ++i) {
     Status status = RunAction(i, first_step, hooks, record);
     if (!status.ok()) {
@@ -314,6 +332,7 @@ Status Interpreter::Run(int64_t first_step, const ActionHooks& hooks, StepRecord
     }
   }
   Status status = ReapSends(true, &record->wait_ms);
+  ResolveTimes(record);
   record->schedule_ms = MsSince(step_start_);
   if (!status.ok()) return Status(status.code(), "rank " + Str(rank_) + ": " + status.message());
   return Status::Ok();

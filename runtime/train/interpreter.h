@@ -40,7 +40,9 @@
 
 namespace trident {
 
-// One executed action, times in ms since the start of the step.
+// One executed action, times in ms since the start of the step, read from the compute
+// backend's timing marks (Compute::RecordMark: a GPU's events, so no action waits for the
+// device): start, the input's arrival (start + wait) and the completion of its ops (end).
 struct ActionRecord {
   Action action;
   double start_ms = 0;
@@ -98,8 +100,12 @@ class Interpreter {
 
   // Runs the rank's whole list once. Micro-batch id g of the list reads step
   // first_step + g / M, micro-batch g mod M of it. On error the step is abandoned (stashes
-  // discarded, receives cancelled) and the status names the rank and the action.
+  // discarded, receives cancelled) and the status names the rank and the action. The actions'
+  // times are filled in at the end (one Synchronize).
   Status Run(int64_t first_step, const ActionHooks& hooks, StepRecord* record);
+  // Fills in the times of the actions `record` holds so far (a Synchronize first), and adds
+  // them to its compute and wait sums: for a hook that reads an action's times during Run.
+  void ResolveTimes(StepRecord* record);
 
  private:
   struct Transfer {
@@ -107,14 +113,21 @@ class Interpreter {
     Tensor buffer;
   };
   using Clock = std::chrono::steady_clock;
+  // An action's timing marks (Compute::RecordMark): its start, its input's arrival (the start
+  // when it waits for none) and the completion of its ops.
+  struct ActionMarks {
+    int start = 0;
+    int ready = 0;
+    int end = 0;
+  };
 
   Status RunAction(size_t index, int64_t first_step, const ActionHooks& hooks, StepRecord* record);
   Tensor ReadBatch(const Action& a, int64_t first_step);
   std::vector<int32_t> MyTokens(const std::vector<int32_t>& tokens_BS) const;
   void NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record);
   Status Forward(size_t index, int64_t first_step, const ActionHooks& hooks, StepRecord* record,
-                 double* wait_ms);
-  Status Backward(size_t index, bool with_weights, const ActionHooks& hooks, double* wait_ms);
+                 int* ready_mark);
+  Status Backward(size_t index, bool with_weights, const ActionHooks& hooks, int* ready_mark);
   Status Weights(const Action& a, const ActionHooks& hooks);
   // One layer's weight gradient, between the hooks.
   Status LayerWeights(int stage, int layer, Layer& l, int micro_batch, const ActionHooks& hooks);
@@ -123,7 +136,8 @@ class Interpreter {
   std::optional<int> SourceOf(const Action& a) const;
   int TagOf(const Action& a, bool sending) const;
   Status PostReceive(size_t index);
-  StatusOr<Tensor> TakeInput(size_t index, double* wait_ms);
+  // The action's input; after waiting for a transfer, records the mark of its arrival.
+  StatusOr<Tensor> TakeInput(size_t index, int* ready_mark);
   Status Send(const Action& a, Tensor tensor);
   Status ReapSends(bool wait_all, double* wait_ms);
   void Abandon();
@@ -145,6 +159,9 @@ class Interpreter {
   std::vector<Transfer> sends_;
   std::map<int, Tensor> targets_;  // by micro-batch id, until the head's backward
   Clock::time_point step_start_;
+  int step_mark_ = 0;
+  std::vector<ActionMarks> marks_;  // of the record's actions, from `resolved_` on unresolved
+  size_t resolved_ = 0;
 };
 
 }  // namespace trident

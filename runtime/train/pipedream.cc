@@ -106,7 +106,10 @@ Status Segment::Run() {
     if (a.kind == ActionKind::kBackward) stash_->BeginBackward(a.micro_batch);
     return Status::Ok();
   };
-  hooks.after = [this](const Action& a, bool) { return After(a); };
+  hooks.after = [this, &interpreter](const Action& a, bool) {
+    interpreter.ResolveTimes(&record_);  // each step's tally closes during the run
+    return After(a);
+  };
   s_.compute->ResetPeak();
   start_ = Clock::now();
   TRIDENT_RETURN_IF_ERROR(interpreter.Run(first_ - 1, hooks, &record_));

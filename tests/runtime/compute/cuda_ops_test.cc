@@ -127,6 +127,24 @@ TEST_F(CudaTest, MemoryAccountingMatchesCpu) {
   EXPECT_EQ(cuda().memory_stats().current_bytes - before, 18);
 }
 
+// Marks are events on the compute stream: a GEMM between two takes time, read after one
+// Synchronize; reversed marks give the negative; ClearMarks starts the indices again.
+TEST_F(CudaTest, MarksTimeTheOpsBetweenThem) {
+  Tensor a = cuda().Allocate({512, 512});
+  Tensor c = cuda().Allocate({512, 512});
+  cuda().ClearMarks();
+  const int before = cuda().RecordMark();
+  for (int i = 0; i < 4; ++i) cuda().Gemm(false, false, 1.0f, a, a, 0.0f, c);
+  const int after = cuda().RecordMark();
+  cuda().Synchronize();
+  EXPECT_EQ(before, 0);
+  EXPECT_EQ(after, 1);
+  EXPECT_GT(cuda().MarkElapsedMs(before, after), 0.0);
+  EXPECT_EQ(cuda().MarkElapsedMs(after, before), -cuda().MarkElapsedMs(before, after));
+  cuda().ClearMarks();
+  EXPECT_EQ(cuda().RecordMark(), 0);
+}
+
 // Runs everywhere: the host rounding that the CPU side of every bf16 case relies on.
 TEST(RoundToBf16Test, RoundsToNearestEvenAndKeepsSpecialValues) {
   const float ulp = std::ldexp(1.0f, -7);                         // bf16 spacing in [1, 2)

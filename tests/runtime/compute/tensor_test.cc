@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "compute_test_util.h"
@@ -226,6 +228,22 @@ TEST_F(ComputeDeathTest, OutOfRangeIdsAbort) {
   Tensor probs = compute.Allocate({2, 3});
   Tensor loss = compute.Allocate({1});
   EXPECT_DEATH(compute.CrossEntropy(out, ids, probs, loss), "id 5 at position 1");
+}
+
+// The default marks read the host clock when recorded (CpuCompute's ops are complete on
+// return): a sleep between two marks is in their difference; reversed marks give the negative;
+// ClearMarks starts the indices again.
+TEST(ComputeMarksTest, HostClockMarksTimeWhatHappensBetweenThem) {
+  CpuCompute compute;
+  const int before = compute.RecordMark();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int after = compute.RecordMark();
+  EXPECT_EQ(before, 0);
+  EXPECT_EQ(after, 1);
+  EXPECT_GE(compute.MarkElapsedMs(before, after), 5.0);
+  EXPECT_EQ(compute.MarkElapsedMs(after, before), -compute.MarkElapsedMs(before, after));
+  compute.ClearMarks();
+  EXPECT_EQ(compute.RecordMark(), 0);
 }
 
 }  // namespace
