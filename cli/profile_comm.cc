@@ -53,9 +53,10 @@ StatusOr<SweepBackend> MakeSweepBackend(const std::string& device) {
   TRIDENT_ASSIGN_OR_RETURN(b.compute, MakeCompute({.device = device}));
   StatusOr<std::unique_ptr<Comm>> world = MakeWorldComm(
       device == "cuda" ? "nccl" : "mpi", {.device_stream = b.compute->device_stream()});
-  if (!world.ok()) {
+  if (!world.ok() && device == "cpu") {
     return Status(world.status().code(), world.status().message() + "; " + kMpirunHint);
   }
+  if (!world.ok()) return world.status();
   b.world = std::move(*world);
   return b;
 }

@@ -76,6 +76,29 @@ std::vector<int> ProfiledCpDegrees(const std::vector<std::string>& fix, const Mo
   return CheckMeasuredOptions(model, options, devices).ok() ? options.cps : std::vector<int>{1};
 }
 
+// --device cuda runs on this machine's GPUs, one rank each: --devices defaults to the GPUs the
+// driver lists and may not exceed them. Without a listing (no driver, or /proc hidden) the
+// count must be given, and the profile step reports what CUDA finds.
+Status CheckLocalGpus(const std::vector<std::string>& gpus, int* devices) {
+  const int listed = static_cast<int>(gpus.size());
+  if (listed == 0) {
+    if (*devices > 0) return Status::Ok();
+    return InvalidArgument(
+        "--device cuda: the NVIDIA driver lists no GPU on this machine "
+        "(/proc/driver/nvidia/gpus); pass --devices N for its GPUs, or use --device cpu");
+  }
+  if (*devices == 0) *devices = listed;
+  if (*devices > listed) {
+    return InvalidArgument("--devices " + std::to_string(*devices) + ": this machine has " +
+                           std::to_string(listed) + " GPU" + (listed == 1 ? "" : "s") +
+                           " and trident run trains on one rank per GPU here; ask for at most " +
+                           std::to_string(listed) +
+                           ", or plan and launch larger jobs with "
+                           "trident plan and trident launch --hostfile");
+  }
+  return Status::Ok();
+}
+
 // The flow's options from the flags and the files they name, and the cluster's name; what is
 // wrong when they do not hold together.
 
@@ -121,6 +144,11 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   }
   o.cluster_text = *cluster_text;
   TRIDENT_ASSIGN_OR_RETURN(ClusterSpec cluster, ParseClusterSpec(o.cluster_text, o.cluster));
+  std::vector<std::string> gpus;
+  if (o.device == "cuda") {
+    gpus = ThisGpuModels();
+    TRIDENT_RETURN_IF_ERROR(CheckLocalGpus(gpus, &o.devices));
+  }
   if (o.devices == 0) o.devices = static_cast<int>(cluster.TotalDevices());
   if (o.devices > cluster.TotalDevices()) {
     return InvalidArgument("--devices " + std::to_string(o.devices) + ": cluster " + cluster.name +
@@ -139,8 +167,8 @@ StatusOr<RunFlowOptions> FlowOptions(const RunFlags& f, std::string* cluster_nam
   o.profile_tps = MeasurableTpDegrees(model, profile, o.devices);
   profile.tps = o.profile_tps;
   o.profile_cps = ProfiledCpDegrees(f.fix, model, profile, o.devices);
-  o.machine = ThisCpuModelName() + (o.device == "cuda" ? "|" + ThisGpuModelNames() : "") + "|" +
-              TridentBuild();
+  o.machine = ThisCpuModelName() + "|" + TridentBuild();
+  for (const std::string& gpu : gpus) o.machine += "|" + gpu;
   return o;
 }
 

@@ -144,20 +144,20 @@ std::string GpuModelName(std::string_view information) {
   return FirstValueOf(information, "Model");
 }
 
-std::string ThisGpuModelNames() {
+std::vector<std::string> ThisGpuModels() {
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
     files.push_back((entry.path() / "information").string());
   }
   std::sort(files.begin(), files.end());
-  std::string names;
+  std::vector<std::string> models;
   for (const std::string& file : files) {
     StatusOr<std::string> text = ReadFile(file);
     const std::string name = text.ok() ? GpuModelName(*text) : "";
-    names += (names.empty() ? "" : ", ") + (name.empty() ? "unknown GPU" : name);
+    models.push_back(name.empty() ? "unknown GPU" : name);
   }
-  return names.empty() ? "no NVIDIA GPU" : names;
+  return models;
 }
 
 std::string ThisCpuModelName() {

@@ -65,8 +65,8 @@ std::string ThisCpuModelName();
 // "NVIDIA H100 80GB HBM3" from the text of an NVIDIA driver's
 // /proc/driver/nvidia/gpus/BUS/information (its "Model:" line), or "" when absent.
 std::string GpuModelName(std::string_view information);
-// This machine's GPU model names in bus order, comma-separated ("unknown GPU" for one whose
-// file does not say), or "no NVIDIA GPU" when the driver lists none.
-std::string ThisGpuModelNames();
+// This machine's GPUs as the NVIDIA driver lists them (/proc/driver/nvidia/gpus), their model
+// names in bus order ("unknown GPU" for one whose file does not say); empty without a driver.
+std::vector<std::string> ThisGpuModels();
 
 }  // namespace trident

@@ -104,7 +104,7 @@ Status Interpreter::PostReceive(size_t index) {
   return Status::Ok();
 }
 
-StatusOr<Tensor> Interpreter::TakeInput(size_t index, int* ready_mark) {
+StatusOr<Tensor> Interpreter::TakeInput(size_t index, ActionMarks* marks) {
   const Action& a = (*program_)[index];
   const int source = *SourceOf(a);
   if (source == rank_) {
@@ -116,8 +116,9 @@ StatusOr<Tensor> Interpreter::TakeInput(size_t index, int* ready_mark) {
   }
   TRIDENT_RETURN_IF_ERROR(PostReceive(index));
   Transfer& t = receives_.at(index);
+  marks->waiting = compute_->RecordMark();
   Status waited = world_->Wait(t.request, options_.p2p_timeout);
-  *ready_mark = compute_->RecordMark();
+  marks->ready = compute_->RecordMark();
   if (!waited.ok()) {
     return Status(waited.code(), Describe(a) + ": waiting for its input from rank " + Str(source) +
                                      ": " + waited.message());
@@ -204,11 +205,11 @@ void Interpreter::NoteNonFinite(const Action& a, const Tensor& x, StepRecord* re
 }
 
 Status Interpreter::Forward(size_t index, int64_t first_step, const ActionHooks& hooks,
-                            StepRecord* record, int* ready_mark) {
+                            StepRecord* record, ActionMarks* marks) {
   const Action& a = (*program_)[index];
   Tensor x;
   if (a.stage > 0) {
-    TRIDENT_ASSIGN_OR_RETURN(x, TakeInput(index, ready_mark));
+    TRIDENT_ASSIGN_OR_RETURN(x, TakeInput(index, marks));
   }
   Tensor ids = ReadBatch(a, first_step);
   if (a.stage == 0) x = std::move(ids);
@@ -234,14 +235,14 @@ Status Interpreter::Forward(size_t index, int64_t first_step, const ActionHooks&
 }
 
 Status Interpreter::Backward(size_t index, bool with_weights, const ActionHooks& hooks,
-                             int* ready_mark) {
+                             ActionMarks* marks) {
   const Action& a = (*program_)[index];
   Tensor dy;
   if (a.stage == layout_->LastStage()) {
     dy = compute_->Allocate({1});
     compute_->Fill(options_.dloss, dy);
   } else {
-    TRIDENT_ASSIGN_OR_RETURN(dy, TakeInput(index, ready_mark));
+    TRIDENT_ASSIGN_OR_RETURN(dy, TakeInput(index, marks));
   }
   StageLayers& stage = model_->Stage(a.stage);
   for (int i = static_cast<int>(stage.layers.size()) - 1; i >= 0; --i) {
@@ -280,7 +281,7 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
                               StepRecord* record) {
   const Action& a = (*program_)[index];
   ActionMarks marks;
-  marks.start = marks.ready = compute_->RecordMark();
+  marks.start = marks.waiting = marks.ready = compute_->RecordMark();
   // Receives are posted in list order (this action's, if not yet, before the next one's):
   // NCCL matches a pair's transfers in the order they are posted.
   TRIDENT_RETURN_IF_ERROR(PostReceive(index));
@@ -288,9 +289,9 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
   if (prefetch && !options_.in_order_transfers) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
   if (hooks.before) TRIDENT_RETURN_IF_ERROR(hooks.before(a));
   if (a.kind == ActionKind::kForward) {
-    TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, hooks, record, &marks.ready));
+    TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, hooks, record, &marks));
   } else if (a.kind == ActionKind::kBackward) {
-    TRIDENT_RETURN_IF_ERROR(Backward(index, !layout_->SplitBackward(), hooks, &marks.ready));
+    TRIDENT_RETURN_IF_ERROR(Backward(index, !layout_->SplitBackward(), hooks, &marks));
   } else {
     TRIDENT_RETURN_IF_ERROR(Weights(a, hooks));
   }
@@ -305,24 +306,30 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
 }
 
 void Interpreter::ResolveTimes(StepRecord* record) {
+  const int base = compute_->RecordMark();  // after every mark so far
   compute_->Synchronize();
-  const size_t first = record->actions.size() - marks_.size();  // the record's earlier actions
-  for (; resolved_ < marks_.size(); ++resolved_) {
-    const ActionMarks& m = marks_[resolved_];
-    ActionRecord& rec = record->actions[first + resolved_];
-    rec.start_ms = compute_->MarkElapsedMs(step_mark_, m.start);
-    rec.wait_ms = compute_->MarkElapsedMs(m.start, m.ready);
-    rec.end_ms = compute_->MarkElapsedMs(step_mark_, m.end);
+  const size_t first = record->actions.size() - marks_.size();  // the unresolved actions
+  for (size_t i = 0; i < marks_.size(); ++i) {
+    const ActionMarks& m = marks_[i];
+    ActionRecord& rec = record->actions[first + i];
+    rec.start_ms = offset_ms_ + compute_->MarkElapsedMs(step_mark_, m.start);
+    rec.wait_ms = compute_->MarkElapsedMs(m.waiting, m.ready);
+    rec.end_ms = offset_ms_ + compute_->MarkElapsedMs(step_mark_, m.end);
     record->compute_ms += rec.end_ms - rec.start_ms - rec.wait_ms;
     record->wait_ms += rec.wait_ms;
   }
+  // Every mark is read: start again from `base`, so a long run (PipeDream's) holds few marks.
+  offset_ms_ += compute_->MarkElapsedMs(step_mark_, base);
+  compute_->ClearMarks();
+  marks_.clear();
+  step_mark_ = compute_->RecordMark();
 }
 
 Status Interpreter::Run(int64_t first_step, const ActionHooks& hooks, StepRecord* record) {
   step_start_ = Clock::now();
   compute_->ClearMarks();
   marks_.clear();
-  resolved_ = 0;
+  offset_ms_ = 0;
   step_mark_ = compute_->RecordMark();
   for (size_t i = 0; i < program_->size(); ++i) {
     Status status = RunAction(i, first_step, hooks, record);
@@ -331,8 +338,9 @@ Status Interpreter::Run(int64_t first_step, const ActionHooks& hooks, StepRecord
       return status;
     }
   }
-  Status status = ReapSends(true, &record->wait_ms);
+  // The device's work first: the sends' wait below is then only the peers'.
   ResolveTimes(record);
+  Status status = ReapSends(true, &record->wait_ms);
   record->schedule_ms = MsSince(step_start_);
   if (!status.ok()) return Status(status.code(), "rank " + Str(rank_) + ": " + status.message());
   return Status::Ok();

@@ -105,6 +105,7 @@ class Interpreter {
   Status Run(int64_t first_step, const ActionHooks& hooks, StepRecord* record);
   // Fills in the times of the actions `record` holds so far (a Synchronize first), and adds
   // them to its compute and wait sums: for a hook that reads an action's times during Run.
+  // The marks read are then released, so a run of many steps holds few.
   void ResolveTimes(StepRecord* record);
 
  private:
@@ -113,10 +114,11 @@ class Interpreter {
     Tensor buffer;
   };
   using Clock = std::chrono::steady_clock;
-  // An action's timing marks (Compute::RecordMark): its start, its input's arrival (the start
-  // when it waits for none) and the completion of its ops.
+  // An action's timing marks (Compute::RecordMark): its start, the start and end of its wait
+  // for its input (both the start when it waits for none) and the completion of its ops.
   struct ActionMarks {
     int start = 0;
+    int waiting = 0;
     int ready = 0;
     int end = 0;
   };
@@ -126,8 +128,8 @@ class Interpreter {
   std::vector<int32_t> MyTokens(const std::vector<int32_t>& tokens_BS) const;
   void NoteNonFinite(const Action& a, const Tensor& x, StepRecord* record);
   Status Forward(size_t index, int64_t first_step, const ActionHooks& hooks, StepRecord* record,
-                 int* ready_mark);
-  Status Backward(size_t index, bool with_weights, const ActionHooks& hooks, int* ready_mark);
+                 ActionMarks* marks);
+  Status Backward(size_t index, bool with_weights, const ActionHooks& hooks, ActionMarks* marks);
   Status Weights(const Action& a, const ActionHooks& hooks);
   // One layer's weight gradient, between the hooks.
   Status LayerWeights(int stage, int layer, Layer& l, int micro_batch, const ActionHooks& hooks);
@@ -136,8 +138,8 @@ class Interpreter {
   std::optional<int> SourceOf(const Action& a) const;
   int TagOf(const Action& a, bool sending) const;
   Status PostReceive(size_t index);
-  // The action's input; after waiting for a transfer, records the mark of its arrival.
-  StatusOr<Tensor> TakeInput(size_t index, int* ready_mark);
+  // The action's input; a transfer's wait is marked before and after (marks->waiting, ready).
+  StatusOr<Tensor> TakeInput(size_t index, ActionMarks* marks);
   Status Send(const Action& a, Tensor tensor);
   Status ReapSends(bool wait_all, double* wait_ms);
   void Abandon();
@@ -159,9 +161,9 @@ class Interpreter {
   std::vector<Transfer> sends_;
   std::map<int, Tensor> targets_;  // by micro-batch id, until the head's backward
   Clock::time_point step_start_;
-  int step_mark_ = 0;
-  std::vector<ActionMarks> marks_;  // of the record's actions, from `resolved_` on unresolved
-  size_t resolved_ = 0;
+  int step_mark_ = 0;  // the mark times are measured from, offset_ms_ into the step
+  double offset_ms_ = 0;
+  std::vector<ActionMarks> marks_;  // of the record's last actions, whose times are not read yet
 };
 
 }  // namespace trident

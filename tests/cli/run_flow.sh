@@ -148,6 +148,12 @@ expect_rc 1 && expect_in err "--device cuda needs --cluster FILE describing this
 verdict "--device cuda without --cluster is refused before anything starts"
 
 if ! nvidia-smi -L >/dev/null 2>&1; then  # with GPUs, scripts/gpu-check runs the GPU path
+  run "$trident" run configs/models/gpt-tiny.yaml --device cuda --cluster configs/clusters/dgx-h100.yaml \
+    --out "$WORK/bad"
+  expect_rc 1 && expect_in err "--device cuda: the NVIDIA driver lists no GPU on this machine" &&
+    [[ ! -e $WORK/bad ]]
+  verdict "--device cuda on a machine without a GPU and no --devices is refused before anything starts"
+
   run "$trident" run configs/models/gpt-tiny.yaml --device cuda --devices 1 --global-batch 8 \
     --steps 3 --seq 32 --cluster configs/clusters/dgx-h100.yaml --cache "$WORK/cache" \
     --out "$WORK/nogpu"

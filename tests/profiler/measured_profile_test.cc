@@ -111,7 +111,7 @@ TEST(GpuModelName, ReadsTheDriversModelLine) {
                          "GPU UUID: \t GPU-5f0e\n"),
             "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(GpuModelName("IRQ: 35\n"), "");
-  EXPECT_FALSE(ThisGpuModelNames().empty());
+  for (const std::string& model : ThisGpuModels()) EXPECT_FALSE(model.empty());
 }
 
 TEST(MeasuredProfile, CoversEveryLayerOnceAndIdenticalBlocksShareOneEntry) {
