@@ -278,10 +278,9 @@ class Compute {
   // Backend hooks. The elementwise ops (Fill, Add, Mul, Axpy, Scale, Activation, SwiGlu, their
   // backwards, AdamW, Sgd) all arrive as one DoMap, whose math compute_maps.h holds for every
   // backend; Copy arrives as a DoCast between equal types; Gemm as a batch of one; LayerNorm and
-  // RmsNorm as one DoNorm (and DoNormBackward). Each other
-  // hook serves the public method of the same name (CopyFromHost and CopyToHost take the host
-  // buffer as bytes of the tensor's own type). The arguments have passed the public method's
-  // checks.
+  // RmsNorm as one DoNorm (and DoNormBackward). Each other hook serves the public method of the
+  // same name (CopyFromHost and CopyToHost take the host buffer as bytes of the tensor's own
+  // type). The arguments have passed the public method's checks.
   virtual void* DoAllocate(int64_t bytes) = 0;  // zero-filled; null only for bytes == 0
   virtual void DoFree(void* data, int64_t bytes) = 0;
   virtual void DoCopyFromHost(const void* host, Tensor& dst) = 0;
