@@ -9,6 +9,7 @@
 
 #include "core/text_format.h"
 #include "profiler/repeat_policy.h"
+#include "runtime/layers/layer_ops.h"
 
 namespace trident {
 namespace {
@@ -135,8 +136,6 @@ void Prepare(Compute& compute, Collective collective, Buffers* b) {
   }
   compute.Synchronize();
 }
-
-Wire WireOf(const Tensor& t) { return Wire(t.data<float>(), static_cast<size_t>(t.numel())); }
 
 // Ping-pong: group rank 0 sends, group rank 1 receives and answers with its own message.
 Status PingPong(Comm& comm, Buffers& b, std::chrono::milliseconds timeout) {
