@@ -40,7 +40,7 @@ const std::vector<PlanFieldUse>& PlanFieldUses() {
       {"mesh.tp", kExecuted, "tensor-parallel ranks of every stage"},
       {"mesh.cp", kExecuted,
        "context-parallel ranks of every replica: each holds 2 of a sequence's 2·cp chunks"},
-      {"virtual_stages", kRestricted, "interleaved 1F1B's stages per position; CPU (MPI) only"},
+      {"virtual_stages", kExecuted, "interleaved 1F1B's stages per position"},
       {"micro_batch_size", kExecuted, "sequences per micro-batch"},
       {"num_micro_batches", kExecuted, "micro-batches per step, round robin over replicas"},
       {"global_batch", kExecuted, "sequences per step: the loss is their mean"},

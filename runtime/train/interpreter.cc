@@ -41,13 +41,14 @@ bool AllFinite(Compute& compute, const Tensor& x) {
 
 }  // namespace
 
-Interpreter::Interpreter(const JobLayout* layout, int rank, Compute* compute, Comm* world,
-                         StageModel* model, const Dataset* data, InterpreterOptions options)
+Interpreter::Interpreter(const JobLayout* layout, int rank, Compute* compute,
+                         const PipelineLinks* links, StageModel* model, const Dataset* data,
+                         InterpreterOptions options)
     : layout_(layout),
       rank_(rank),
       coords_(layout->rank_map().Coords(rank)),
       compute_(compute),
-      world_(world),
+      links_(links),
       model_(model),
       data_(data),
       options_(options),
@@ -57,16 +58,6 @@ Interpreter::Interpreter(const JobLayout* layout, int rank, Compute* compute, Co
 
 std::string Interpreter::Describe(const Action& a) const {
   return "rank " + Str(rank_) + ", action " + ActionToString(a);
-}
-
-std::optional<int> Interpreter::SourceOf(const Action& a) const {
-  if (a.kind == ActionKind::kForward && a.stage > 0) {
-    return layout_->RankOf(a.stage - 1, a.micro_batch, coords_.tp, coords_.cp);
-  }
-  if (a.kind == ActionKind::kBackward && a.stage < layout_->LastStage()) {
-    return layout_->RankOf(a.stage + 1, a.micro_batch, coords_.tp, coords_.cp);
-  }
-  return std::nullopt;
 }
 
 // tag = (j mod K) · slots + 2 · boundary + direction, with slots = 2 · (stages − 1) and K the
@@ -94,20 +85,23 @@ Tensor Interpreter::ActivationTensor() {
 
 Status Interpreter::PostReceive(size_t index) {
   const Action& a = (*program_)[index];
-  std::optional<int> source = SourceOf(a);
-  if (!source || *source == rank_ || receives_.count(index)) return Status::Ok();
-  Transfer t{Request(), ActivationTensor()};
-  StatusOr<Request> request = world_->Irecv(WireOf(t.buffer), *source, TagOf(a, false));
+  std::optional<PipelineTransfer> transfer = layout_->ReceiveOf(rank_, a);
+  if (!transfer || receives_.count(index)) return Status::Ok();
+  const PipelineLinks::Link link = links_->For(transfer->channel);
+  Transfer t{link.comm, Request(), ActivationTensor()};
+  StatusOr<Request> request = link.comm->Irecv(WireOf(t.buffer), link.peer, TagOf(a, false));
   if (!request.ok()) return Internal(Describe(a) + ": " + request.status().message());
   t.request = std::move(*request);
+  StatusOr<bool> launched = link.comm->Test(t.request);
+  if (!launched.ok()) return Internal(Describe(a) + ": " + launched.status().message());
   receives_.emplace(index, std::move(t));
   return Status::Ok();
 }
 
 StatusOr<Tensor> Interpreter::TakeInput(size_t index, ActionMarks* marks) {
   const Action& a = (*program_)[index];
-  const int source = *SourceOf(a);
-  if (source == rank_) {
+  std::optional<PipelineTransfer> transfer = layout_->ReceiveOf(rank_, a);
+  if (!transfer) {  // from a stage of this rank
     auto it = local_.find({TagOf(a, false), a.micro_batch});
     if (it == local_.end()) return Internal(Describe(a) + ": its input was never produced");
     Tensor x = std::move(it->second);
@@ -117,11 +111,11 @@ StatusOr<Tensor> Interpreter::TakeInput(size_t index, ActionMarks* marks) {
   TRIDENT_RETURN_IF_ERROR(PostReceive(index));
   Transfer& t = receives_.at(index);
   marks->waiting = compute_->RecordMark();
-  Status waited = world_->Wait(t.request, options_.p2p_timeout);
+  Status waited = t.comm->Wait(t.request, options_.p2p_timeout);
   marks->ready = compute_->RecordMark();
   if (!waited.ok()) {
-    return Status(waited.code(), Describe(a) + ": waiting for its input from rank " + Str(source) +
-                                     ": " + waited.message());
+    return Status(waited.code(), Describe(a) + ": waiting for its input from rank " +
+                                     Str(transfer->channel.from) + ": " + waited.message());
   }
   Tensor x = std::move(t.buffer);
   receives_.erase(index);
@@ -129,17 +123,16 @@ StatusOr<Tensor> Interpreter::TakeInput(size_t index, ActionMarks* marks) {
 }
 
 Status Interpreter::Send(const Action& a, Tensor tensor) {
-  const bool forward = a.kind == ActionKind::kForward;
-  const int dest =
-      layout_->RankOf(a.stage + (forward ? 1 : -1), a.micro_batch, coords_.tp, coords_.cp);
   const int tag = TagOf(a, true);
-  if (dest == rank_) {
+  std::optional<PipelineTransfer> transfer = layout_->SendOf(rank_, a);
+  if (!transfer) {  // to a stage of this rank
     local_[{tag, a.micro_batch}] = std::move(tensor);
     return Status::Ok();
   }
-  StatusOr<Request> request = world_->Isend(WireOf(tensor), dest, tag);
+  const PipelineLinks::Link link = links_->For(transfer->channel);
+  StatusOr<Request> request = link.comm->Isend(WireOf(tensor), link.peer, tag);
   if (!request.ok()) return Internal(Describe(a) + ": " + request.status().message());
-  sends_.push_back({std::move(*request), std::move(tensor)});
+  sends_.push_back({link.comm, std::move(*request), std::move(tensor)});
   return Status::Ok();
 }
 
@@ -148,10 +141,10 @@ Status Interpreter::ReapSends(bool wait_all, double* wait_ms) {
   for (auto it = sends_.begin(); it != sends_.end();) {
     bool done = false;
     if (wait_all) {
-      TRIDENT_RETURN_IF_ERROR(world_->Wait(it->request, options_.p2p_timeout));
+      TRIDENT_RETURN_IF_ERROR(it->comm->Wait(it->request, options_.p2p_timeout));
       done = true;
     } else {
-      TRIDENT_ASSIGN_OR_RETURN(done, world_->Test(it->request));
+      TRIDENT_ASSIGN_OR_RETURN(done, it->comm->Test(it->request));
     }
     it = done ? sends_.erase(it) : it + 1;
   }
@@ -283,10 +276,9 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
   ActionMarks marks;
   marks.start = marks.waiting = marks.ready = compute_->RecordMark();
   // Receives are posted in list order (this action's, if not yet, before the next one's):
-  // NCCL matches a pair's transfers in the order they are posted.
+  // NCCL matches a channel's transfers in the order they are posted.
   TRIDENT_RETURN_IF_ERROR(PostReceive(index));
-  const bool prefetch = index + 1 < program_->size();
-  if (prefetch && !options_.in_order_transfers) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
+  if (index + 1 < program_->size()) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
   if (hooks.before) TRIDENT_RETURN_IF_ERROR(hooks.before(a));
   if (a.kind == ActionKind::kForward) {
     TRIDENT_RETURN_IF_ERROR(Forward(index, first_step, hooks, record, &marks));
@@ -299,7 +291,6 @@ Status Interpreter::RunAction(size_t index, int64_t first_step, const ActionHook
   marks.end = compute_->RecordMark();
   record->actions.push_back({a, 0, 0, 0});
   marks_.push_back(marks);
-  if (prefetch && options_.in_order_transfers) TRIDENT_RETURN_IF_ERROR(PostReceive(index + 1));
   TRIDENT_RETURN_IF_ERROR(ReapSends(false, nullptr));
   if (hooks.after) return hooks.after(a, completes_stage_[index] != 0);
   return Status::Ok();
@@ -353,7 +344,7 @@ void Interpreter::Abandon() {
     if (a.kind != ActionKind::kForward) continue;
     for (auto& layer : model_->Stage(a.stage).layers) layer->Discard(a.micro_batch);
   }
-  for (auto& [index, t] : receives_) (void)world_->Cancel(t.request);
+  for (auto& [index, t] : receives_) (void)t.comm->Cancel(t.request);
   receives_.clear();
   local_.clear();
   targets_.clear();

@@ -11,9 +11,11 @@
 //
 // Transfers. Sends are non-blocking; the sent tensor is kept until its send completes and
 // freed then (completed sends are reaped after every action). The receive an action needs is
-// posted no later than the action before it (one action of look-ahead), so the transfer
-// overlaps that action's compute; the waits follow the list order, which JobLayout::
-// CheckNoDeadlock proves cannot deadlock. Message tags encode the boundary, the direction and
+// posted, and launched by a Test (NCCL queues a transfer until then), no later than the action
+// before it (one action of look-ahead), so the transfer overlaps that action's compute; the
+// waits follow the list order, which JobLayout::CheckNoDeadlock proves cannot deadlock. Each
+// transfer travels on its channel's link (pipeline_links.h: the world, or on NCCL a
+// communicator of its own). Message tags encode the boundary, the direction and
 // the micro-batch, so transfers of different micro-batches never match each other.
 // Transfers between stages of the same rank (pp 1 with virtual stages) stay in memory.
 //
@@ -36,6 +38,7 @@
 #include "runtime/compute/compute.h"
 #include "runtime/data/dataset.h"
 #include "runtime/train/job_layout.h"
+#include "runtime/train/pipeline_links.h"
 #include "runtime/train/stage_model.h"
 
 namespace trident {
@@ -84,19 +87,14 @@ struct InterpreterOptions {
   bool check_finite = true;
   // The gradient each backward starts from at the loss.
   float dloss = 1.0f;
-  // The world matches a pair's transfers by order on one stream per communicator (NCCL): the
-  // next action's receive is posted after this action's send, not before the action runs. A
-  // receive launched first would hold back the send behind it on the stream while the peer's
-  // receive holds back the send this one waits for (pipelines of 3 or more stages).
-  bool in_order_transfers = false;
 };
 
 class Interpreter {
  public:
-  // Keeps pointers to everything; all must outlive it. `world` is the job's communicator
-  // (ranks as in the layout), `data` the training data.
-  Interpreter(const JobLayout* layout, int rank, Compute* compute, Comm* world, StageModel* model,
-              const Dataset* data, InterpreterOptions options);
+  // Keeps pointers to everything; all must outlive it. `links` carry the transfers (ranks as
+  // in the layout), `data` is the training data.
+  Interpreter(const JobLayout* layout, int rank, Compute* compute, const PipelineLinks* links,
+              StageModel* model, const Dataset* data, InterpreterOptions options);
 
   // Runs the rank's whole list once. Micro-batch id g of the list reads step
   // first_step + g / M, micro-batch g mod M of it. On error the step is abandoned (stashes
@@ -110,6 +108,7 @@ class Interpreter {
 
  private:
   struct Transfer {
+    Comm* comm = nullptr;  // its link's
     Request request;
     Tensor buffer;
   };
@@ -134,8 +133,7 @@ class Interpreter {
   // One layer's weight gradient, between the hooks.
   Status LayerWeights(int stage, int layer, Layer& l, int micro_batch, const ActionHooks& hooks);
 
-  // The peer rank that feeds `a` (nullopt when it needs no transfer), and the tag.
-  std::optional<int> SourceOf(const Action& a) const;
+  // The tag of `a`'s transfer.
   int TagOf(const Action& a, bool sending) const;
   Status PostReceive(size_t index);
   // The action's input; a transfer's wait is marked before and after (marks->waiting, ready).
@@ -150,7 +148,7 @@ class Interpreter {
   int rank_;
   MeshCoords coords_;
   Compute* compute_;
-  Comm* world_;
+  const PipelineLinks* links_;
   StageModel* model_;
   const Dataset* data_;
   InterpreterOptions options_;

@@ -1,6 +1,7 @@
 #include "runtime/train/job_layout.h"
 
 #include <map>
+#include <set>
 #include <utility>
 
 #include "core/check.h"
@@ -168,66 +169,71 @@ Status JobLayout::CheckNoDeadlock() const {
   return Status::Ok();
 }
 
-// One pipeline transfer: the activation (forward) or gradient crossing the boundary after
-// `boundary` for `micro_batch`, between ranks `from` and `to`.
-struct JobLayout::Transfer {
-  int from = 0;
-  int to = 0;
-  int boundary = 0;
-  int micro_batch = 0;
-  bool forward = true;
-  bool operator==(const Transfer&) const = default;
-  std::string ToString() const {
-    return std::string(forward ? "activation" : "gradient") + " of micro-batch " +
-           Str(micro_batch) + " across boundary " + Str(boundary);
-  }
-};
+std::string PipelineChannel::ToString() const {
+  return std::string(forward ? "activations" : "gradients") + " across boundary " + Str(boundary) +
+         " from rank " + Str(from) + " to rank " + Str(to);
+}
 
-std::optional<JobLayout::Transfer> JobLayout::SendOf(int rank, const Action& a) const {
+std::string PipelineTransfer::ToString() const {
+  return std::string(channel.forward ? "activation" : "gradient") + " of micro-batch " +
+         Str(micro_batch) + " across boundary " + Str(channel.boundary);
+}
+
+std::optional<PipelineTransfer> JobLayout::SendOf(int rank, const Action& a) const {
   const MeshCoords c = rank_map_.Coords(rank);
-  std::optional<Transfer> t;
+  std::optional<PipelineTransfer> t;
   if (a.kind == ActionKind::kForward && a.stage < LastStage()) {
-    t = Transfer{rank, RankOf(a.stage + 1, a.micro_batch, c.tp, c.cp), a.stage, a.micro_batch,
-                 true};
+    t = PipelineTransfer{{rank, RankOf(a.stage + 1, a.micro_batch, c.tp, c.cp), a.stage, true},
+                         a.micro_batch};
   } else if (a.kind == ActionKind::kBackward && a.stage > 0) {
-    t = Transfer{rank, RankOf(a.stage - 1, a.micro_batch, c.tp, c.cp), a.stage - 1, a.micro_batch,
-                 false};
+    t = PipelineTransfer{{rank, RankOf(a.stage - 1, a.micro_batch, c.tp, c.cp), a.stage - 1, false},
+                         a.micro_batch};
   }
-  if (t && t->to == rank) return std::nullopt;
+  if (t && t->channel.to == rank) return std::nullopt;
   return t;
 }
 
-std::optional<JobLayout::Transfer> JobLayout::ReceiveOf(int rank, const Action& a) const {
+std::optional<PipelineTransfer> JobLayout::ReceiveOf(int rank, const Action& a) const {
   const MeshCoords c = rank_map_.Coords(rank);
-  std::optional<Transfer> t;
+  std::optional<PipelineTransfer> t;
   if (a.kind == ActionKind::kForward && a.stage > 0) {
-    t = Transfer{RankOf(a.stage - 1, a.micro_batch, c.tp, c.cp), rank, a.stage - 1, a.micro_batch,
-                 true};
+    t = PipelineTransfer{{RankOf(a.stage - 1, a.micro_batch, c.tp, c.cp), rank, a.stage - 1, true},
+                         a.micro_batch};
   } else if (a.kind == ActionKind::kBackward && a.stage < LastStage()) {
-    t = Transfer{RankOf(a.stage + 1, a.micro_batch, c.tp, c.cp), rank, a.stage, a.micro_batch,
-                 false};
+    t = PipelineTransfer{{RankOf(a.stage + 1, a.micro_batch, c.tp, c.cp), rank, a.stage, false},
+                         a.micro_batch};
   }
-  if (t && t->from == rank) return std::nullopt;
+  if (t && t->channel.from == rank) return std::nullopt;
   return t;
+}
+
+std::vector<PipelineChannel> JobLayout::ChannelsOf(int rank) const {
+  std::set<PipelineChannel> channels;
+  for (const Action& a : ProgramOf(rank)) {
+    if (std::optional<PipelineTransfer> t = SendOf(rank, a)) channels.insert(t->channel);
+    if (std::optional<PipelineTransfer> t = ReceiveOf(rank, a)) channels.insert(t->channel);
+  }
+  return {channels.begin(), channels.end()};
 }
 
 Status JobLayout::CheckInOrderTransfers() const {
-  using Pair = std::pair<int, int>;
-  std::map<Pair, std::vector<Transfer>> sent;
-  std::map<Pair, std::vector<Transfer>> received;
+  std::map<PipelineChannel, std::vector<PipelineTransfer>> sent;
+  std::map<PipelineChannel, std::vector<PipelineTransfer>> received;
   for (int rank = 0; rank < NumRanks(); ++rank) {
     for (const Action& a : programs_[rank]) {
-      if (std::optional<Transfer> t = SendOf(rank, a)) sent[{t->from, t->to}].push_back(*t);
-      if (std::optional<Transfer> t = ReceiveOf(rank, a)) received[{t->from, t->to}].push_back(*t);
+      if (std::optional<PipelineTransfer> t = SendOf(rank, a)) sent[t->channel].push_back(*t);
+      if (std::optional<PipelineTransfer> t = ReceiveOf(rank, a)) {
+        received[t->channel].push_back(*t);
+      }
     }
   }
-  for (const auto& [pair, sends] : sent) {
-    const std::vector<Transfer>& receives = received[pair];
+  for (const auto& [channel, sends] : sent) {
+    const std::vector<PipelineTransfer>& receives = received[channel];
     for (size_t k = 0; k < sends.size() && k < receives.size(); ++k) {
       if (sends[k] == receives[k]) continue;
       return InvalidArgument(
-          RankName(rank_map_, pair.first) + " sends the " + sends[k].ToString() + " to " +
-          RankName(rank_map_, pair.second) + " as its transfer " + Str(k) + " to that rank, " +
+          RankName(rank_map_, channel.from) + " sends the " + sends[k].ToString() + " to " +
+          RankName(rank_map_, channel.to) + " as its transfer " + Str(k) + " of that kind, " +
           "but the receiver expects the " + receives[k].ToString() +
           " there; hint: this schedule needs a backend that matches messages by tag (MPI: "
           "--device cpu)");

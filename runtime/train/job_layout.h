@@ -38,6 +38,27 @@
 
 namespace trident {
 
+// The transfers of one sender, receiver, stage boundary and direction (the activations or the
+// gradients crossing the boundary after stage `boundary`): what one NCCL link carries.
+struct PipelineChannel {
+  int from = 0;
+  int to = 0;
+  int boundary = 0;
+  bool forward = true;
+  auto operator<=>(const PipelineChannel&) const = default;
+  // "activations across boundary 1 from rank 2 to rank 3".
+  std::string ToString() const;
+};
+
+// One pipeline transfer: the activation (forward) or gradient of `micro_batch` on `channel`.
+struct PipelineTransfer {
+  PipelineChannel channel;
+  int micro_batch = 0;
+  bool operator==(const PipelineTransfer&) const = default;
+  // "activation of micro-batch 2 across boundary 1".
+  std::string ToString() const;
+};
+
 class JobLayout {
  public:
   // InvalidArgument when the plan fails Validate, its model does not start with an embedding
@@ -72,11 +93,19 @@ class JobLayout {
 
   // See the file comment.
   Status CheckNoDeadlock() const;
-  // Whether every pair of ranks meets its transfers in one order: the k-th activation or
-  // gradient rank a sends to rank b (in a's list) is the k-th one b receives from a (in b's
-  // list). A backend that matches messages by order instead of by tag (NCCL) needs it; the
-  // error names the pair and the first transfer the two lists disagree on.
+  // Whether every channel meets its transfers in one order: the k-th transfer rank a sends on
+  // it (in a's list) is the k-th one its receiver takes from it (in the receiver's list). A
+  // backend that matches messages by order instead of by tag (NCCL, one communicator per
+  // channel) needs it; the error names the channel and the first transfer the lists disagree on.
   Status CheckInOrderTransfers() const;
+
+  // The transfer action `a` of rank `rank` sends or receives; nullopt when it sends or receives
+  // none, or only to itself (virtual stages of one rank).
+  std::optional<PipelineTransfer> SendOf(int rank, const Action& a) const;
+  std::optional<PipelineTransfer> ReceiveOf(int rank, const Action& a) const;
+  // Every channel rank `rank` sends or receives on, in increasing order (the same order on the
+  // channel's two ranks).
+  std::vector<PipelineChannel> ChannelsOf(int rank) const;
 
  private:
   JobLayout(Plan plan, RankMap rank_map, int steps)
@@ -84,9 +113,6 @@ class JobLayout {
   Status BuildPrograms();
   std::optional<std::string> WaitsForReplica(int rank, size_t next,
                                              const std::vector<int>& backwards) const;
-  struct Transfer;
-  std::optional<Transfer> SendOf(int rank, const Action& a) const;
-  std::optional<Transfer> ReceiveOf(int rank, const Action& a) const;
 
   Plan plan_;
   RankMap rank_map_;

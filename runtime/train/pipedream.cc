@@ -98,7 +98,7 @@ Segment::Segment(Trainer::State* state, JobLayout layout, int64_t first, WeightS
 }
 
 Status Segment::Run() {
-  Interpreter interpreter(&layout_, s_.rank, s_.compute, s_.world, s_.model.get(), s_.data.get(),
+  Interpreter interpreter(&layout_, s_.rank, s_.compute, &*s_.links, s_.model.get(), s_.data.get(),
                           s_.MakeInterpreterOptions());
   ActionHooks hooks;
   hooks.before = [this](const Action& a) {

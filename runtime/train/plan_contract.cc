@@ -6,8 +6,6 @@
 namespace trident {
 namespace {
 
-std::string Str(int64_t value) { return std::to_string(value); }
-
 // The runtime shards the optimizer state, the gradients and the parameters
 // (runtime/train/dp_shard.h), but not under PipeDream, whose replicas update on their own.
 void CheckSharding(const Plan& plan, std::vector<FieldError>* out) {
@@ -56,19 +54,9 @@ RuntimeBackend BackendForDevice(std::string_view device) {
   return {.device = std::string(device), .in_order_transfers = device == "cuda"};
 }
 
-// NCCL matches a pair's transfers by order and runs one stream per communicator: interleaved
-// ranks exchange in both directions within one group of transfers, whose shared completion
-// can wait on itself.
+// NCCL matches a channel's transfers by order (each on a link of its own: pipeline_links.h).
 FieldCheck CheckLayoutOnBackend(const JobLayout& layout, const RuntimeBackend& backend) {
   if (!backend.in_order_transfers) return std::nullopt;
-  const Plan& plan = layout.plan();
-  if (plan.virtual_stages > 1) {
-    return FieldError{"virtual_stages",
-                      "interleaved 1F1B (virtual_stages " + Str(plan.virtual_stages) +
-                          ") does not run on the NCCL backend yet",
-                      "plan with another schedule (trident plan --schedule 1f1b,zb_h1,gpipe) or "
-                      "train with --device cpu"};
-  }
   if (Status in_order = layout.CheckInOrderTransfers(); !in_order.ok()) {
     return FieldError{"schedule", in_order.message(), ""};
   }

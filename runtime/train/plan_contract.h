@@ -5,7 +5,7 @@
 //
 // Each field has its role in core/plan_fields.h; the check refuses the values of the
 // restricted ones that the backend does not carry out, naming the field, why and the fix (e.g.
-// `zero1: true`, `dtype: bf16`, interleaved virtual stages on the NCCL backend).
+// `dtype: fp16`, `attention: flash`, `dropout`).
 // tests/runtime/train/plan_contract_test.cc walks the fields PlanToYaml writes, so a new field
 // fails it until core/plan_fields.cc lists it, and shows a refusal for every restricted one.
 #pragma once
@@ -26,7 +26,7 @@ class JobLayout;
 // The runtime a plan is checked against: the worker's --device.
 struct RuntimeBackend {
   std::string device = "cpu";       // cpu: Eigen and MPI; cuda: CUDA and NCCL
-  bool in_order_transfers = false;  // a pair's transfers match by order, not by tag (NCCL)
+  bool in_order_transfers = false;  // a channel's transfers match by order, not by tag (NCCL)
 };
 RuntimeBackend BackendForDevice(std::string_view device);
 
@@ -41,8 +41,8 @@ Status PlanContractStatus(const Plan& plan, const std::string& plan_path,
                           const RuntimeBackend& backend);
 
 // The part of the check that needs the job's layout: a backend that matches transfers by
-// order refuses interleaved stages (its ranks exchange in both directions within one group of
-// transfers) and any layout whose pairs post their transfers in different orders.
+// order refuses any layout whose channels (job_layout.h) post their transfers in different
+// orders on their two ranks.
 FieldCheck CheckLayoutOnBackend(const JobLayout& layout, const RuntimeBackend& backend);
 
 }  // namespace trident

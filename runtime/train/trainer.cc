@@ -90,6 +90,12 @@ Status Trainer::State::SplitComms() {
   std::vector<int> all(static_cast<size_t>(world->Size()));
   for (int r = 0; r < world->Size(); ++r) all[r] = r;
   TRIDENT_ASSIGN_OR_RETURN(ctl_comm, world->Split(all));
+  if (!options.backend.in_order_transfers) {
+    links = PipelineLinks::ByTag(world);
+    return Status::Ok();
+  }
+  TRIDENT_ASSIGN_OR_RETURN(
+      links, PipelineLinks::PerChannel(*layout, rank, world, compute, options.comm_timeout));
   return Status::Ok();
 }
 
@@ -131,7 +137,7 @@ Status Trainer::State::Build() {
                                        options.seed);
   optimizer = std::make_unique<Optimizer>(compute, &model->parameters(), options.optimizer, shard);
   if (plan.schedule != ScheduleKind::kPipeDream) {  // PipeDream's segments make their own
-    interpreter = std::make_unique<Interpreter>(&*layout, rank, compute, world, model.get(),
+    interpreter = std::make_unique<Interpreter>(&*layout, rank, compute, &*links, model.get(),
                                                 data.get(), MakeInterpreterOptions());
   }
   TRIDENT_RETURN_IF_ERROR(InitializeWeights());
@@ -145,7 +151,6 @@ Status Trainer::State::Build() {
 InterpreterOptions Trainer::State::MakeInterpreterOptions() const {
   InterpreterOptions io;
   io.p2p_timeout = options.comm_timeout;
-  io.in_order_transfers = options.backend.in_order_transfers;
   // The mean over a step's global batch; PipeDream updates per micro-batch group, each on the
   // mean loss of its own micro-batches.
   io.dloss = plan.schedule == ScheduleKind::kPipeDream

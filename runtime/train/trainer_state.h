@@ -13,6 +13,7 @@
 #include "runtime/train/grad_sync.h"
 #include "runtime/train/interpreter.h"
 #include "runtime/train/job_layout.h"
+#include "runtime/train/pipeline_links.h"
 #include "runtime/train/stage_model.h"
 #include "runtime/train/train_checkpoint.h"
 #include "runtime/train/trainer.h"
@@ -36,6 +37,7 @@ struct Trainer::State {
   Compute* compute = nullptr;
   std::unique_ptr<Comm> tp_comm, cp_comm, grad_comm, tie_comm, ctl_comm;
   std::unique_ptr<Comm> shard_comm, replicate_comm;
+  std::optional<PipelineLinks> links;  // the pipeline transfers' communicators
   DpShard shard;  // this rank's place in optimizer sharding (runtime/train/dp_shard.h)
   std::unique_ptr<Dataset> data;
   std::unique_ptr<StageModel> model;

@@ -9,7 +9,8 @@
 # gradient all-reduce through NCCL; with optimizer sharding its reduce-scatter and the
 # parameter all-gather; with gradient sharding a reduce-scatter per layer; with full sharding
 # an all-gather per layer too), tp 2 with sequence parallelism (NCCL all-gathers and reduce-scatters
-# inside the layers) and cp 2 against the one-process CPU run; four or more
+# inside the layers), cp 2 and interleaved 1F1B (pp 2, v 2: six pipeline links) against the
+# one-process CPU run; four or more
 # add cp 2 x tp 2 with sequence parallelism. Without a GPU, or in a
 # build without CUDA, it prints why and exits 77 (ctest: skipped).
 # shellcheck source=testlib.sh
@@ -97,6 +98,13 @@ $(tiny_stage 2 3 1 none)"
   train cp2 2 cuda
   expect_rc 0 && same_as single-cpu cp2-cuda
   verdict "cp 2 on two GPUs (NCCL all-gathers and reduce-scatters of K and V): same as the CPU"
+  tiny_plan interleaved 2 2 1 2 1 2 2 4 interleaved_1f1b "$(tiny_stage 0 2 1 none)
+$(tiny_stage 2 1 1 none)
+$(tiny_stage 3 1 1 none)
+$(tiny_stage 4 1 1 none)"
+  train interleaved 2 cuda
+  expect_rc 0 && same_as single-cpu interleaved-cuda
+  verdict "interleaved 1F1B (pp 2, v 2) on two GPUs (a link per channel): same as the CPU"
 fi
 if ((gpus >= 4)); then
   cp=2 sp=true tiny_plan cp2_tp2_sp 4 4 1 1 2 1 2 4 1f1b "$(tiny_stage 0 5 1 none)"

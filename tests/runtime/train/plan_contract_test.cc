@@ -94,13 +94,6 @@ std::vector<Refusal> Refusals() {
          p.model.layers.back().kind = LayerKind::kMlpBlock;
        },
        "whose last is an lm_head"},
-      {"virtual_stages", "cuda",
-       [](Plan& p) {
-         p = MakePlan(TinyGpt(2), PlanShape{.schedule = ScheduleKind::kInterleaved1F1B,
-                                            .replicas = {1, 1},
-                                            .virtual_stages = 2});
-       },
-       "does not run on the NCCL backend yet"},
       {"dtype", "cpu", [](Plan& p) { p.dtype = DType::kFp16; },
        "fp16 training (with loss scaling)"},
       {"dp_sharding", "cpu",

@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "runtime/comm/inprocess_comm.h"
+#include "runtime/comm/stream_comm.h"
 #include "runtime/compute/cpu_compute.h"
 
 namespace trident {
@@ -68,14 +69,19 @@ std::vector<double> TrainRun::Losses() const {
   return losses;
 }
 
-TrainRun TrainInProcess(const Plan& plan, const TrainOptions& options) {
+TrainRun TrainInProcess(const Plan& plan, const TrainOptions& options, bool nccl_order) {
   TrainRun run;
   run.ranks.resize(static_cast<size_t>(plan.devices));
   CommOptions comm_options;
   comm_options.collective_timeout = std::chrono::seconds(60);
   run.status = RunInProcess(
       plan.devices,
-      [&](Comm& comm) -> Status {
+      [&](Comm& world) -> Status {
+        std::unique_ptr<Comm> streams;
+        if (nccl_order) {
+          TRIDENT_ASSIGN_OR_RETURN(streams, MakeStreamComm(world, comm_options));
+        }
+        Comm& comm = nccl_order ? *streams : world;
         RankRun& mine = run.ranks[static_cast<size_t>(comm.Rank())];
         CpuCompute compute;  // outlives the trainer and every tensor it holds
         StatusOr<std::unique_ptr<Trainer>> trainer =

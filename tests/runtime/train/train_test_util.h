@@ -46,8 +46,10 @@ struct TrainRun {
   std::vector<double> Losses() const;
 };
 
-// Runs plan.devices ranks of Trainer::Create + Run with `options`.
-TrainRun TrainInProcess(const Plan& plan, const TrainOptions& options);
+// Runs plan.devices ranks of Trainer::Create + Run with `options`. With `nccl_order`, every
+// rank's world is a StreamComm (runtime/comm/stream_comm.h: NCCL's matching by order and its
+// streams), and options.backend should be the cuda one, as a GPU job's.
+TrainRun TrainInProcess(const Plan& plan, const TrainOptions& options, bool nccl_order = false);
 
 // Options for short quiet runs on synthetic data, writing no files.
 TrainOptions QuietOptions(int64_t steps);

@@ -289,25 +289,6 @@ TEST(TrainerTest, WorldOfTheWrongSizeIsRejected) {
   EXPECT_THAT(status.message(), HasSubstr("mpirun -np 2"));
 }
 
-// A world that matches transfers by order (NCCL): interleaved 1F1B is refused before any rank
-// starts, and 1F1B over 4 stages, whose receives are then posted after each action's send,
-// trains to the same losses.
-TEST(TrainerTest, InOrderTransfersRefuseInterleavedAndKeepTheLosses) {
-  TrainOptions options = QuietOptions(2);
-  options.backend = BackendForDevice("cuda");
-  PlanShape interleaved = Shape(ScheduleKind::kInterleaved1F1B, 1, {1, 1}, 2);
-  TrainRun refused = TrainInProcess(MakePlan(TinyGpt(2), interleaved), options);
-  EXPECT_EQ(refused.status.code(), StatusCode::kInvalidArgument) << refused.status.ToString();
-  EXPECT_THAT(refused.status.message(), HasSubstr("does not run on the NCCL backend yet"));
-  const Plan pp4 = MakePlan(TinyGpt(2), Shape(ScheduleKind::k1F1B, 1, {1, 1, 1, 1}));
-  TrainRun in_order = TrainInProcess(pp4, options);
-  options.backend = BackendForDevice("cpu");
-  TrainRun by_tag = TrainInProcess(pp4, options);
-  ASSERT_TRUE(in_order.status.ok()) << in_order.status.ToString();
-  ASSERT_TRUE(by_tag.status.ok()) << by_tag.status.ToString();
-  EXPECT_EQ(in_order.Losses(), by_tag.Losses());
-}
-
 TEST(TrainerTest, PipeDreamIsRejected) {
   Plan plan = MakePlan(TinyGpt(), Shape(ScheduleKind::kPipeDream, 1, {1, 1}));
   TrainRun run = TrainInProcess(plan, QuietOptions(1));
