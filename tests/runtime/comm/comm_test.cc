@@ -285,9 +285,3 @@ TEST(CommFactoryTest, MpiIsAClearErrorInABuildWithoutIt) {
 
 }  // namespace
 }  // namespace trident
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  trident::comm_scenarios::InstallThreadFailureListener();
-  return RUN_ALL_TESTS();
-}

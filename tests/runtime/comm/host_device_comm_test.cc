@@ -108,9 +108,3 @@ TEST(HostDeviceCommTest, RefusesARequestItDidNotMake) {
 
 }  // namespace
 }  // namespace trident
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  trident::comm_scenarios::InstallThreadFailureListener();
-  return RUN_ALL_TESTS();
-}

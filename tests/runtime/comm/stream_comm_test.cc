@@ -206,9 +206,3 @@ TEST(StreamCommTest, CollectivesRunAfterTheLaunchedTransfers) {
 
 }  // namespace
 }  // namespace trident
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  trident::comm_scenarios::InstallThreadFailureListener();
-  return RUN_ALL_TESTS();
-}

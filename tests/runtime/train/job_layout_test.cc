@@ -255,12 +255,15 @@ TEST(JobLayoutTest, LaneWarmUpFollowsWhatTheFormerPositionsFeed) {
   EXPECT_TRUE(layout->CheckNoDeadlock().ok()) << layout->CheckNoDeadlock().ToString();
 }
 
+// Interleaved 1F1B over pp 2 with v 2: stages 0 and 2 on rank 0, 1 and 3 on rank 1.
+StatusOr<JobLayout> InterleavedPp2V2() {
+  return JobLayout::Create(MakePlan(TinyGpt(), PlanShape{.schedule = ScheduleKind::kInterleaved1F1B,
+                                                         .replicas = {1, 1},
+                                                         .virtual_stages = 2}));
+}
+
 TEST(JobLayoutTest, InterleavedStagesOfAPosition) {
-  PlanShape shape;
-  shape.schedule = ScheduleKind::kInterleaved1F1B;
-  shape.replicas = {1, 1};
-  shape.virtual_stages = 2;
-  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape));
+  StatusOr<JobLayout> layout = InterleavedPp2V2();
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   EXPECT_EQ(layout->NumStages(), 4);
   EXPECT_EQ(layout->StagesOf(0), (std::vector<int>{0, 2}));
@@ -272,11 +275,7 @@ TEST(JobLayoutTest, InterleavedStagesOfAPosition) {
 
 // pipeline_links.h's worked example: six channels between the two ranks, in increasing order.
 TEST(JobLayoutTest, ChannelsOfInterleavedRanks) {
-  PlanShape shape;
-  shape.schedule = ScheduleKind::kInterleaved1F1B;
-  shape.replicas = {1, 1};
-  shape.virtual_stages = 2;
-  StatusOr<JobLayout> layout = JobLayout::Create(MakePlan(TinyGpt(), shape));
+  StatusOr<JobLayout> layout = InterleavedPp2V2();
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   const std::vector<PipelineChannel> want = {{0, 1, 0, true},  {0, 1, 1, false}, {0, 1, 2, true},
                                              {1, 0, 0, false}, {1, 0, 1, true},  {1, 0, 2, false}};
