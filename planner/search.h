@@ -1,12 +1,13 @@
 // The planner's search: the outer loop over tp (with or without sequence parallelism), cp, pp, dp,
 // micro-batch size, schedule (with its virtual stages), recompute and the data-parallel sharding
-// level with its shard groups (search.cc's ShardGroups); for each, the
-// partition DP (planner/partition.h) chooses the stage cuts (and, for small meshes, per-stage
-// replication) that minimize the slowest stage subject to every position's memory; a closed-form
-// estimate ranks them and the best candidates are re-ranked by simulating their exact schedules
-// (planner/evaluate.h). Ties break deterministically: the smaller (step time, peak memory, cp,
-// tp, sequence parallelism (off first), pp, micro-batch, schedule, virtual stages, recompute,
-// sharding level, shard group, cuts) wins.
+// level with its shard groups; for each, the partition DP (planner/partition.h) chooses the stage
+// cuts (and, for small meshes, per-stage replication) that minimize the slowest stage subject to
+// every position's memory; a closed-form estimate ranks them and the best candidates are
+// re-ranked by simulating their exact schedules (planner/evaluate.h). It runs as steps:
+// enumerate (planner/search_space.h), score (planner/search_score.h), rank, and with `exact`
+// refine (planner/exact_partitions.h). Ties break deterministically: the smaller (step time,
+// peak memory, cp, tp, sequence parallelism (off first), pp, micro-batch, schedule, virtual
+// stages, recompute, sharding level, shard group, cuts) wins.
 #pragma once
 
 #include <cstdint>
