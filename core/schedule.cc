@@ -296,19 +296,19 @@ Status CheckShape(const Schedule& s) {
 }
 
 Status CheckAction(const Schedule& s, int position, int index, const Action& a) {
-  std::string where = At(position, index, a);
+  auto where = [&] { return At(position, index, a); };  // only for an error: validation is hot
   if (a.stage < 0 || a.stage >= s.NumStages()) {
-    return InvalidArgument(where + ": stage out of range [0, " + Str(s.NumStages()) + ")");
+    return InvalidArgument(where() + ": stage out of range [0, " + Str(s.NumStages()) + ")");
   }
   if (a.micro_batch < 0 || a.micro_batch >= s.num_micro_batches) {
-    return InvalidArgument(where + ": micro-batch out of range [0, " + Str(s.num_micro_batches) +
+    return InvalidArgument(where() + ": micro-batch out of range [0, " + Str(s.num_micro_batches) +
                            ")");
   }
   if (a.kind == ActionKind::kWeight && !s.split_backward) {
-    return InvalidArgument(where + ": W appears but this schedule does not split backward");
+    return InvalidArgument(where() + ": W appears but this schedule does not split backward");
   }
   if (s.PositionOf(a.stage) != position) {
-    return InvalidArgument(where + ": stage " + Str(a.stage) + " runs on position " +
+    return InvalidArgument(where() + ": stage " + Str(a.stage) + " runs on position " +
                            Str(s.PositionOf(a.stage)) + ", not " + Str(position));
   }
   return Status::Ok();

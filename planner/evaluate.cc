@@ -2,29 +2,43 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "core/replica_lanes.h"
 #include "core/schedule.h"
+#include "planner/schedule_cache.h"
 #include "planner/sharding_comm.h"
 #include "planner/stage_costs.h"
 
 namespace trident {
 namespace {
 
-// One StageCosts per recompute mode the plan uses.
-using CostsByMode = std::map<RecomputeMode, StageCosts>;
+// One StageCosts per recompute mode the plan uses: the caller's, or made here.
+class CostsByMode {
+ public:
+  const StageCosts& at(RecomputeMode mode) const { return *by_mode_.at(mode); }
+  const StageCosts& any() const { return *by_mode_.begin()->second; }
 
-StatusOr<CostsByMode> CostsFor(const CostModel& costs, const Plan& plan) {
-  CostsByMode by_mode;
-  for (const PlanStage& stage : plan.stages) {
-    if (by_mode.count(stage.recompute)) continue;
-    TRIDENT_ASSIGN_OR_RETURN(
-        StageCosts c, StageCosts::Create(costs, plan.micro_batch_size, plan.mesh.tp,
-                                         plan.sequence_parallel, plan.mesh.cp, stage.recompute));
-    by_mode.emplace(stage.recompute, std::move(c));
+  Status Fill(const CostModel& costs, const Plan& plan, const EvaluateOptions& options) {
+    for (const PlanStage& stage : plan.stages) {
+      const RecomputeMode mode = stage.recompute;
+      if (by_mode_.count(mode)) continue;
+      const StageCosts* given = options.stage_costs ? options.stage_costs(mode) : nullptr;
+      if (given == nullptr) {
+        TRIDENT_ASSIGN_OR_RETURN(StageCosts made,
+                                 StageCosts::Create(costs, plan.micro_batch_size, plan.mesh.tp,
+                                                    plan.sequence_parallel, plan.mesh.cp, mode));
+        given = &owned_.emplace(mode, std::move(made)).first->second;
+      }
+      by_mode_[mode] = given;
+    }
+    return Status::Ok();
   }
-  return by_mode;
-}
+
+ private:
+  std::map<RecomputeMode, StageCosts> owned_;
+  std::map<RecomputeMode, const StageCosts*> by_mode_;
+};
 
 // The cluster level a pair of ranks spans (core/cluster.h).
 int LevelBetween(const CostModel& costs, int rank_a, int rank_b) {
@@ -245,7 +259,7 @@ void AddSync(const CostModel& costs, const Plan& plan, const RankMap& ranks,
     ev->busy_ms = std::max(ev->busy_ms, lanes[p].busy_ms);
   }
   if (TiedAcrossPositions(plan)) {
-    double bytes = static_cast<double>(by_mode.begin()->second.Footprint(0, 0).grad_bytes);
+    double bytes = static_cast<double>(by_mode.any().Footprint(0, 0).grad_bytes);
     int head = ranks.Rank({.pp = (static_cast<int>(plan.stages.size()) - 1) % plan.mesh.pp});
     ev->exposed_sync_ms +=
         costs.CollectiveMsAtLevel(Collective::kAllReduce, bytes, 2, LevelBetween(costs, 0, head));
@@ -271,6 +285,20 @@ StatusOr<Schedule> StepSchedule(const Plan& plan) {
                   plan.num_micro_batches,
                   SplitsBackward(plan.schedule),
                   {}};
+}
+
+// StepSchedule(plan), from `cache` where there is one and the plan is not replicated (a
+// generated schedule's shape is all it depends on).
+StatusOr<std::shared_ptr<const Schedule>> StepScheduleOf(const Plan& plan, ScheduleCache* cache) {
+  std::vector<int> replicas = plan.PositionReplicas();
+  const bool replicated =
+      !std::all_of(replicas.begin(), replicas.end(), [](int r) { return r == 1; });
+  if (cache != nullptr && !replicated) {
+    return cache->Generated(plan.schedule, plan.mesh.pp, plan.virtual_stages,
+                            plan.num_micro_batches);
+  }
+  TRIDENT_ASSIGN_OR_RETURN(Schedule made, StepSchedule(plan));
+  return std::make_shared<const Schedule>(std::move(made));
 }
 
 // The stage whose busiest lane computes longest in a step.
@@ -310,14 +338,17 @@ StatusOr<Evaluation> EvaluatePlan(const CostModel& costs, const Plan& plan,
                            std::to_string(costs.TotalDevices()) + " with " +
                            std::to_string(costs.DevicesPerNode()) + " per node");
   }
-  TRIDENT_ASSIGN_OR_RETURN(CostsByMode by_mode, CostsFor(costs, plan));
+  CostsByMode by_mode;
+  TRIDENT_RETURN_IF_ERROR(by_mode.Fill(costs, plan, options));
   RankMap ranks = plan.MakeRankMap();
-  TRIDENT_ASSIGN_OR_RETURN(Schedule schedule, StepSchedule(plan));
+  std::shared_ptr<const Schedule> schedule;
+  TRIDENT_ASSIGN_OR_RETURN(schedule, StepScheduleOf(plan, options.schedules));
   Evaluation ev;
   ev.memory_limit_bytes =
       options.memory_limit_bytes > 0 ? options.memory_limit_bytes : costs.DeviceMemoryBytes();
   SimulationInput input;
-  input.schedule = &schedule;
+  input.schedule = schedule.get();
+  input.cache = options.schedules;
   input.stages = StageTimesOf(plan, by_mode);
   SetTransfers(BoundaryTransfers(costs, plan, ranks, by_mode, options.pipeline_transfers),
                options.pipeline_transfers, &input);

@@ -65,6 +65,7 @@
 // must still cross stages s−1..0.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,7 @@
 #include "planner/cost_model.h"
 #include "planner/memory_model.h"
 #include "planner/simulator.h"
+#include "planner/stage_costs.h"
 
 namespace trident {
 
@@ -124,11 +126,20 @@ enum class PipelineTransfers {
   kMegatronBlocking,
 };
 
+class ScheduleCache;
+
 struct EvaluateOptions {
   int64_t memory_limit_bytes = 0;  // 0: the device's memory
   int pipedream_steps = 4;         // steps replayed to reach PipeDream's steady state
   bool timeline = true;            // false: simulation.events left empty, all else the same
   PipelineTransfers pipeline_transfers = PipelineTransfers::kAsync;
+  // The plan's stage costs of a recompute mode (StageCosts::Create at its micro-batch size, tp,
+  // sequence parallelism and cp), where the caller holds them (the search's cache); null, or no
+  // function: made for this evaluation.
+  std::function<const StageCosts*(RecomputeMode)> stage_costs;
+  // Keeps generated schedules and their lanes for the next evaluation of the same shape
+  // (planner/schedule_cache.h); null: made for this one.
+  ScheduleCache* schedules = nullptr;
 };
 
 // REQUIRES: plan.Validate() is ok. Fails when the cost model lacks a layer's costs at the

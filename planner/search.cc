@@ -92,13 +92,19 @@ void NoteLeastMemory(const Config& c, int64_t peak_bytes, SearchResult* result) 
 // The plan of `scored` simulated without its timeline, with its predictions recorded; nullopt when
 // it cannot run (Plan::Check, or replica counts whose lanes deadlock: PipeDream's round robin has
 // no lowered warm-up, core/replica_lanes.h) or does not fit.
-StatusOr<std::optional<Candidate>> Simulated(const ScoreInputs& in, const Scored& scored,
-                                             SearchResult* result) {
+StatusOr<std::optional<Candidate>> Simulated(const ScoreInputs& in, ScoreCaches* caches,
+                                             const Scored& scored, SearchResult* result) {
   Plan plan = MakePlan(in, scored);
   if (plan.Check()) return std::optional<Candidate>();
   EvaluateOptions options;
   options.memory_limit_bytes = in.memory_limit;
   options.timeline = false;  // only the kept candidates' timelines are built, at the end
+  options.schedules = caches->Schedules();
+  options.stage_costs = [&](RecomputeMode mode) {
+    Config c = scored.config;
+    c.recompute = mode;
+    return caches->StageCostsFor(c);
+  };
   StatusOr<Evaluation> evaluation = EvaluatePlan(in.costs, plan, options);
   if (!evaluation.ok() && evaluation.status().code() == StatusCode::kInvalidArgument) {
     return std::optional<Candidate>();
@@ -125,7 +131,8 @@ void KeepBest(int runners_up, SearchResult* result) {
 // The third step: the best estimates simulated, into result->ranked (best first). Uniform and
 // per-stage replication each get `rerank` simulations (of at most 4 · rerank tries), so the
 // more numerous per-stage candidates never crowd out a uniform plan.
-Status Rank(const ScoreInputs& in, std::vector<Scored> pool, SearchResult* result) {
+Status Rank(const ScoreInputs& in, ScoreCaches* caches, std::vector<Scored> pool,
+            SearchResult* result) {
   std::stable_sort(pool.begin(), pool.end(), [](const Scored& a, const Scored& b) {
     return std::tuple(a.estimate_ms, a.config.Key()) < std::tuple(b.estimate_ms, b.config.Key());
   });
@@ -136,7 +143,8 @@ Status Rank(const ScoreInputs& in, std::vector<Scored> pool, SearchResult* resul
     const int group = UniformReplication(scored.stages) ? 0 : 1;
     if (tried[group] >= budget || simulated[group] >= rerank) continue;
     ++tried[group];
-    TRIDENT_ASSIGN_OR_RETURN(std::optional<Candidate> candidate, Simulated(in, scored, result));
+    TRIDENT_ASSIGN_OR_RETURN(std::optional<Candidate> candidate,
+                             Simulated(in, caches, scored, result));
     if (!candidate) continue;
     result->ranked.push_back(std::move(*candidate));
     ++simulated[group];
@@ -147,7 +155,7 @@ Status Rank(const ScoreInputs& in, std::vector<Scored> pool, SearchResult* resul
 
 // With `exact`: every space's partitions whose lower bound is below the best simulated step
 // (planner/exact_partitions.h), each simulated: the plans the DP's bottleneck objective missed.
-Status Refine(const ScoreInputs& in, const std::vector<PartitionSpace>& spaces,
+Status Refine(const ScoreInputs& in, ScoreCaches* caches, const std::vector<PartitionSpace>& spaces,
               SearchResult* result) {
   double best_ms = result->ranked.empty() ? kInf : result->ranked.front().evaluation.step_ms;
   Status status = Status::Ok();
@@ -159,7 +167,8 @@ Status Refine(const ScoreInputs& in, const std::vector<PartitionSpace>& spaces,
       Config c = space.config;
       c.dp = 0;
       for (const PlanStage& st : stages) c.dp = std::max(c.dp, st.replicas);
-      StatusOr<std::optional<Candidate>> simulated = Simulated(in, {c, std::move(stages)}, result);
+      StatusOr<std::optional<Candidate>> simulated =
+          Simulated(in, caches, {c, std::move(stages)}, result);
       if (!simulated.ok()) status = simulated.status();
       if (!simulated.ok() || !*simulated || (*simulated)->evaluation.step_ms >= best_ms) return;
       best_ms = (*simulated)->evaluation.step_ms;
@@ -265,8 +274,8 @@ StatusOr<SearchResult> SearchPlans(const CostModel& costs, const SearchRequest& 
   SearchResult result;
   result.configurations = scores.configurations;
   result.infeasible = scores.infeasible_count;
-  TRIDENT_RETURN_IF_ERROR(Rank(in, std::move(scores.scored), &result));
-  TRIDENT_RETURN_IF_ERROR(Refine(in, scores.spaces, &result));
+  TRIDENT_RETURN_IF_ERROR(Rank(in, &caches, std::move(scores.scored), &result));
+  TRIDENT_RETURN_IF_ERROR(Refine(in, &caches, scores.spaces, &result));
   TRIDENT_RETURN_IF_ERROR(AddTimelines(in, &result));
   if (!result.ranked.empty()) return result;
   for (const Config& c : scores.infeasible) TrackLeastMemory(in, &caches, c, &result);

@@ -22,6 +22,7 @@
 #include "core/plan.h"
 #include "planner/cost_model.h"
 #include "planner/exact_bounds.h"
+#include "planner/schedule_cache.h"
 #include "planner/search.h"
 #include "planner/search_costs.h"
 #include "planner/search_space.h"
@@ -65,9 +66,12 @@ class ScoreCaches {
   std::vector<Stage>& LatestStages(int stages, int replicas) {
     return latest_stages_[{stages, replicas}];
   }
+  // The schedules and lanes the simulations of the ranking and exact steps share.
+  ScheduleCache* Schedules() { return &schedules_; }
 
  private:
   const CostModel& costs_;
+  ScheduleCache schedules_;
   std::map<std::tuple<int, int, bool, int, RecomputeMode>, std::optional<StageCosts>> stage_costs_;
   std::map<std::pair<int, int>, std::vector<Stage>> latest_stages_;
 };

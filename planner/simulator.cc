@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "core/replica_lanes.h"
 #include "planner/lane_replay.h"
+#include "planner/schedule_cache.h"
 
 namespace trident {
 namespace {
@@ -163,8 +165,15 @@ StatusOr<LaneTimes> TimesOf(const SimulationInput& in, const Schedule& frame,
 
 // One replay of `steps` steps, back to back.
 StatusOr<SimulationResult> Replay(const SimulationInput& in, int steps) {
-  TRIDENT_ASSIGN_OR_RETURN(std::vector<Lane> lanes,
-                           PipelineLanes(in, steps, 0, in.schedule->pp - 1));
+  std::shared_ptr<const std::vector<Lane>> held;
+  if (in.cache != nullptr) {
+    TRIDENT_ASSIGN_OR_RETURN(held, in.cache->Lanes(in, steps, 0, in.schedule->pp - 1));
+  } else {
+    TRIDENT_ASSIGN_OR_RETURN(std::vector<Lane> made,
+                             PipelineLanes(in, steps, 0, in.schedule->pp - 1));
+    held = std::make_shared<const std::vector<Lane>>(std::move(made));
+  }
+  const std::vector<Lane>& lanes = *held;
   const bool split = SplitsBackward(in, lanes);
   TRIDENT_RETURN_IF_ERROR(CheckStageTimes(in, split));
   StatusOr<LaneTimes> times = TimesOf(in, FrameOf(in, steps, split), lanes);

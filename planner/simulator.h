@@ -54,6 +54,8 @@ struct StageTimes {
   double weight_ms = 0;  // weight gradient; must be 0 when the schedule does not split
 };
 
+class ScheduleCache;
+
 struct SimulationInput {
   const Schedule* schedule = nullptr;
   std::vector<StageTimes> stages;          // one per global stage
@@ -61,6 +63,9 @@ struct SimulationInput {
   std::vector<int> replicas;               // one per position, 1..M; empty: one replica each
   int steps = 1;                           // consecutive steps to replay
   bool timeline = true;                    // false: SimulationResult::events left empty
+  // Keeps the lanes of a generated schedule for the next simulation of the same shape
+  // (planner/schedule_cache.h); null: made for this one.
+  ScheduleCache* cache = nullptr;
 };
 
 struct LaneStats {

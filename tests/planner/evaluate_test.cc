@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/schedule_cache.h"
 #include "planner/search.h"
 #include "planner/stage_costs.h"
 #include "planner_fixture.h"
@@ -213,6 +214,47 @@ TEST(Evaluate, MegatronTransfersBlockAndScatterOverTheTpRanks) {
   const double sent = f->costs->CollectiveMsAtLevel(Collective::kP2p, shard, 2, 1);
   for (int s = 0; s < 2; ++s) {
     EXPECT_NEAR(sp_blocking.stage_ms[s], sp_async.stage_ms[s] + sent, 1e-9);
+  }
+}
+
+// A ScheduleCache and the caller's stage costs change nothing: plans of a few shapes (1F1B,
+// PipeDream, replicated round robin) evaluated through one cache, more of them than it keeps,
+// give a fresh evaluation's figures bit for bit.
+TEST(Evaluate, CachesGiveTheFreshEvaluation) {
+  auto f = LoadPlannerFixture("gpt3-1.3b", "dgx-a100-80gb", 2048, DType::kBf16);
+  const Plan gpipe = TwoStagePlan(*f, 6);
+  std::vector<Plan> plans;
+  for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kPipeDream, ScheduleKind::kZbH1}) {
+    for (const std::vector<int>& replicas :
+         std::vector<std::vector<int>>{{1, 1}, {3, 1}, {2, 2}, {1, 4}}) {
+      for (int cut : {5, 9, 13}) {
+        Plan p = Replicated(gpipe, replicas);
+        p.schedule = kind;
+        p.stages[1].first_layer = cut;
+        p.stages[1].num_layers = p.stages[0].num_layers + p.stages[1].num_layers - cut;
+        p.stages[0].num_layers = cut;
+        if (p.Validate().ok()) plans.push_back(p);
+      }
+    }
+  }
+  ASSERT_GT(plans.size(), ScheduleCache::kCapacity);
+  StatusOr<StageCosts> costs = StageCosts::Create(*f->costs, 1, 1, false, 1, RecomputeMode::kFull);
+  ASSERT_TRUE(costs.ok()) << costs.status().ToString();
+  ScheduleCache cache;
+  EvaluateOptions cached;
+  cached.schedules = &cache;
+  cached.stage_costs = [&](RecomputeMode) { return &*costs; };
+  for (int round = 0; round < 2; ++round) {
+    for (const Plan& p : plans) {
+      StatusOr<Evaluation> fresh = EvaluatePlan(*f->costs, p, {});
+      StatusOr<Evaluation> reused = EvaluatePlan(*f->costs, p, cached);
+      ASSERT_EQ(fresh.ok(), reused.ok()) << p.ToString();
+      if (!fresh.ok()) continue;
+      EXPECT_EQ(reused->step_ms, fresh->step_ms) << p.ToString();
+      EXPECT_EQ(reused->simulation.makespan_ms, fresh->simulation.makespan_ms) << p.ToString();
+      EXPECT_EQ(reused->peak_memory_bytes, fresh->peak_memory_bytes) << p.ToString();
+      EXPECT_EQ(reused->simulation.events.size(), fresh->simulation.events.size());
+    }
   }
 }
 
