@@ -25,16 +25,15 @@ StatusOr<std::shared_ptr<const Schedule>> ScheduleCache::Generated(ScheduleKind 
   return value;
 }
 
-StatusOr<std::shared_ptr<const std::vector<Lane>>> ScheduleCache::Lanes(const SimulationInput& in,
-                                                                        int steps, int first,
-                                                                        int last) {
+StatusOr<std::shared_ptr<const PreparedLanes>> ScheduleCache::Lanes(const SimulationInput& in,
+                                                                    int steps) {
   const Schedule& s = *in.schedule;
   const LanesKey key(ShapeKey(s.kind, s.pp, s.virtual_stages, s.num_micro_batches),
-                     s.split_backward, in.replicas, steps, first, last);
+                     s.split_backward, in.replicas, steps);
   auto it = lanes_.entries.find(key);
   if (it != lanes_.entries.end()) return it->second;
-  TRIDENT_ASSIGN_OR_RETURN(std::vector<Lane> made, PipelineLanes(in, steps, first, last));
-  auto value = std::make_shared<const std::vector<Lane>>(std::move(made));
+  TRIDENT_ASSIGN_OR_RETURN(PreparedLanes made, PrepareLanes(in, steps));
+  auto value = std::make_shared<const PreparedLanes>(std::move(made));
   lanes_.Put(key, value);
   return value;
 }

@@ -6,11 +6,12 @@
 //   EvaluateOptions options;
 //   options.schedules = &cache;   // each EvaluatePlan then generates and lowers a shape once
 //
-// A schedule is keyed by (kind, pp, virtual stages, micro-batches); lanes by the schedule's
-// shape, the replicas, the steps and the positions replayed: all that PipelineLanes reads of a
-// generated schedule (REQUIRES: the schedules whose lanes are asked for are GenerateSchedule's,
-// or StepSchedule's frames of replicated plans). Each table keeps the last kCapacity entries;
-// a value handed out stays valid while its holder keeps it. Thread-safety: none.
+// A schedule is keyed by (kind, pp, virtual stages, micro-batches); prepared lanes by the
+// schedule's shape, the replicas and the steps: all that PrepareLanes reads of a generated
+// schedule (REQUIRES: the schedules whose lanes are asked for are GenerateSchedule's, or
+// StepSchedule's frames of replicated plans; their validation is then done once). Each table keeps
+// the last kCapacity entries; a value handed out stays valid while its holder keeps it.
+// Thread-safety: none.
 #pragma once
 
 #include <deque>
@@ -26,6 +27,7 @@
 namespace trident {
 
 struct SimulationInput;
+struct PreparedLanes;
 
 class ScheduleCache {
  public:
@@ -33,9 +35,9 @@ class ScheduleCache {
 
   // GenerateSchedule(kind, pp, v, m), made once.
   StatusOr<std::shared_ptr<const Schedule>> Generated(ScheduleKind kind, int pp, int v, int m);
-  // PipelineLanes(in, steps, first, last) (planner/lane_replay.h), made once.
-  StatusOr<std::shared_ptr<const std::vector<Lane>>> Lanes(const SimulationInput& in, int steps,
-                                                           int first, int last);
+  // PrepareLanes(in, steps) (planner/lane_replay.h): the lanes and their replay order, made
+  // once.
+  StatusOr<std::shared_ptr<const PreparedLanes>> Lanes(const SimulationInput& in, int steps);
 
  private:
   template <typename Key, typename Value>
@@ -45,10 +47,10 @@ class ScheduleCache {
     void Put(const Key& key, std::shared_ptr<const Value> value);
   };
   using ShapeKey = std::tuple<ScheduleKind, int, int, int>;
-  using LanesKey = std::tuple<ShapeKey, bool, std::vector<int>, int, int, int>;
+  using LanesKey = std::tuple<ShapeKey, bool, std::vector<int>, int>;
 
   Table<ShapeKey, Schedule> schedules_;
-  Table<LanesKey, std::vector<Lane>> lanes_;
+  Table<LanesKey, PreparedLanes> lanes_;
 };
 
 }  // namespace trident

@@ -17,12 +17,6 @@ std::string Str(int64_t value) { return std::to_string(value); }
 
 bool BadTime(double ms) { return !std::isfinite(ms) || ms < 0; }
 
-std::string Joined(const std::vector<int>& values) {
-  std::string text;
-  for (int v : values) text += (text.empty() ? "" : ",") + Str(v);
-  return text;
-}
-
 Status CheckStageTimes(const SimulationInput& in, bool split_backward) {
   for (size_t s = 0; s < in.stages.size(); ++s) {
     const StageTimes& t = in.stages[s];
@@ -61,9 +55,6 @@ Status CheckInput(const SimulationInput& in) {
     return InvalidArgument("simulate: virtual_stages and num_micro_batches must be >= 1, got " +
                            Str(s.virtual_stages) + ", " + Str(s.num_micro_batches));
   }
-  if (Status status = Replicated(in) ? Status::Ok() : ValidateSchedule(s); !status.ok()) {
-    return status.WithPrefix("simulate");
-  }
   return Status::Ok();
 }
 
@@ -81,34 +72,8 @@ Status CheckSizes(const SimulationInput& in) {
   return Status::Ok();
 }
 
-bool SplitsBackward(const SimulationInput& in, const std::vector<Lane>& lanes) {
-  if (!Replicated(in)) return in.schedule->split_backward;
-  for (const Lane& lane : lanes) {
-    for (const Action& a : lane.actions) {
-      if (a.kind == ActionKind::kWeight) return true;
-    }
-  }
-  return false;
-}
-
-// The ids a replay of `steps` steps spans: stages and micro-batches of the schedule.
-Schedule FrameOf(const SimulationInput& in, int steps, bool split_backward) {
-  const Schedule& s = *in.schedule;
-  return {s.kind, s.pp, s.virtual_stages, s.num_micro_batches * steps, split_backward, {}};
-}
-
-int PeakLive(bool split_backward, const std::vector<Action>& actions) {
-  ActionKind last = split_backward ? ActionKind::kWeight : ActionKind::kBackward;
-  int live = 0, peak = 0;
-  for (const Action& a : actions) {
-    if (a.kind == ActionKind::kForward) peak = std::max(peak, ++live);
-    if (a.kind == last) --live;
-  }
-  return peak;
-}
-
-SimulationResult Summarize(bool split_backward, bool timeline, const std::vector<Lane>& lanes,
-                           const LaneTimes& times) {
+SimulationResult Summarize(const PreparedLanes& prepared, bool timeline, const LaneTimes& times) {
+  const std::vector<Lane>& lanes = prepared.lanes;
   SimulationResult result;
   size_t num_events = 0;
   for (const auto& lane : times) {
@@ -129,7 +94,7 @@ SimulationResult Summarize(bool split_backward, bool timeline, const std::vector
     }
     stats.idle_ms = result.makespan_ms - stats.busy_ms;
     stats.end_ms = times[i].empty() ? 0 : times[i].back().end_ms;
-    stats.peak_live_activations = PeakLive(split_backward, lanes[i].actions);
+    stats.peak_live_activations = prepared.peak_live[i];
     idle_ms += stats.idle_ms;
     result.lanes.push_back(stats);
   }
@@ -140,50 +105,18 @@ SimulationResult Summarize(bool split_backward, bool timeline, const std::vector
   return result;
 }
 
-// Every position has the same r and r divides M: replica d's lanes form a pipeline of their
-// own, of the same lists (up to micro-batch ids) and the same times as replica 0's, so only
-// replica 0's lanes are replayed and their times copied.
-bool IdenticalReplicas(const SimulationInput& in) {
-  const std::vector<int>& r = in.replicas;
-  return std::all_of(r.begin(), r.end(), [&](int x) { return x == r.front(); }) &&
-         in.schedule->num_micro_batches % r.front() == 0;
-}
-
-StatusOr<LaneTimes> TimesOf(const SimulationInput& in, const Schedule& frame,
-                            const std::vector<Lane>& lanes) {
-  if (!Replicated(in) || !IdenticalReplicas(in)) return ReplayLanes(frame, in, lanes);
-  std::vector<Lane> first;
-  for (const Lane& lane : lanes) {
-    if (lane.replica == 0) first.push_back(lane);
-  }
-  TRIDENT_ASSIGN_OR_RETURN(LaneTimes first_times, ReplayLanes(frame, in, first));
-  LaneTimes times;
-  times.reserve(lanes.size());
-  for (const Lane& lane : lanes) times.push_back(first_times[lane.position]);
-  return times;
-}
-
 // One replay of `steps` steps, back to back.
 StatusOr<SimulationResult> Replay(const SimulationInput& in, int steps) {
-  std::shared_ptr<const std::vector<Lane>> held;
+  std::shared_ptr<const PreparedLanes> prepared;
   if (in.cache != nullptr) {
-    TRIDENT_ASSIGN_OR_RETURN(held, in.cache->Lanes(in, steps, 0, in.schedule->pp - 1));
+    TRIDENT_ASSIGN_OR_RETURN(prepared, in.cache->Lanes(in, steps));
   } else {
-    TRIDENT_ASSIGN_OR_RETURN(std::vector<Lane> made,
-                             PipelineLanes(in, steps, 0, in.schedule->pp - 1));
-    held = std::make_shared<const std::vector<Lane>>(std::move(made));
+    TRIDENT_ASSIGN_OR_RETURN(PreparedLanes made, PrepareLanes(in, steps));
+    prepared = std::make_shared<const PreparedLanes>(std::move(made));
   }
-  const std::vector<Lane>& lanes = *held;
-  const bool split = SplitsBackward(in, lanes);
-  TRIDENT_RETURN_IF_ERROR(CheckStageTimes(in, split));
-  StatusOr<LaneTimes> times = TimesOf(in, FrameOf(in, steps, split), lanes);
-  if (!times.ok()) {  // a deadlock, which a validated schedule's lists cannot have
-    return InvalidArgument("simulate: " + in.schedule->ToString() + ", replicas " +
-                           Joined(in.replicas) + ": " + times.status().message() +
-                           "; hint: these replica counts cannot run this schedule round robin, "
-                           "try others or another schedule");
-  }
-  return Summarize(split, in.timeline, lanes, *times);
+  TRIDENT_RETURN_IF_ERROR(CheckSizes(in));
+  TRIDENT_RETURN_IF_ERROR(CheckStageTimes(in, prepared->split_backward));
+  return Summarize(*prepared, in.timeline, PreparedTimes(*prepared, in));
 }
 
 // `steps` copies of a one-step result, each starting when the previous one has ended.
@@ -213,7 +146,6 @@ SimulationResult TileSteps(const SimulationResult& one, int steps, int num_micro
 
 StatusOr<SimulationResult> Simulate(const SimulationInput& input) {
   TRIDENT_RETURN_IF_ERROR(CheckInput(input));
-  TRIDENT_RETURN_IF_ERROR(CheckSizes(input));
   const Schedule& s = *input.schedule;
   if (input.steps == 1) return Replay(input, 1);
   if (s.Flushes()) {
