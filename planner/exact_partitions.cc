@@ -101,15 +101,20 @@ class Enumerator {
   }
 
  private:
-  // The replica counts stage s may take from unit u: the position's, or (free) 1 up to what
-  // leaves one unit to each later stage, at most M; the last stage takes every unit left.
+  // The replica counts stage s may take from unit u: the position's, or (free) from what
+  // leaves the later stages at most M each up to what leaves them one each, at most M; the
+  // last stage takes every unit left, if at most M.
   std::pair<int, int> ReplicaRange(int s, int u) const {
     if (!bounds_.FreeReplicas()) {
       const int r = space_.replicas[static_cast<size_t>(s)];
       return {r, r};
     }
-    if (s == stages_ - 1) return {space_.units - u, space_.units - u};
-    return {1, std::min(space_.units - u - (stages_ - s - 1), c_.micro_batches)};
+    const int m = c_.micro_batches, later = stages_ - s - 1;
+    if (s == stages_ - 1) {
+      return space_.units - u <= m ? std::pair(space_.units - u, space_.units - u)
+                                   : std::pair(1, 0);
+    }
+    return {std::max(1, space_.units - u - later * m), std::min(space_.units - u - later, m)};
   }
 
   // The space's least-units table; with free replicas first its family's (shared), which skips
