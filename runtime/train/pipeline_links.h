@@ -6,14 +6,14 @@
 //
 // By order (NCCL), each channel is a communicator of its own two ranks. NCCL matches a pair's
 // transfers in posting order and runs each communicator's work on one stream, in launch order,
-// so on one communicator for every transfer a launched receive would hold back every send
-// launched after it. An interleaved 1F1B rank exchanges activations and gradients with the same
-// peer in both directions; on the world its receive and its peer's would each wait for a send
-// queued behind the other. On a channel of its own a stream carries only one channel's
-// transfers, in the order both ranks post them (JobLayout::CheckInOrderTransfers), so a waiting
-// receive holds back only later transfers of the same channel, which wait for it anyway: the
-// layout runs as under MPI's matching, which JobLayout::CheckNoDeadlock proves free of
-// deadlock. Worked example: pp 2, v 2 (stages 0, 2 on rank 0 and 1, 3 on rank 1) has six
+// so on one communicator for every transfer a launched receive holds back every send launched
+// after it: two ranks that each launch a receive from the other (a receive posted an action
+// ahead; interleaved 1F1B's ranks exchange with one peer in both directions) can each wait for
+// a send queued behind its own receive. On a channel of its own a stream carries only one
+// channel's transfers, in the order both ranks post them (JobLayout::CheckInOrderTransfers),
+// so a waiting receive holds back only later transfers of the same channel, which wait for it
+// anyway: the layout runs as under MPI's matching, which JobLayout::CheckNoDeadlock proves free
+// of deadlock. Worked example: pp 2, v 2 (stages 0, 2 on rank 0 and 1, 3 on rank 1) has six
 // channels: activations across boundaries 0 and 2 and gradients across 1 from rank 0 to rank 1,
 // gradients across 0 and 2 and activations across 1 from rank 1 to rank 0.
 //
